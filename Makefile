@@ -1,0 +1,38 @@
+# `make run`: set up the core and run the default workload.
+# `make test`: set up everything (all extras) and run ruff, mypy and the tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# An unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the tested CPU wheel.
+TORCH := torch==2.13.0
+
+.PHONY: run test lint clean-data help
+
+help:
+	@echo "make run   - install the core into .venv and run workloads/default.yaml"
+	@echo "make test  - install all extras into .venv, run ruff, mypy and pytest"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.all: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev]' $(TORCH)
+	touch $@ $(VENV)/.core
+
+run: $(VENV)/.core
+	$(BIN)/dliobench run workloads/default.yaml
+
+lint: $(VENV)/.all
+	$(BIN)/ruff check dliobench tests benchmarks
+	$(BIN)/mypy dliobench
+
+test: lint
+	$(BIN)/pytest
+
+clean-data:
+	rm -rf data reports/*/

@@ -1,0 +1,5 @@
+"""Allow ``python -m dliobench``."""
+
+from dliobench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""One benchmark run end to end: dataset, training, result files. Called by the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dliobench import dataset as dataset_mod
+from dliobench.config_schema import Config
+from dliobench.report.assemble import build_result
+from dliobench.report.result import new_run_id, write_json_atomic
+from dliobench.runner import check_batch_fits, train
+from dliobench.timeline import write_csv
+from dliobench.world import Comm, World
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where the run's files are and what they say (rank 0 only; None elsewhere)."""
+
+    run_dir: Path | None
+    result: dict[str, Any] | None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run(config: Config, world: World, comm: Comm, warnings: list[str],
+        show_progress: bool = True) -> RunOutcome:
+    """Generate what is missing, train, and write ``<output.folder>/<run-id>/``."""
+    check_batch_fits(config, world)
+    ready = dataset_mod.prepare(config, world, comm, show_progress)
+    extra: dict[str, Any] = {"warnings": warnings}
+    if ready.generated and ready.generated.files_written:
+        g = ready.generated
+        extra["generation"] = {"files": g.files_written, "bytes": g.bytes_written,
+                               "seconds": g.seconds,
+                               "bytes_per_s": g.bytes_written / g.seconds if g.seconds else None}
+    if not config.workflow.train:
+        return RunOutcome(None, None)
+    run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
+    run_dir = Path(config.output.folder) / run_id
+    if world.is_root:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    started = _now()
+    try:
+        trace = train(config, world, comm, ready.files, ready.sizes, show_progress)
+    except BaseException as exc:
+        if world.is_root:
+            _write_partial(config, run_id, run_dir, exc, started, ready.total_bytes, extra)
+        raise
+    traces = comm.gather(trace)
+    if not world.is_root or traces is None:
+        return RunOutcome(None, None)
+    result = build_result(config, run_id, "complete", traces, started, _now(),
+                          ready.total_bytes, extra)
+    write_csv(run_dir / "timeline.csv", [t.timeline for t in traces])
+    write_json_atomic(run_dir / "result.json", result)
+    return RunOutcome(run_dir, result)
+
+
+def _write_partial(config: Config, run_id: str, run_dir: Path, exc: BaseException,
+                   started: str, dataset_bytes: int, extra: dict[str, Any]) -> None:
+    """Write what this rank measured before the run ended early, marked partial."""
+    trace = getattr(exc, "dliobench_trace", None)
+    if trace is None:
+        return
+    result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
+                          extra)
+    write_csv(run_dir / "timeline.csv", [trace.timeline])
+    write_json_atomic(run_dir / "result.json", result)
+    log.warning("the run ended early; what it measured is in %s (status: partial)", run_dir)

@@ -1,0 +1,207 @@
+"""The command line: the only argv parser; one function per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dliobench import __version__
+from dliobench.errors import ConfigError, DlioBenchError
+
+if TYPE_CHECKING:
+    from dliobench.config_schema import Config
+    from dliobench.world import Comm, World
+
+log = logging.getLogger("dliobench")
+
+OVERRIDES_HELP = (
+    "configuration overrides as section.key=value, e.g. dataset.num_files_train=16 "
+    "train.epochs=2 (DLIO's ++workload.section.key=value also works); `dliobench keys` lists "
+    "every key"
+)
+DEFAULT_WORKLOAD = "default"
+
+
+def _workload_path(name: str) -> Path:
+    """A workload given as a path, or as a name looked up in ./workloads and the source tree."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    for folder in (Path("workloads"), Path(__file__).resolve().parent.parent / "workloads"):
+        candidate = folder / f"{name}.yaml"
+        if candidate.exists():
+            return candidate
+    raise ConfigError(f"no workload named '{name}': give a path to a YAML file or one of the "
+                      "names in workloads/ (unet3d, default, ...)")
+
+
+def _split(items: list[str]) -> tuple[Path, list[str]]:
+    """The workload (first item without '=') and the overrides."""
+    if items and "=" not in items[0]:
+        return _workload_path(items[0]), items[1:]
+    return _workload_path(DEFAULT_WORKLOAD), items
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, list[str]]:
+    from dliobench import config as config_mod
+
+    path, overrides = _split(args.workload)
+    cfg, warnings = config_mod.load(path, overrides, getattr(args, "accelerator", None))
+    for w in warnings:
+        log.warning(w)
+    return cfg, warnings
+
+
+def _world() -> tuple[World, Comm]:
+    from dliobench.world import LocalComm, World
+
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"):
+        if int(os.environ.get(var, "1") or 1) > 1 and var != "SLURM_NTASKS":
+            raise DlioBenchError("launched with several MPI ranks, but this dliobench version "
+                                 "runs one process only; run it without mpirun")
+    return World.single(), LocalComm()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Generate the dataset if needed, train, write results, print the summary."""
+    from dliobench import benchmark
+    from dliobench.report.summary import print_summary
+
+    cfg, warnings = _load(args)
+    if args.output:
+        from dataclasses import replace
+
+        cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
+    world, comm = _world()
+    outcome = benchmark.run(cfg, world, comm, warnings, show_progress=not args.no_progress)
+    if outcome.result is not None and outcome.run_dir is not None:
+        print_summary(outcome.result, str(outcome.run_dir))
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write the dataset only (what is missing of it)."""
+    from dliobench.generate import generate
+
+    cfg, _ = _load(args)
+    world, comm = _world()
+    done = generate(cfg, world, comm, show_progress=not args.no_progress)
+    if done.files_written:
+        rate = done.bytes_written / done.seconds / 1e9 if done.seconds else 0.0
+        print(f"wrote {done.files_written} of {done.files_total} files, "
+              f"{done.bytes_written / 1e9:.3f} GB in {done.seconds:.1f} s ({rate:.2f} GB/s) "
+              f"to {cfg.dataset.data_folder}")
+    else:
+        print(f"all {done.files_total} files are already in {cfg.dataset.data_folder}")
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """List every configuration key with its default and meaning."""
+    from dliobench.config import ALIASES, FIELDS
+
+    by_key: dict[str, list[str]] = {}
+    for alias, canonical in ALIASES.items():
+        by_key.setdefault(canonical, []).append(alias)
+    for name, f in sorted(FIELDS.items()):
+        meta = f.metadata
+        choices = f" ({'|'.join(meta['choices'])})" if meta["choices"] else ""
+        aka = f"  [also: {', '.join(sorted(by_key[name]))}]" if name in by_key else ""
+        print(f"{name} = {f.default!r}{choices}\n    {meta['help']}{aka}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print the resolved configuration as YAML."""
+    import yaml
+
+    from dliobench.report.result import config_dict
+
+    cfg, _ = _load(args)
+    print(yaml.safe_dump(config_dict(cfg), sort_keys=False), end="")
+    return 0
+
+
+def _add_workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", nargs="*", metavar="[WORKLOAD] [KEY=VALUE ...]",
+                   help="workload YAML file or name in workloads/ (default: 'default'), "
+                   "then " + OVERRIDES_HELP)
+    p.add_argument("--accelerator", metavar="NAME",
+                   help="accelerator profile of the workload (a100, h100, ...); same as "
+                   "train.accelerator=NAME")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of all subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="dliobench",
+        description="Emulate deep-learning training I/O: generate a dataset in the workload's "
+        "format, read it with real loaders while emulated accelerators compute, and report "
+        "accelerator utilization (AU), throughput and per-step wait latency.",
+        epilog="examples:\n  dliobench run workloads/unet3d.yaml dataset.num_files_train=16 "
+        "train.epochs=2\n  dliobench generate unet3d --accelerator h100\n  dliobench keys",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dliobench {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("run", help="generate (if missing) and train, then report",
+                       description="Generate the dataset if it is missing "
+                       "(workflow.generate_data), run the emulated training, write "
+                       "<output.folder>/<run-id>/result.json and timeline.csv, print a summary.")
+    _add_workload_args(p)
+    p.add_argument("--output", metavar="DIR", help="root folder of results (output.folder)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("generate", help="write the dataset only",
+                       description="Write the files of the workload's dataset that are not on "
+                       "disk yet; safe to interrupt and repeat.")
+    _add_workload_args(p)
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(func=cmd_generate)
+    p = sub.add_parser("show-config", help="print the resolved configuration",
+                       description="Print the configuration a run would use, after defaults, "
+                       "the workload file, overrides and the accelerator profile.")
+    _add_workload_args(p)
+    p.set_defaults(func=cmd_show)
+    p = sub.add_parser("keys", help="list every configuration key",
+                       description="List every configuration key, its default, allowed values "
+                       "and DLIO spellings accepted for it.")
+    p.set_defaults(func=cmd_keys)
+    return parser
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    level = logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO
+    handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False)
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dliobench`` command; returns the exit code."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and (not hasattr(args, "workload") or any(x.startswith("-") for x in extra)):
+        parser.error("unrecognized arguments: " + " ".join(extra))
+    if extra:  # overrides given after options: `run W --no-progress a.b=c`
+        args.workload += extra
+    _setup_logging(args.verbose, args.quiet)
+    try:
+        return int(args.func(args))
+    except DlioBenchError as exc:
+        print(f"dliobench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("dliobench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

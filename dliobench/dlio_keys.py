@@ -1,0 +1,41 @@
+"""DLIO keys dliobench knows about but does not implement (yet), and DLIO's value aliases.
+
+A workload file written for DLIO 2.0.0 or DLIO's main branch that sets one of these runs here
+with one warning naming them, instead of failing as an unknown key. Entries are dotted
+prefixes: ``dataset.hdf5`` covers ``dataset.hdf5.chunk_dims`` and the rest of that mapping.
+"""
+
+from __future__ import annotations
+
+# reader.data_loader values of DLIO that map onto one of our loaders.
+LOADER_ALIASES = {"tensorflow": "native", "native_dali": "dali"}
+
+# Section names DLIO accepts as synonyms of ours.
+SECTION_ALIASES = {"data_reader": "reader"}
+
+UNSUPPORTED_DLIO_KEYS = frozenset({
+    # whole sections
+    "checkpoint", "profiling", "evaluation", "storage",
+    "workflow.checkpoint", "workflow.evaluation", "workflow.profiling", "workflow.debug",
+    "workflow.query",
+    "dataset.num_files_eval", "dataset.num_subfolders_eval", "dataset.compression",
+    "dataset.compression_level", "dataset.enable_chunking", "dataset.chunk_size",
+    "dataset.keep_files", "dataset.generation_buffer_size", "dataset.record_dims",
+    "dataset.record_element_type", "dataset.record_element_bytes", "dataset.hdf5",
+    "dataset.data_gen_method",
+    "reader.batch_size_eval", "reader.computation_threads", "reader.read_type",
+    "reader.transfer_size", "reader.preprocess_time", "reader.preprocess_time_stdev",
+    "reader.shuffle_size", "reader.dont_use_mmap", "reader.reader_classname",
+    "reader.data_loader_classname", "reader.data_loader_sampler", "reader.pin_memory",
+    "reader.transformed_record_dims", "reader.transformed_record_element_type",
+    "model.type", "model.model_datatype", "model.optimizer_datatype",
+    "model.optimization_groups", "model.num_layers", "model.layer_parameters",
+    "model.parallelism", "model.transformer",
+    "output.log_file",
+})
+
+
+def is_unsupported(name: str) -> bool:
+    """True when ``name`` or one of its dotted prefixes is a DLIO key we do not implement."""
+    parts = name.split(".")
+    return any(".".join(parts[:n]) in UNSUPPORTED_DLIO_KEYS for n in range(1, len(parts) + 1))

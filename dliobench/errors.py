@@ -1,0 +1,40 @@
+"""Exceptions a user can act on. The CLI turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class DlioBenchError(Exception):
+    """Base of all errors whose message is meant for the user (exit code 1)."""
+
+    exit_code = 1
+
+
+class ConfigError(DlioBenchError):
+    """A workload file or override is wrong: unknown key, wrong type, impossible value."""
+
+    exit_code = 2
+
+
+class DatasetError(DlioBenchError):
+    """The dataset is missing, incomplete or does not match the configuration."""
+
+
+class CorruptSampleError(DlioBenchError):
+    """A sample could not be decoded: the file is truncated or its bytes are damaged."""
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        super().__init__(
+            f"corrupt sample in {path} at byte offset {offset}: {reason}; "
+            "regenerate the dataset with `dliobench generate`"
+        )
+        self.path = path
+        self.offset = offset
+
+
+class MissingExtraError(DlioBenchError):
+    """An optional dependency (torch, DALI, mpi4py) is not installed."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"{package} is not installed; install it with `pip install 'dliobench[{extra}]'`"
+        )

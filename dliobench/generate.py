@@ -1,0 +1,171 @@
+"""Write the synthetic dataset: parallel, deterministic, resumable, safe on a full disk.
+
+Each file is written under a temporary name, fsynced and renamed when complete, then entered
+in the manifest; an interrupted or repeated generation writes only what is missing.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dliobench import datafill, progress
+from dliobench.config_schema import Config
+from dliobench.errors import DatasetError
+from dliobench.formats import Format, get_format
+from dliobench.layout import DataFile, dataset_files, train_dir
+from dliobench.manifest import Manifest, identity
+from dliobench.world import Comm, World
+
+log = logging.getLogger(__name__)
+MANIFEST_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class Generated:
+    """What a generation did."""
+
+    files_written: int
+    bytes_written: int
+    seconds: float
+    files_total: int
+
+
+def missing_files(config: Config, manifest: Manifest | None) -> list[DataFile]:
+    """Files the configuration needs that are not complete on disk."""
+    fmt = get_format(config.dataset.format)
+    root = train_dir(config.dataset)
+    known = manifest.files if manifest else {}
+    out = []
+    for f in dataset_files(config.dataset, fmt.extension):
+        try:
+            size = (root / f.relpath).stat().st_size
+        except FileNotFoundError:
+            size = -1
+        if known.get(f.relpath) != size:
+            out.append(f)
+    return out
+
+
+def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int) -> int:
+    """Write one file atomically and durably; return its size."""
+    final = root / f.relpath
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
+    datafill.fill(samples, base, seed, f.index)
+    try:
+        fmt.write(tmp, samples)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, final)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.errno == errno.ENOSPC:
+            raise DatasetError(
+                f"the file system holding {root} is full; free space or choose another "
+                "dataset.data_folder (complete files are kept; `dliobench generate` resumes)"
+            ) from None
+        raise DatasetError(f"cannot write {final}: {exc.strerror}") from None
+    return final.stat().st_size
+
+
+def _check_space(root: Path, todo: list[DataFile]) -> None:
+    need = sum(f.payload_bytes for f in todo)
+    probe = root if root.exists() else next(p for p in root.parents if p.exists())
+    free = shutil.disk_usage(probe).free
+    if need > free:
+        raise DatasetError(
+            f"the dataset needs {need / 1e9:.2f} GB more but only {free / 1e9:.2f} GB are free "
+            f"under {probe}; free space, lower dataset.num_files_train or choose another "
+            "dataset.data_folder"
+        )
+
+
+def _remove_stale_temps(root: Path) -> None:
+    if root.exists():
+        for stale in root.rglob(".*.tmp-*"):
+            stale.unlink(missing_ok=True)
+
+
+def _workers(todo: list[DataFile]) -> int:
+    """Threads to write with: all cores, unless the per-file buffers would crowd memory."""
+    largest = max(f.payload_bytes for f in todo)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min(os.cpu_count() or 1, 8, len(todo), memory // 4 // max(largest, 1)))
+
+
+def generate(config: Config, world: World, comm: Comm, show_progress: bool) -> Generated:
+    """Write the files that are missing; rank r writes every size-th missing file."""
+    dataset = config.dataset
+    fmt = get_format(dataset.format)
+    root = train_dir(dataset)
+    manifest = Manifest.load(dataset.data_folder) if world.is_root else None
+    if manifest is not None:
+        manifest.check_matches(dataset)
+    manifest = comm.bcast(manifest or Manifest(identity(dataset)))
+    todo_all = missing_files(config, manifest) if world.is_root else []
+    todo_all = comm.bcast(todo_all)
+    todo = todo_all[world.rank::world.size]
+    total_files = dataset.num_files_train
+    if not todo_all:
+        return Generated(0, 0, 0.0, total_files)
+    root.mkdir(parents=True, exist_ok=True)
+    if world.is_root:
+        _remove_stale_temps(root)
+        _check_space(root, todo_all)
+    comm.barrier()
+    start = time.perf_counter()
+    written = _write_all(fmt, root, todo, manifest, config, world, show_progress)
+    gathered = comm.gather(written)
+    if world.is_root and gathered is not None:
+        for part in gathered:
+            manifest.files.update(part)
+        manifest.save(dataset.data_folder)
+    seconds = time.perf_counter() - start
+    nbytes = sum(sum(part.values()) for part in gathered) if gathered else sum(written.values())
+    return Generated(len(todo_all), nbytes, seconds, total_files)
+
+
+def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest,
+               config: Config, world: World, show_progress: bool) -> dict[str, int]:
+    """Write ``todo`` with a thread pool; keep the manifest current on a one-rank world."""
+    seed = config.dataset.generation_seed
+    base = datafill.base_buffer(seed)
+    written: dict[str, int] = {}
+    last_save = time.monotonic()
+    total = sum(f.payload_bytes for f in todo)
+    desc = f"generating {len(todo)} {fmt.name} files"
+    with progress.bar(desc, total, show_progress and world.is_root, unit="bytes") as advance, \
+            ThreadPoolExecutor(_workers(todo), thread_name_prefix="gen") as pool:
+        pending = {pool.submit(_write_one, fmt, root, f, base, seed): f for f in todo}
+        try:
+            while pending:
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    f = pending.pop(future)
+                    written[f.relpath] = future.result()
+                    advance(f.payload_bytes)
+                if world.size == 1 and time.monotonic() - last_save > MANIFEST_EVERY_S:
+                    manifest.files.update(written)
+                    manifest.save(config.dataset.data_folder)
+                    last_save = time.monotonic()
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            if world.size == 1:
+                manifest.files.update(written)
+                manifest.save(config.dataset.data_folder)
+            raise
+    return written

@@ -1,0 +1,28 @@
+"""Loaders by name (``reader.data_loader``)."""
+
+from __future__ import annotations
+
+from dliobench.config_schema import Config
+from dliobench.errors import ConfigError
+from dliobench.formats import get_format
+from dliobench.layout import DataFile, train_dir
+from dliobench.loaders.base import Batch, Loader, SampleReader
+
+
+def make_loader(config: Config, files: list[DataFile], sizes: list[int]) -> Loader:
+    """The loader the configuration names, reading ``files`` (with on-disk ``sizes``)."""
+    reader_cfg = config.reader
+    root = train_dir(config.dataset)
+    reader = SampleReader(get_format(config.dataset.format), [root / f.relpath for f in files],
+                          sizes, config.dataset.num_samples_per_file,
+                          config.dataset.record_length_bytes_resize, reader_cfg.odirect)
+    if reader_cfg.data_loader == "native":
+        from dliobench.loaders.native import NativeLoader
+
+        return NativeLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
+                            reader_cfg.prefetch_size, reader_cfg.drop_last)
+    raise ConfigError(f"reader.data_loader={reader_cfg.data_loader} is not available in this "
+                      "version yet; use reader.data_loader=native")
+
+
+__all__ = ["Batch", "Loader", "SampleReader", "make_loader"]

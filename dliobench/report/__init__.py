@@ -1,0 +1,1 @@
+"""Result files (the JSON schema), console summaries, and later tables and plots."""

@@ -1,0 +1,99 @@
+"""Build ``result.json`` from the traces every rank measured (DESIGN.md, "Result files")."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from dliobench import metrics, sysinfo
+from dliobench.config_schema import Config
+from dliobench.report.result import SCHEMA_VERSION, config_dict
+from dliobench.runner import RankTrace
+
+
+def _epoch_table(config: Config, trace: RankTrace) -> dict[int, tuple[dict[str, Any], np.ndarray]]:
+    """Per epoch of one rank: its metrics and its counted waits."""
+    m = config.metric
+    out = {}
+    for epoch in trace.timeline.epochs():
+        cols = trace.timeline.epoch_arrays(epoch)
+        win = metrics.window(cols["step"].size, m.exclude_start_steps, m.exclude_end_steps)
+        out[epoch] = (metrics.epoch_metrics(cols, m.exclude_start_steps, m.exclude_end_steps),
+                      cols["wait_s"][win])
+    return out
+
+
+def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any],
+                                                                    list[dict[str, Any]],
+                                                                    list[dict[str, Any]]]:
+    """(run metrics, per-epoch metrics, per-rank metrics) from all ranks' traces."""
+    tables = [_epoch_table(config, t) for t in traces]
+    epochs = sorted({e for table in tables for e in table})
+    all_waits = [w for table in tables for _, w in table.values()]
+    waits = np.concatenate(all_waits) if all_waits else np.empty(0)
+    run = metrics.combine_ranks([[em for em, _ in table.values()] for table in tables], waits)
+    checks = [c for t in traces for c in t.checks]
+    run["exactly_once"] = bool(checks) and all(c.exactly_once for c in checks)
+    run["dropped_by_drop_last"] = sum(c.dropped_by_drop_last for c in checks)
+    per_epoch = []
+    for e in epochs:
+        parts = [[table[e][0]] for table in tables if e in table]
+        w = [table[e][1] for table in tables if e in table]
+        row = {"epoch": e, **metrics.combine_ranks(parts, np.concatenate(w))}
+        ce = [c for c in checks if c.epoch == e]
+        row["exactly_once"] = all(c.exactly_once for c in ce)
+        row["complete"] = all(c.complete for c in ce)
+        per_epoch.append(row)
+    per_rank = []
+    for trace, table in zip(traces, tables, strict=True):
+        summary = metrics.rank_summary([em for em, _ in table.values()])
+        per_rank.append({"rank": trace.rank, "host": trace.host, **summary,
+                         "epochs": [dataclasses.asdict(c) for c in trace.checks]})
+    return run, per_epoch, per_rank
+
+
+def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool) -> dict[str, Any]:
+    """Could these reads have come from RAM rather than storage?"""
+    odirect = config.reader.odirect
+    fits = dataset_bytes <= host_memory
+    return {
+        "dataset_bytes": dataset_bytes,
+        "host_memory_bytes": host_memory,
+        "dataset_to_memory_ratio": dataset_bytes / host_memory if host_memory else None,
+        "odirect": odirect,
+        "evicted": evicted,
+        "page_cache_possible": not odirect and (fits or not evicted),
+    }
+
+
+def build_result(config: Config, run_id: str, status: str, traces: list[RankTrace],
+                 started: str, finished: str, dataset_bytes: int,
+                 extra: dict[str, Any]) -> dict[str, Any]:
+    """The whole result document."""
+    machine = sysinfo.machine()
+    run, per_epoch, per_rank = run_metrics(config, traces)
+    errors = [f"rank {t.rank}: {t.error}" for t in traces if t.error]
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": status,
+        "dliobench_version": sysinfo.version(),
+        "commit": sysinfo.commit(),
+        "started_at": started,
+        "finished_at": finished,
+        "workload": config.name,
+        "ranks_count": len(traces),
+        "config": config_dict(config),
+        "machine": {"hosts": sorted({t.host for t in traces}), **machine},
+        "storage": sysinfo.storage(config.dataset.data_folder),
+        "honesty": honesty(config, dataset_bytes, machine["memory_bytes"], evicted=False),
+        "metrics": run,
+        "epochs": per_epoch,
+        "ranks": per_rank,
+    }
+    if errors:
+        doc["errors"] = errors
+    doc.update(extra)
+    return doc

@@ -1,0 +1,70 @@
+"""The console summary printed at the end of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def _rate(x: float | None, unit: str) -> str:
+    return "n/a" if x is None else f"{x:,.1f} {unit}"
+
+
+def _bytes_rate(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x / 1e6:,.1f} MB/s ({x / 2**20:,.1f} MiB/s)"
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{1e3 * x:,.2f} ms"
+
+
+def print_summary(result: dict[str, Any], run_dir: str, console: Console | None = None) -> None:
+    """Show the run's headline numbers, its verdict against the AU floor, and where files are."""
+    console = console or Console()
+    m, cfg = result["metrics"], result["config"]
+    floor = cfg["metric"]["au"]
+    table = Table(title=f"dliobench {result['workload']} — run {result['run_id']}",
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    accel = cfg["train"]["accelerator"] or "custom"
+    table.add_row("ranks × accelerator", f"{result['ranks_count']} × {accel} "
+                  f"({cfg['train']['computation_time']:g} s/batch)")
+    table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}")
+    verdict = ""
+    if m["au"] is not None:
+        verdict = " [green]meets[/green]" if m["au"] >= floor else " [red]below[/red]"
+    table.add_row("accelerator utilization", f"{_pct(m['au'])} (worst rank {_pct(m['au_min'])};"
+                  f" floor {_pct(floor)}){verdict}")
+    table.add_row("throughput", f"{_rate(m['samples_per_s'], 'samples/s')}, "
+                  f"{_bytes_rate(m['bytes_per_s'])}")
+    table.add_row("wait per step", f"p50 {_ms(m['wait_p50_s'])}, p90 {_ms(m['wait_p90_s'])}, "
+                  f"p99 {_ms(m['wait_p99_s'])}, max {_ms(m['wait_max_s'])}")
+    table.add_row("counted", f"{m['steps']} steps, {m['samples']} samples, "
+                  f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
+    once = "yes" if m["exactly_once"] else "[red]NO[/red]"
+    table.add_row("every sample exactly once", f"{once} (drop_last dropped "
+                  f"{m['dropped_by_drop_last']})")
+    table.add_row("results", f"{run_dir}/result.json, timeline.csv")
+    console.print(table)
+    if m["steps"] == 0:
+        console.print("[yellow]no step was counted: each epoch has no more steps than "
+                      "metric.exclude_start_steps + exclude_end_steps; add files or epochs[/]")
+    honesty = result["honesty"]
+    if honesty["page_cache_possible"]:
+        fits = honesty["dataset_bytes"] <= honesty["host_memory_bytes"]
+        console.print(
+            f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) "
+            f"{'fits in' if fits else 'may partly sit in'} this host's memory "
+            f"({honesty['host_memory_bytes'] / 1e9:.1f} GB) and O_DIRECT "
+            "is off: reads may have come from the page cache, not storage. Use "
+            "reader.odirect=true or a dataset at least 5x memory to measure storage."
+        )

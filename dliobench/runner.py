@@ -1,0 +1,151 @@
+"""The training loop: epochs -> steps -> wait for a batch, compute; timed on each rank."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dliobench import progress
+from dliobench.compute import Accelerator
+from dliobench.config_schema import Config
+from dliobench.errors import ConfigError
+from dliobench.loaders import make_loader
+from dliobench.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
+from dliobench.timeline import Timeline
+from dliobench.world import Comm, World
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EpochCheck:
+    """Did the epoch deliver each of the rank's planned samples exactly once?"""
+
+    epoch: int
+    planned: int
+    delivered: int
+    dropped_by_drop_last: int
+    complete: bool
+    exactly_once: bool
+
+
+@dataclass
+class RankTrace:
+    """Everything one rank measured, to be gathered by rank 0."""
+
+    rank: int
+    host: str
+    timeline: Timeline
+    checks: list[EpochCheck] = field(default_factory=list)
+    error: str | None = None
+
+
+def shard_spec(config: Config, world: World, seed: int) -> ShardSpec:
+    """The sharding of this rank under this configuration."""
+    r = config.reader
+    return ShardSpec(num_files=config.dataset.num_files_train,
+                     samples_per_file=config.dataset.num_samples_per_file,
+                     rank=world.rank, size=world.size, sharding=r.sharding,
+                     file_shuffle=r.file_shuffle != "off", sample_shuffle=r.sample_shuffle != "off",
+                     seed=seed, seed_change_epoch=config.train.seed_change_epoch)
+
+
+def shuffle_seed(config: Config, comm: Comm) -> int:
+    """train.seed, or with a 'random' shuffle a fresh seed chosen by rank 0 for all ranks."""
+    if "random" in (config.reader.file_shuffle, config.reader.sample_shuffle):
+        return int(comm.bcast(secrets.randbits(31)))
+    return config.train.seed
+
+
+def check_batch_fits(config: Config, world: World) -> None:
+    """A batch larger than a rank's share of the dataset would give no step at all."""
+    per_rank = config.total_samples // world.size
+    if config.reader.batch_size > per_rank and config.reader.drop_last:
+        raise ConfigError(
+            f"reader.batch_size={config.reader.batch_size} is larger than the {per_rank} samples "
+            f"each of {world.size} rank(s) gets per epoch; lower it or raise "
+            "dataset.num_files_train"
+        )
+
+
+def planned_steps(config: Config, spec: ShardSpec) -> list[int]:
+    """Steps of each epoch this run will take (total_training_steps may cut the last one)."""
+    per_epoch = [len(batches(rank_samples(spec, e), config.reader.batch_size,
+                             config.reader.drop_last)) for e in range(config.train.epochs)]
+    cap = config.train.total_training_steps
+    if cap <= 0:
+        return per_epoch
+    out, left, epoch = [], cap, 0
+    while left > 0:
+        n = per_epoch[epoch] if epoch < len(per_epoch) else len(batches(
+            rank_samples(spec, epoch), config.reader.batch_size, config.reader.drop_last))
+        out.append(min(n, left))
+        left -= out[-1]
+        epoch += 1
+    return out
+
+
+def train(config: Config, world: World, comm: Comm, files: Any, sizes: list[int],
+          show_progress: bool) -> RankTrace:
+    """Run the emulated training on this rank and return its trace.
+
+    An exception inside the loop is recorded in the trace (with the steps done so far) and
+    re-raised after the loader is closed, so the caller can write a partial result.
+    """
+    spec = shard_spec(config, world, shuffle_seed(config, comm))
+    steps = planned_steps(config, spec)
+    accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
+                        seed=config.train.seed + world.rank)
+    trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    loader = make_loader(config, files, sizes)
+    try:
+        comm.barrier()
+        t0 = time.perf_counter()
+        with progress.bar(f"training {config.name}", sum(steps),
+                          show_progress and world.is_root) as advance:
+            for epoch, n_steps in enumerate(steps):
+                comm.barrier()
+                trace.checks.append(_epoch(config, spec, epoch, n_steps, loader, accel,
+                                           trace.timeline, t0, advance))
+    except BaseException as exc:
+        trace.error = str(exc) or type(exc).__name__
+        exc.dliobench_trace = trace  # type: ignore[attr-defined]  # for a partial result
+        raise
+    finally:
+        loader.close()
+    return trace
+
+
+def _epoch(config: Config, spec: ShardSpec, epoch: int, n_steps: int, loader: Any,
+           accel: Accelerator, timeline: Timeline, t0: float, advance: Any) -> EpochCheck:
+    """One epoch: wait for each batch, then compute; record the step; check delivery."""
+    ids = rank_samples(spec, epoch)
+    full = len(batches(ids, config.reader.batch_size, config.reader.drop_last))
+    delivered: list[np.ndarray] = []
+    clock = time.perf_counter
+    batches_iter = loader.epoch(ids)
+    try:
+        for step in range(n_steps):
+            start = clock()
+            batch = next(batches_iter)
+            got = clock()
+            compute = accel.compute()
+            timeline.record(epoch, step, start - t0, got - start, compute, batch.samples,
+                            batch.nbytes)
+            delivered.append(batch.ids)
+            advance(1)
+    finally:
+        batches_iter.close()
+    out = np.concatenate(delivered) if delivered else np.empty(0, dtype=np.int64)
+    used = sum(b.size for b in batches(ids, config.reader.batch_size, config.reader.drop_last))
+    complete = n_steps == full
+    if complete:
+        once = delivered_exactly_once(ids[:used], out)
+    else:  # cut short by total_training_steps: at most once, and only planned samples
+        once = np.unique(out).size == out.size and bool(np.isin(out, ids).all())
+    return EpochCheck(epoch, int(ids.size), int(out.size), int(ids.size - used), complete, once)

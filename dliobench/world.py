@@ -1,0 +1,71 @@
+"""Who am I among the ranks, and how do ranks talk: ``World`` and the ``Comm`` protocol.
+
+Every function that cares about ranks receives a ``World`` and a ``Comm``; nothing reads
+globals. ``LocalComm`` is the single-process implementation (the embedded default);
+``dliobench.mpi`` provides the MPI one.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the ranks of one job."""
+
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+    local_size: int = 1
+    node_count: int = 1
+    host: str = ""
+
+    @classmethod
+    def single(cls) -> World:
+        """The one-process world of a run without an MPI launcher."""
+        return cls(host=socket.gethostname())
+
+    @property
+    def is_root(self) -> bool:
+        """True on rank 0, the rank that writes results."""
+        return self.rank == 0
+
+
+class Comm(Protocol):
+    """The few collectives dliobench needs; implemented by LocalComm and MPIComm."""
+
+    def barrier(self) -> None:
+        """Block until every rank arrives."""
+
+    def bcast(self, value: T, root: int = 0) -> T:
+        """Return root's value on every rank."""
+
+    def gather(self, value: Any, root: int = 0) -> list[Any] | None:
+        """Collect one value per rank on root (None elsewhere)."""
+
+    def allgather(self, value: Any) -> list[Any]:
+        """Collect one value per rank on every rank."""
+
+
+class LocalComm:
+    """Collectives of a one-rank world: each is the identity."""
+
+    def barrier(self) -> None:
+        """Nothing to wait for."""
+
+    def bcast(self, value: T, root: int = 0) -> T:
+        """The value itself."""
+        return value
+
+    def gather(self, value: Any, root: int = 0) -> list[Any] | None:
+        """A list of this rank's value."""
+        return [value]
+
+    def allgather(self, value: Any) -> list[Any]:
+        """A list of this rank's value."""
+        return [value]

@@ -1,0 +1,64 @@
+"""Shared fixtures: workload files in a temporary folder and an in-process CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dliobench.cli import main
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary working directory (data/ and reports/ land here)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def write_workload(workdir: Path) -> Callable[..., Path]:
+    """Write a workload YAML (a mapping) and return its path."""
+
+    def write(doc: dict[str, Any], name: str = "tiny.yaml") -> Path:
+        path = workdir / name
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    return write
+
+
+def tiny_workload(**sections: dict[str, Any]) -> dict[str, Any]:
+    """A small, fast workload in dliobench's key names, with section overrides merged in."""
+    doc: dict[str, Any] = {
+        "model": {"name": "tiny"},
+        "dataset": {"data_folder": "data/tiny", "format": "npz", "num_files_train": 8,
+                    "num_samples_per_file": 1, "record_length_bytes": 65536},
+        "reader": {"batch_size": 2, "read_threads": 2, "prefetch_size": 2},
+        "train": {"epochs": 2, "computation_time": 0.0},
+    }
+    for name, values in sections.items():
+        doc.setdefault(name, {}).update(values)
+    return doc
+
+
+@pytest.fixture
+def run_cli(workdir: Path) -> Callable[..., int]:
+    """Run ``dliobench`` in-process and return its exit code."""
+
+    def run(*argv: str) -> int:
+        return main(list(argv))
+
+    return run
+
+
+def last_result(root: Path) -> dict[str, Any]:
+    """The newest result.json under a reports folder."""
+    runs = sorted(p for p in root.iterdir() if (p / "result.json").exists())
+    assert runs, f"no result under {root}"
+    result: dict[str, Any] = json.loads((runs[-1] / "result.json").read_text())
+    return result
