@@ -64,14 +64,11 @@ def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int
     datafill.fill(samples, base, seed, f.index)
     try:
         fmt.write(tmp, samples)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, final)
+        del samples
+        fmt.commit(tmp, final)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        for leftover in [tmp, *fmt.side_files(tmp)]:
+            leftover.unlink(missing_ok=True)
         if exc.errno == errno.ENOSPC:
             raise DatasetError(
                 f"the file system holding {root} is full; free space or choose another "

@@ -5,9 +5,11 @@ Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 from pathlib import Path
+from typing import Any
 
 ALIGN = 4096
 
@@ -65,3 +67,52 @@ def evict(paths: list[Path]) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+class CountingFile(io.RawIOBase):
+    """A read-only file object that counts the bytes its reads transfer.
+
+    For libraries that insist on doing their own I/O (h5py accepts file objects): every read
+    goes through ``readinto`` here, so ``nbytes`` is exactly what the library read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._fd = os.open(path, os.O_RDONLY)
+        self._pos = 0
+        self.nbytes = 0
+
+    def readable(self) -> bool:
+        """Always."""
+        return True
+
+    def seekable(self) -> bool:
+        """Always."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Read at the current position into ``buffer``."""
+        n = os.preadv(self._fd, [buffer], self._pos)
+        self._pos += n
+        self.nbytes += n
+        return n
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move the position (no I/O)."""
+        if whence == io.SEEK_SET:
+            self._pos = offset
+        elif whence == io.SEEK_CUR:
+            self._pos += offset
+        else:
+            self._pos = os.fstat(self._fd).st_size + offset
+        return self._pos
+
+    def tell(self) -> int:
+        """The current position."""
+        return self._pos
+
+    def close(self) -> None:
+        """Close the descriptor."""
+        if not self.closed:
+            os.close(self._fd)
+        super().close()

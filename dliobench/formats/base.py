@@ -1,11 +1,14 @@
 """The contract every data format implements: write a file of samples, locate and decode sample k.
 
-Formats never touch storage when reading: the loader reads the bytes (buffered or O_DIRECT,
-whole file or a sample's range), counts them at the read call, and hands them to ``decode``.
+Formats normally never touch storage when reading: the loader reads the bytes (buffered or
+O_DIRECT, whole file or a sample's byte range), counts them at the read call, and hands them
+to ``decode``. A format whose library must do its own I/O (HDF5 through h5py) implements
+``read_sample`` instead and counts its bytes itself, through ``storage.CountingFile``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -29,7 +32,19 @@ class Format(Protocol):
     head_bytes: int  # bytes from the start of a file that ``layout`` needs
 
     def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write the (num_samples, sample_bytes) uint8 array as one file at ``path``."""
+        """Write the (num_samples, sample_bytes) uint8 array as one file at ``path``.
+
+        Side files (an index) go next to ``path`` with ``path``'s name plus a suffix.
+        """
+
+    def commit(self, tmp: Path, final: Path) -> None:
+        """Make a file written at ``tmp`` durable and move it (and side files) to ``final``.
+
+        The data file is renamed last: its presence means the whole set is complete.
+        """
+
+    def side_files(self, path: Path) -> list[Path]:
+        """Files that belong to the data file ``path`` (e.g. its index), possibly none."""
 
     def layout(self, path: Path, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
@@ -40,3 +55,31 @@ class Format(Protocol):
 
         Raises CorruptSampleError when the bytes are truncated or damaged.
         """
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's data to storage."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FileFormat:
+    """Shared behaviour of formats: durable commit of a data file and its side files."""
+
+    side_suffixes: tuple[str, ...] = ()
+
+    def side_files(self, path: Path) -> list[Path]:
+        """``path`` plus each suffix in ``side_suffixes``."""
+        return [path.with_name(path.name + s) for s in self.side_suffixes]
+
+    def commit(self, tmp: Path, final: Path) -> None:
+        """fsync everything, rename side files, then the data file."""
+        for side_tmp, side_final in zip(self.side_files(tmp), self.side_files(final),
+                                        strict=True):
+            fsync_path(side_tmp)
+            os.replace(side_tmp, side_final)
+        fsync_path(tmp)
+        os.replace(tmp, final)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange
+from dliobench.formats.base import ByteRange, FileFormat
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
 _ZIP64_ID = 0x0001
@@ -57,7 +57,7 @@ def _npy_header(path: Path, buf: memoryview, start: int) -> tuple[int, tuple[int
     return text_start + header_len, shape, dtype
 
 
-class NpzFormat:
+class NpzFormat(FileFormat):
     """Samples as rows of one uint8 array ``x`` in an uncompressed npz."""
 
     name = "npz"
