@@ -12,7 +12,7 @@ from dliobench import dataset as dataset_mod
 from dliobench.config_schema import Config
 from dliobench.report.assemble import build_result
 from dliobench.report.result import new_run_id, write_json_atomic
-from dliobench.runner import check_batch_fits, train
+from dliobench.runner import check_run, train
 from dliobench.timeline import write_csv
 from dliobench.world import Comm, World
 
@@ -34,7 +34,7 @@ def _now() -> str:
 def run(config: Config, world: World, comm: Comm, warnings: list[str],
         show_progress: bool = True) -> RunOutcome:
     """Generate what is missing, train, and write ``<output.folder>/<run-id>/``."""
-    check_batch_fits(config, world)
+    check_run(config, world)
     ready = dataset_mod.prepare(config, world, comm, show_progress)
     extra: dict[str, Any] = {"warnings": warnings}
     if ready.generated and ready.generated.files_written:

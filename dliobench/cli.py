@@ -100,6 +100,24 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_datasize(args: argparse.Namespace) -> int:
+    """Print how many files an honest run needs (MLPerf Storage's rule)."""
+    from dliobench.datasize import MEMORY_FACTOR, MIN_STEPS, required_files
+    from dliobench.sysinfo import host_memory_bytes
+
+    cfg, _ = _load(args)
+    memory = int(args.host_memory_gb * 1e9) if args.host_memory_gb else host_memory_bytes()
+    size = required_files(cfg, args.accelerators, args.hosts, memory)
+    accel = cfg.train.accelerator or "emulated"
+    print(f"{cfg.name} with {args.accelerators} {accel} accelerator(s) on {args.hosts} host(s) "
+          f"of {memory / 1e9:.1f} GB: dataset.num_files_train={size.files} "
+          f"({size.bytes / 1e9:,.1f} GB)")
+    print(f"  {MEMORY_FACTOR}x host memory needs {size.files_for_memory} files; "
+          f"{MIN_STEPS} steps per accelerator need {size.files_for_steps} files "
+          f"(the {size.deciding_rule} rule decides)")
+    return 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     """List every configuration key with its default and meaning."""
     from dliobench.config import ALIASES, FIELDS
@@ -164,6 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload_args(p)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=cmd_generate)
+    p = sub.add_parser("datasize", help="how many files an honest run needs",
+                       description="Compute dataset.num_files_train so that the dataset is at "
+                       "least 5x the memory of the participating hosts and gives at least 500 "
+                       "steps per accelerator per epoch (MLPerf Storage's rule).")
+    _add_workload_args(p)
+    p.add_argument("--accelerators", type=int, default=1, metavar="N",
+                   help="emulated accelerators (ranks) in the run (default 1)")
+    p.add_argument("--hosts", type=int, default=1, metavar="H",
+                   help="hosts the ranks run on (default 1)")
+    p.add_argument("--host-memory-gb", type=float, metavar="GB",
+                   help="memory per host in GB (default: this host's)")
+    p.set_defaults(func=cmd_datasize)
     p = sub.add_parser("show-config", help="print the resolved configuration",
                        description="Print the configuration a run would use, after defaults, "
                        "the workload file, overrides and the accelerator profile.")

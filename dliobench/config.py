@@ -274,6 +274,10 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
         section, field_name = name.split(".", 1)
         sections[section][field_name] = _convert(name, value)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}
+    root, folder = built["storage"].storage_root, built["dataset"].data_folder
+    if root and not Path(folder).is_absolute():  # DLIO joins storage_root and data_folder
+        built["dataset"] = dataclasses.replace(built["dataset"],
+                                               data_folder=str(Path(root) / folder))
     config = Config(**built, accelerators=profiles, source=source)
     _check(config)
     return config, warnings

@@ -28,8 +28,13 @@ def file_uid(seed: int, file_index: int) -> int:
     return int.from_bytes(digest, "little")
 
 
-def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int) -> None:
-    """Fill the flat uint8 array ``out`` with the bytes of file ``file_index``."""
+def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int,
+         compressibility: float = 0.0) -> None:
+    """Fill the flat uint8 array ``out`` with the bytes of file ``file_index``.
+
+    ``compressibility`` c zeroes the first c of every 2 KiB stride after its stamp, so a
+    compressor shrinks the data by about c (fio's buffer_compress_percentage / 100).
+    """
     flat = out.reshape(-1)
     n = flat.size
     start = (file_index * 7919 * 4096) % base.size
@@ -46,3 +51,9 @@ def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int) -> None:
         words[:, 0] = file_uid(seed, file_index)
         words[:, 1] = np.arange(blocks, dtype="<u8")
         stamps[:] = words.view(np.uint8).reshape(blocks, 16)
+    zeros = int(compressibility * (STAMP_EVERY - 16))
+    if zeros:
+        strides = flat[: blocks * STAMP_EVERY].reshape(blocks, STAMP_EVERY)
+        strides[:, 16:16 + zeros] = 0
+        tail = flat[blocks * STAMP_EVERY:]
+        tail[: min(zeros, tail.size)] = 0

@@ -15,7 +15,7 @@ SECTION_ALIASES = {"data_reader": "reader"}
 
 UNSUPPORTED_DLIO_KEYS = frozenset({
     # whole sections
-    "checkpoint", "profiling", "evaluation", "storage",
+    "checkpoint", "profiling", "evaluation", "storage.storage_options",
     "workflow.checkpoint", "workflow.evaluation", "workflow.profiling", "workflow.debug",
     "workflow.query",
     "dataset.num_files_eval", "dataset.num_subfolders_eval", "dataset.compression",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dliobench import datafill, progress
+from dliobench import datafill, progress, storage
 from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
 from dliobench.formats import Format, get_format
@@ -55,17 +55,19 @@ def missing_files(config: Config, manifest: Manifest | None) -> list[DataFile]:
     return out
 
 
-def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int) -> int:
+def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int,
+               compressibility: float) -> int:
     """Write one file atomically and durably; return its size."""
     final = root / f.relpath
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
     samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
-    datafill.fill(samples, base, seed, f.index)
+    datafill.fill(samples, base, seed, f.index, compressibility)
     try:
         fmt.write(tmp, samples)
         del samples
         fmt.commit(tmp, final)
+        storage.evict([final, *fmt.side_files(final)])  # a fresh dataset is not read from RAM
     except OSError as exc:
         for leftover in [tmp, *fmt.side_files(tmp)]:
             leftover.unlink(missing_ok=True)
@@ -146,7 +148,8 @@ def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest
     desc = f"generating {len(todo)} {fmt.name} files"
     with progress.bar(desc, total, show_progress and world.is_root, unit="bytes") as advance, \
             ThreadPoolExecutor(_workers(todo), thread_name_prefix="gen") as pool:
-        pending = {pool.submit(_write_one, fmt, root, f, base, seed): f for f in todo}
+        compress = config.dataset.compressibility
+        pending = {pool.submit(_write_one, fmt, root, f, base, seed, compress): f for f in todo}
         try:
             while pending:
                 done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)

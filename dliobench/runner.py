@@ -10,12 +10,20 @@ from typing import Any
 
 import numpy as np
 
-from dliobench import progress
+from dliobench import progress, storage
 from dliobench.compute import Accelerator
 from dliobench.config_schema import Config
 from dliobench.errors import ConfigError
+from dliobench.formats import get_format
+from dliobench.layout import DataFile, train_dir
 from dliobench.loaders import make_loader
-from dliobench.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
+from dliobench.sharding import (
+    ShardSpec,
+    batches,
+    delivered_exactly_once,
+    rank_sample_count,
+    rank_samples,
+)
 from dliobench.timeline import Timeline
 from dliobench.world import Comm, World
 
@@ -62,8 +70,20 @@ def shuffle_seed(config: Config, comm: Comm) -> int:
     return config.train.seed
 
 
-def check_batch_fits(config: Config, world: World) -> None:
-    """A batch larger than a rank's share of the dataset would give no step at all."""
+def check_run(config: Config, world: World) -> None:
+    """Refuse layouts and sizes that cannot run as configured on this many ranks."""
+    max_per_file = getattr(get_format(config.dataset.format), "max_samples_per_file", None)
+    if max_per_file is not None and config.dataset.num_samples_per_file > max_per_file:
+        raise ConfigError(f"dataset.num_samples_per_file: {config.dataset.format} files hold at "
+                          f"most {max_per_file} sample(s); use npz, npy, hdf5, tfrecord or "
+                          "indexed_binary for many samples per file")
+    if config.reader.sharding == "file" and config.dataset.num_files_train < world.size:
+        raise ConfigError(
+            f"reader.sharding=file needs at least one file per rank ({world.size} ranks, "
+            f"{config.dataset.num_files_train} files); use reader.sharding=sample"
+            + (" (reader.file_access=shared means all ranks read one file)"
+               if config.reader.file_access == "shared" else "")
+        )
     per_rank = config.total_samples // world.size
     if config.reader.batch_size > per_rank and config.reader.drop_last:
         raise ConfigError(
@@ -73,24 +93,27 @@ def check_batch_fits(config: Config, world: World) -> None:
         )
 
 
+def evict_dataset(config: Config, world: World, files: list[DataFile]) -> None:
+    """Drop the dataset's cached pages; one rank per node does it (others wait at a barrier)."""
+    if world.local_rank != 0:
+        return
+    fmt = get_format(config.dataset.format)
+    root = train_dir(config.dataset)
+    storage.evict([p for f in files for p in (root / f.relpath, *fmt.side_files(root / f.relpath))])
+
+
 def planned_steps(config: Config, spec: ShardSpec) -> list[int]:
     """Steps of each epoch this run will take (total_training_steps may cut the last one)."""
-    per_epoch = [len(batches(rank_samples(spec, e), config.reader.batch_size,
-                             config.reader.drop_last)) for e in range(config.train.epochs)]
+    samples, batch = rank_sample_count(spec), config.reader.batch_size
+    per_epoch = samples // batch if config.reader.drop_last else -(-samples // batch)
     cap = config.train.total_training_steps
     if cap <= 0:
-        return per_epoch
-    out, left, epoch = [], cap, 0
-    while left > 0:
-        n = per_epoch[epoch] if epoch < len(per_epoch) else len(batches(
-            rank_samples(spec, epoch), config.reader.batch_size, config.reader.drop_last))
-        out.append(min(n, left))
-        left -= out[-1]
-        epoch += 1
-    return out
+        return [per_epoch] * config.train.epochs
+    full, rest = divmod(cap, per_epoch)
+    return [per_epoch] * full + ([rest] if rest else [])
 
 
-def train(config: Config, world: World, comm: Comm, files: Any, sizes: list[int],
+def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes: list[int],
           show_progress: bool) -> RankTrace:
     """Run the emulated training on this rank and return its trace.
 
@@ -109,6 +132,8 @@ def train(config: Config, world: World, comm: Comm, files: Any, sizes: list[int]
         with progress.bar(f"training {config.name}", sum(steps),
                           show_progress and world.is_root) as advance:
             for epoch, n_steps in enumerate(steps):
+                if config.storage.drop_cache:
+                    evict_dataset(config, world, files)
                 comm.barrier()
                 trace.checks.append(_epoch(config, spec, epoch, n_steps, loader, accel,
                                            trace.timeline, t0, advance))

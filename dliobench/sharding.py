@@ -70,6 +70,15 @@ def rank_samples(spec: ShardSpec, epoch: int) -> np.ndarray:
     return np.array_split(ids, spec.size)[spec.rank]
 
 
+def rank_sample_count(spec: ShardSpec) -> int:
+    """How many samples ``rank_samples`` gives this rank (the same every epoch), cheaply."""
+    if spec.sharding == "file":
+        files, extra = divmod(spec.num_files, spec.size)
+        return (files + (spec.rank < extra)) * spec.samples_per_file
+    samples, extra = divmod(spec.num_files * spec.samples_per_file, spec.size)
+    return samples + (spec.rank < extra)
+
+
 def batches(ids: np.ndarray, batch_size: int, drop_last: bool) -> list[np.ndarray]:
     """Consecutive batches of ``ids``; the last partial one is dropped when ``drop_last``."""
     full = ids.size // batch_size

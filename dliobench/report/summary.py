@@ -60,11 +60,10 @@ def print_summary(result: dict[str, Any], run_dir: str, console: Console | None 
                       "metric.exclude_start_steps + exclude_end_steps; add files or epochs[/]")
     honesty = result["honesty"]
     if honesty["page_cache_possible"]:
-        fits = honesty["dataset_bytes"] <= honesty["host_memory_bytes"]
         console.print(
-            f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) "
-            f"{'fits in' if fits else 'may partly sit in'} this host's memory "
-            f"({honesty['host_memory_bytes'] / 1e9:.1f} GB) and O_DIRECT "
-            "is off: reads may have come from the page cache, not storage. Use "
-            "reader.odirect=true or a dataset at least 5x memory to measure storage."
+            f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is under "
+            f"5x this host's memory ({honesty['host_memory_bytes'] / 1e9:.1f} GB), O_DIRECT is "
+            "off and the cache was not dropped: reads may have come from RAM, not storage. "
+            "Use reader.odirect=true, storage.drop_cache=true or a larger dataset "
+            "(`dliobench datasize`) to measure storage."
         )

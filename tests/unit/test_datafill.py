@@ -30,3 +30,14 @@ def test_no_two_4k_blocks_equal_at_any_alignment() -> None:
                 key = block.tobytes()
                 assert key not in seen
                 seen.add(key)
+
+
+def test_compressibility_is_what_was_asked() -> None:
+    import zlib
+
+    incompressible = make(0, 1, 1 << 20).tobytes()
+    assert len(zlib.compress(incompressible, 1)) > 0.99 * len(incompressible)
+    out = np.empty(1 << 20, dtype=np.uint8)
+    datafill.fill(out, datafill.base_buffer(0), 0, 1, compressibility=0.5)
+    ratio = len(zlib.compress(out.tobytes(), 1)) / out.size
+    assert 0.45 < ratio < 0.56

@@ -10,6 +10,7 @@ from dliobench.sharding import (
     batches,
     delivered_exactly_once,
     file_order,
+    rank_sample_count,
     rank_samples,
 )
 
@@ -68,3 +69,12 @@ def test_exactly_once_check_catches_duplicates_and_misses() -> None:
     assert delivered_exactly_once(expected, np.array([5, 4, 3, 2, 1, 0]))
     assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4, 4]))
     assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4]))
+
+
+@pytest.mark.parametrize("sharding", ["sample", "file"])
+def test_rank_sample_count_matches_the_plan(sharding: str) -> None:
+    for size in (1, 2, 3, 5):
+        for rank in range(size):
+            spec = ShardSpec(num_files=11, samples_per_file=3, rank=rank, size=size,
+                             sharding=sharding)
+            assert rank_sample_count(spec) == rank_samples(spec, 0).size

@@ -1,0 +1,108 @@
+"""Generation that is killed and resumed, cache eviction, sizing and layout checks."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dliobench.config import load
+from dliobench.errors import ConfigError
+from dliobench.runner import check_run
+from dliobench.world import World
+from tests.conftest import last_result, tiny_workload
+
+BIG = ["dataset.num_files_train=40", "dataset.record_length_bytes=8MiB",
+       "dataset.record_length_bytes_stdev=1MiB"]
+
+
+def generate_cmd(path: Path, folder: str) -> list[str]:
+    return [sys.executable, "-m", "dliobench", "generate", str(path), "--no-progress",
+            f"dataset.data_folder={folder}", *BIG]
+
+
+def test_killed_generation_resumes_to_identical_bytes(
+        workdir: Path, write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload())
+    train = workdir / "data/killed/train"
+    proc = subprocess.Popen(generate_cmd(path, "data/killed"))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if train.exists() and len(list(train.glob("img_*"))) >= 3:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(train.glob("img_*")))
+    assert done_before < 40, "generation finished before it could be killed; enlarge BIG"
+    subprocess.run(generate_cmd(path, "data/killed"), check=True)
+    subprocess.run(generate_cmd(path, "data/fresh"), check=True)
+    assert not list(train.glob(".*tmp*"))
+    fresh = workdir / "data/fresh/train"
+    names = sorted(p.name for p in fresh.iterdir())
+    assert names == sorted(p.name for p in train.iterdir()) and len(names) == 40
+    for name in names:
+        assert (train / name).read_bytes() == (fresh / name).read_bytes(), name
+    manifest = json.loads((workdir / "data/killed/dliobench-manifest.json").read_text())
+    assert manifest["files"] == {n: (train / n).stat().st_size for n in names}
+    with np.load(train / names[0]) as npz:
+        assert npz["x"].shape[0] == 1
+
+
+def test_drop_cache_marks_the_run_honest(workdir: Path, write_workload: Callable[..., Path],
+                                         run_cli: Callable[..., int]) -> None:
+    path = write_workload(tiny_workload(storage={"drop_cache": True}))
+    assert run_cli("run", str(path), "--no-progress") == 0
+    honesty = last_result(workdir / "reports")["honesty"]
+    assert honesty["evicted"] is True
+    assert honesty["page_cache_possible"] is False
+
+
+def test_odirect_run_counts_aligned_reads(workdir: Path, write_workload: Callable[..., Path],
+                                          run_cli: Callable[..., int]) -> None:
+    path = write_workload(tiny_workload(reader={"odirect": True}))
+    assert run_cli("run", str(path), "--no-progress") == 0
+    result = last_result(workdir / "reports")
+    assert result["honesty"]["page_cache_possible"] is False
+    assert result["metrics"]["exactly_once"] is True
+
+
+def test_many_samples_in_one_shared_file(workdir: Path, write_workload: Callable[..., Path],
+                                         run_cli: Callable[..., int]) -> None:
+    doc = tiny_workload(dataset={"num_files_train": 1, "num_samples_per_file": 16},
+                        reader={"file_access": "shared", "sample_shuffle": "seed"})
+    assert run_cli("run", str(write_workload(doc)), "--no-progress") == 0
+    m = last_result(workdir / "reports")["metrics"]
+    assert m["exactly_once"] is True
+    assert m["samples"] == 2 * (8 - 1) * 2
+    # each sample is read on its own: its bytes, not the whole file
+    assert m["bytes"] < m["samples"] * 65536 * 1.1
+
+
+def test_file_sharding_needs_a_file_per_rank() -> None:
+    cfg, _ = load(None, ["dataset.num_files_train=2", "reader.sharding=file",
+                         "reader.file_access=shared"])
+    with pytest.raises(ConfigError, match=r"one file per rank.*shared"):
+        check_run(cfg, World(rank=0, size=4))
+
+
+def test_storage_root_prefixes_relative_data_folders() -> None:
+    cfg, _ = load(None, ["storage.storage_root=/mnt/lustre", "dataset.data_folder=data/u"])
+    assert cfg.dataset.data_folder == "/mnt/lustre/data/u"
+
+
+def test_datasize_applies_both_rules(run_cli: Callable[..., int],
+                                     capsys: pytest.CaptureFixture[str],
+                                     write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload())  # 64 KiB samples, batch 2
+    assert run_cli("datasize", str(path), "--accelerators", "4", "--host-memory-gb", "1") == 0
+    out = capsys.readouterr().out
+    # 5 x 1 GB / 65536 B = 76,294 files; 500 steps x 2 x 4 = 4,000 files
+    assert "dataset.num_files_train=76294" in out and "memory rule decides" in out
