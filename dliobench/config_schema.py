@@ -85,6 +85,8 @@ class ReaderConfig:
         choices=("fork", "spawn", "forkserver"),
     )
     odirect: bool = key(False, "bool", "read with O_DIRECT, bypassing the page cache")
+    persistent_workers: bool = key(True, "bool", "pytorch: keep worker processes across epochs")
+    pin_memory: bool = key(True, "bool", "pytorch: pin batches in page-locked memory (CUDA only)")
     file_access: str = key(
         "multi", "choice", "one file per reader (multi) or one shared file",
         choices=("multi", "shared"),

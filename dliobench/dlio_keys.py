@@ -26,7 +26,7 @@ UNSUPPORTED_DLIO_KEYS = frozenset({
     "reader.batch_size_eval", "reader.computation_threads", "reader.read_type",
     "reader.transfer_size", "reader.preprocess_time", "reader.preprocess_time_stdev",
     "reader.shuffle_size", "reader.dont_use_mmap", "reader.reader_classname",
-    "reader.data_loader_classname", "reader.data_loader_sampler", "reader.pin_memory",
+    "reader.data_loader_classname", "reader.data_loader_sampler",
     "reader.transformed_record_dims", "reader.transformed_record_element_type",
     "model.type", "model.model_datatype", "model.optimizer_datatype",
     "model.optimization_groups", "model.num_layers", "model.layer_parameters",

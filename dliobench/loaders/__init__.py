@@ -21,8 +21,15 @@ def make_loader(config: Config, files: list[DataFile], sizes: list[int]) -> Load
 
         return NativeLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
                             reader_cfg.prefetch_size, reader_cfg.drop_last)
+    if reader_cfg.data_loader == "pytorch":
+        from dliobench.loaders.pytorch import PyTorchLoader
+
+        return PyTorchLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
+                             reader_cfg.prefetch_size, reader_cfg.drop_last,
+                             reader_cfg.multiprocessing_context, reader_cfg.persistent_workers,
+                             reader_cfg.pin_memory)
     raise ConfigError(f"reader.data_loader={reader_cfg.data_loader} is not available in this "
-                      "version yet; use reader.data_loader=native")
+                      "version yet; use reader.data_loader=native or pytorch")
 
 
 __all__ = ["Batch", "Loader", "SampleReader", "make_loader"]

@@ -1,0 +1,104 @@
+"""The PyTorch loader: a real ``torch.utils.data.DataLoader`` over a map-style dataset.
+
+Configured the way training configures it: ``num_workers = reader.read_threads``,
+``prefetch_factor`` from ``reader.prefetch_size`` (batches ahead in total, spread over the
+workers), persistent workers, pin_memory (only where CUDA exists), the multiprocessing start
+method, and a sampler that yields this rank's sharded, per-epoch-shuffled sample ids. Workers
+read through the same ``SampleReader`` as every loader and return the bytes they read, so
+bytes are counted at the read call even in worker processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from dliobench.errors import MissingExtraError
+from dliobench.loaders.base import Batch, SampleReader
+
+log = logging.getLogger(__name__)
+
+try:
+    import torch
+    from torch.utils.data import DataLoader, Dataset, Sampler
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("PyTorch", "torch") from exc
+
+
+class SampleDataset(Dataset):  # type: ignore[type-arg]
+    """Map-style dataset: index = global sample id; item = (tensor, bytes read, id)."""
+
+    def __init__(self, reader: SampleReader) -> None:
+        self.reader = reader
+
+    def __len__(self) -> int:
+        return len(self.reader.paths) * self.reader.samples_per_file
+
+    def __getitem__(self, sample_id: int) -> tuple[torch.Tensor, int, int]:
+        sample, nbytes = self.reader.read(sample_id)
+        if not sample.flags.writeable:  # torch wants writable memory; views of read buffers
+            sample = sample.copy()      # are read-only only for formats that decode in place
+        return torch.from_numpy(sample), nbytes, int(sample_id)
+
+
+class EpochSampler(Sampler[int]):
+    """Yields the ids set for the current epoch (this rank's shard, in its order)."""
+
+    def __init__(self) -> None:
+        self.ids = np.empty(0, dtype=np.int64)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+
+def collate(items: list[tuple[torch.Tensor, int, int]]) -> tuple[Any, int, torch.Tensor]:
+    """Stack equal-sized samples into one tensor (a list when sizes differ)."""
+    samples = [s for s, _, _ in items]
+    same = all(s.shape == samples[0].shape for s in samples)
+    data = torch.stack(samples) if same else samples
+    return data, sum(n for _, n, _ in items), torch.tensor([i for _, _, i in items])
+
+
+class PyTorchLoader:
+    """``reader.data_loader: pytorch``."""
+
+    def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
+                 prefetch_size: int, drop_last: bool, multiprocessing_context: str,
+                 persistent_workers: bool, pin_memory: bool) -> None:
+        self._sampler = EpochSampler()
+        workers = read_threads
+        extra: dict[str, Any] = {}
+        if workers > 0:
+            extra = {"prefetch_factor": max(1, math.ceil(prefetch_size / workers)),
+                     "persistent_workers": persistent_workers,
+                     "multiprocessing_context": multiprocessing_context}
+        pin = pin_memory and torch.cuda.is_available()
+        if pin_memory and not pin:
+            log.debug("reader.pin_memory ignored: no CUDA device")
+        self._loader: DataLoader[Any] | None = DataLoader(
+            SampleDataset(reader), batch_size=batch_size, sampler=self._sampler,
+            num_workers=workers, drop_last=drop_last, collate_fn=collate, pin_memory=pin,
+            **extra)
+
+    def epoch(self, ids: np.ndarray) -> Iterator[Batch]:
+        """Batches of ``ids`` through the DataLoader's workers."""
+        assert self._loader is not None, "loader is closed"
+        self._sampler.ids = np.asarray(ids, dtype=np.int64)
+        for data, nbytes, batch_ids in self._loader:
+            samples = list(data) if isinstance(data, torch.Tensor) else data
+            yield Batch(ids=batch_ids.numpy(), nbytes=int(nbytes), data=samples)
+
+    def close(self) -> None:
+        """Shut the worker processes down."""
+        loader, self._loader = self._loader, None
+        iterator = getattr(loader, "_iterator", None)
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
