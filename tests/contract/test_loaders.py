@@ -25,7 +25,7 @@ from dliobench.sharding import batches, rank_samples
 from dliobench.world import LocalComm, World
 
 LOADERS = ["native", "pytorch"]
-if False and importlib.util.find_spec("nvidia.dali") is not None:  # DALI loader: next
+if False and importlib.util.find_spec("nvidia.dali") is not None:  # noqa: SIM223
     LOADERS.append("dali")
 
 
