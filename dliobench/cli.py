@@ -6,8 +6,9 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from dliobench import __version__
 from dliobench.errors import ConfigError, DlioBenchError
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from dliobench.world import Comm, World
 
 log = logging.getLogger("dliobench")
+T = TypeVar("T")
 
 OVERRIDES_HELP = (
     "configuration overrides as section.key=value, e.g. dataset.num_files_train=16 "
@@ -57,13 +59,27 @@ def _load(args: argparse.Namespace) -> tuple[Config, list[str]]:
 
 
 def _world() -> tuple[World, Comm]:
+    """MPI's world when an MPI launcher started us, else the one-rank embedded default."""
+    from dliobench import mpi
     from dliobench.world import LocalComm, World
 
-    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"):
-        if int(os.environ.get(var, "1") or 1) > 1 and var != "SLURM_NTASKS":
-            raise DlioBenchError("launched with several MPI ranks, but this dliobench version "
-                                 "runs one process only; run it without mpirun")
+    if mpi.launched_by_mpi():
+        return mpi.detect()
     return World.single(), LocalComm()
+
+
+def _on_every_rank(world: World, comm: Comm, work: Callable[[], T]) -> T:
+    """Run ``work``; under MPI a failing rank names itself and ends the whole job at once."""
+    try:
+        return work()
+    except BaseException as exc:
+        if world.size > 1:
+            code = exc.exit_code if isinstance(exc, DlioBenchError) else 1
+            reason = str(exc) or type(exc).__name__
+            print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
+                  f"{reason}", file=sys.stderr, flush=True)
+            comm.abort(code)
+        raise
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -77,7 +93,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world()
-    outcome = benchmark.run(cfg, world, comm, warnings, show_progress=not args.no_progress)
+    outcome = _on_every_rank(world, comm, lambda: benchmark.run(
+        cfg, world, comm, warnings, show_progress=not args.no_progress))
     if outcome.result is not None and outcome.run_dir is not None:
         print_summary(outcome.result, str(outcome.run_dir))
     return 0
@@ -89,7 +106,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     cfg, _ = _load(args)
     world, comm = _world()
-    done = generate(cfg, world, comm, show_progress=not args.no_progress)
+    done = _on_every_rank(world, comm, lambda: generate(
+        cfg, world, comm, show_progress=not args.no_progress))
+    if not world.is_root:
+        return 0
     if done.files_written:
         rate = done.bytes_written / done.seconds / 1e9 if done.seconds else 0.0
         print(f"wrote {done.files_written} of {done.files_total} files, "
@@ -210,7 +230,11 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     from rich.console import Console
     from rich.logging import RichHandler
 
+    from dliobench.mpi import LAUNCHER_RANK_VARS
+
     level = logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO
+    if any(os.environ.get(v, "0") != "0" for v in LAUNCHER_RANK_VARS):
+        level = max(level, logging.ERROR)  # under MPI, rank 0 speaks for the job
     handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False)
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
 

@@ -11,7 +11,7 @@ from typing import Any
 
 SHUFFLE_MODES = ("off", "seed", "random")
 LOADERS = ("native", "pytorch", "dali")
-FORMATS = ("npz",)
+FORMATS = ("npz", "tfrecord", "jpeg", "png")
 
 
 def key(

@@ -29,6 +29,7 @@ class CorruptSampleError(DlioBenchError):
         )
         self.path = path
         self.offset = offset
+        self.reason = reason
 
 
 class MissingExtraError(DlioBenchError):

@@ -11,6 +11,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 T = TypeVar("T")
 
 
@@ -51,6 +53,12 @@ class Comm(Protocol):
     def allgather(self, value: Any) -> list[Any]:
         """Collect one value per rank on every rank."""
 
+    def allreduce_buffer(self, buffer: np.ndarray) -> None:
+        """Sum a numeric buffer over all ranks, in place."""
+
+    def abort(self, code: int) -> None:
+        """End the whole job with ``code`` (one rank failed)."""
+
 
 class LocalComm:
     """Collectives of a one-rank world: each is the identity."""
@@ -69,3 +77,9 @@ class LocalComm:
     def allgather(self, value: Any) -> list[Any]:
         """A list of this rank's value."""
         return [value]
+
+    def allreduce_buffer(self, buffer: np.ndarray) -> None:
+        """The sum over one rank is the buffer itself."""
+
+    def abort(self, code: int) -> None:
+        """One rank: exiting is the caller's job."""

@@ -73,7 +73,10 @@ class SampleReader:
             nbytes += got
             if len(data) < rng.length:
                 raise CorruptSampleError(str(path), rng.offset + len(data), "file is truncated")
-            sample = self.fmt.decode(path, data, whole_file=False)
+            try:
+                sample = self.fmt.decode(path, data, whole_file=False)
+            except CorruptSampleError as exc:  # offsets inside the range -> offsets in the file
+                raise CorruptSampleError(str(path), rng.offset + exc.offset, exc.reason) from None
         return self._resize(sample), nbytes
 
     def _layout(self, file_index: int) -> tuple[list[ByteRange], int]:
@@ -86,6 +89,8 @@ class SampleReader:
         head, nbytes = storage.read_range(path, 0, head_len, self.odirect)
         ranges = self.fmt.layout(path, head, self.sizes[file_index], self.samples_per_file)
         self._layouts[file_index] = ranges
+        # layout() reads side files (an index) whole: count them too
+        nbytes += sum(side.stat().st_size for side in self.fmt.side_files(path))
         return ranges, nbytes
 
     def _resize(self, sample: np.ndarray) -> np.ndarray:
@@ -93,7 +98,8 @@ class SampleReader:
         if not self.resize_bytes:
             return sample
         out = np.empty(self.resize_bytes, dtype=np.uint8)
-        n = min(self.resize_bytes, sample.size)
-        out[:n] = sample[:n]
+        flat = sample.reshape(-1).view(np.uint8)
+        n = min(self.resize_bytes, flat.size)
+        out[:n] = flat[:n]
         out[n:] = 0
         return out

@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MissingExtraError("PyTorch", "torch") from exc
 
 
-class SampleDataset(Dataset):  # type: ignore[type-arg]
+class SampleDataset(Dataset):
     """Map-style dataset: index = global sample id; item = (tensor, bytes read, id)."""
 
     def __init__(self, reader: SampleReader) -> None:

@@ -101,6 +101,7 @@ def test_flipped_byte_raises_or_is_declared_undetectable(fmt_name: str, tmp_path
 def test_deterministic_bytes(fmt_name: str, tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    a = write_file(fmt_name, tmp_path / "a", samples(2, 4096))
-    b = write_file(fmt_name, tmp_path / "b", samples(2, 4096))
+    n = 1 if traits(fmt_name)[2] == 1 else 2
+    a = write_file(fmt_name, tmp_path / "a", samples(n, 4096))
+    b = write_file(fmt_name, tmp_path / "b", samples(n, 4096))
     assert a.read_bytes() == b.read_bytes()

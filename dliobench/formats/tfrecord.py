@@ -1,0 +1,154 @@
+"""TFRecord: the framing TensorFlow writes, read and written without TensorFlow.
+
+Each record is ``uint64 length (LE) | uint32 masked CRC-32C of those 8 bytes | data |
+uint32 masked CRC-32C of data``, where data is a serialized ``tf.train.Example`` holding the
+sample as the "image" bytes feature (see ``tfexample``). One record per sample, records back
+to back. Next to each data file lies ``<file>.idx`` in the text format NVIDIA DALI's
+``fn.readers.tfrecord`` takes (what DALI's ``tools/tfrecord2idx`` writes): one line per
+record, ``<offset> <size>``, size counting the 16 framing bytes. Reading a sample checks both
+CRCs, as TensorFlow's reader does, so damaged bytes never pass as a sample.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import crc32c
+import numpy as np
+
+from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.formats.tfexample import ProtoError, example_prefix, find_image
+
+_LEN = struct.Struct("<Q")
+_CRC = struct.Struct("<I")
+_HEAD = 12    # length + its CRC
+_FRAMING = 16  # head + the data's CRC
+_MASK_DELTA = 0xA282EAD8
+INDEX_SUFFIX = ".idx"
+
+
+def masked_crc(data: bytes | memoryview, crc: int = 0) -> int:
+    """TFRecord's masked CRC-32C of ``data`` (continuing the unmasked ``crc``)."""
+    value = crc32c.crc32c(data, crc)
+    return (((value >> 15) | (value << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def frame(sample: memoryview) -> tuple[bytes, bytes]:
+    """The bytes written before and after ``sample`` to make it one TFRecord record."""
+    prefix = example_prefix(len(sample))
+    length = _LEN.pack(len(prefix) + len(sample))
+    head = length + _CRC.pack(masked_crc(length)) + prefix
+    data_crc = masked_crc(sample, crc32c.crc32c(prefix))
+    return head, _CRC.pack(data_crc)
+
+
+def index_path(path: Path) -> Path:
+    """The DALI index file of the data file ``path``."""
+    return path.with_name(path.name + INDEX_SUFFIX)
+
+
+def _check_record(buf: memoryview) -> tuple[int, int]:
+    """Start and stop of the image in the record at the start of ``buf``.
+
+    Raises ProtoError with the reason when the record is truncated or damaged.
+    """
+    if len(buf) < _HEAD:
+        raise ProtoError("record is truncated inside its header")
+    (length,) = _LEN.unpack_from(buf, 0)
+    if _CRC.unpack_from(buf, 8)[0] != masked_crc(buf[:8]):
+        raise ProtoError("CRC mismatch in the record's length")
+    end = _HEAD + length
+    if len(buf) < end + 4:
+        raise ProtoError(f"record is truncated: it needs {end + 4} bytes, {len(buf)} are there")
+    if _CRC.unpack_from(buf, end)[0] != masked_crc(buf[_HEAD:end]):
+        raise ProtoError("CRC mismatch in the record's data")
+    try:
+        return find_image(buf, _HEAD, end)
+    except ProtoError as exc:
+        raise ProtoError(f"malformed tf.train.Example ({exc})") from None
+
+
+def parse_record(path: Path, buf: memoryview, offset: int = 0) -> tuple[int, int]:
+    """Check the record at the start of ``buf``, found at ``offset``; image start, stop.
+
+    Raises CorruptSampleError naming the file and the record's offset (for a sample's byte
+    range the offset is relative to it; SampleReader turns it into a file offset).
+    """
+    try:
+        return _check_record(buf)
+    except ProtoError as exc:
+        raise CorruptSampleError(str(path), offset, str(exc)) from None
+
+
+def read_index(path: Path, file_size: int, num_samples: int) -> np.ndarray:
+    """(num_samples, 2) int64 offsets and sizes from ``path``'s index, checked against it."""
+    idx = index_path(path)
+    try:
+        text = idx.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{idx} is missing; regenerate the dataset with "
+                           "`dliobench generate`") from None
+    try:
+        table = np.array(text.split(), dtype=np.int64).reshape(-1, 2)
+    except ValueError:
+        raise DatasetError(f"{idx} is not a TFRecord index (lines of 'offset size')") from None
+    if len(table) != num_samples:
+        raise DatasetError(f"{idx} lists {len(table)} records, the manifest says "
+                           f"{num_samples} samples per file; regenerate the dataset")
+    offsets, sizes = table[:, 0], table[:, 1]
+    ends = offsets + sizes
+    if offsets[0] != 0 or (sizes < _FRAMING).any() or (offsets[1:] != ends[:-1]).any():
+        raise DatasetError(f"{idx} does not describe back-to-back records; regenerate it")
+    if ends[-1] > file_size:
+        raise CorruptSampleError(str(path), file_size, f"file is truncated: the index needs "
+                                 f"{int(ends[-1])} bytes")
+    if ends[-1] < file_size:
+        raise DatasetError(f"{path} holds {file_size - int(ends[-1])} bytes its index does "
+                           "not list; regenerate the dataset")
+    return table
+
+
+class TFRecordFormat(FileFormat):
+    """Samples as tf.train.Example records in a TFRecord file, with a DALI index file."""
+
+    name = "tfrecord"
+    extension = "tfrecord"
+    head_bytes = 0  # the layout comes from the index side file
+    side_suffixes = (INDEX_SUFFIX,)
+
+    def write(self, path: Path, samples: np.ndarray) -> None:
+        """Write the records and ``<path>.idx`` (the sample bytes are not copied)."""
+        rows = np.ascontiguousarray(samples, dtype=np.uint8)
+        lines = []
+        offset = 0
+        with open(path, "wb") as handle:
+            for row in rows:
+                sample = memoryview(row)
+                head, foot = frame(sample)
+                handle.writelines((head, sample, foot))
+                size = len(head) + len(sample) + len(foot)
+                lines.append(f"{offset} {size}\n")
+                offset += size
+        index_path(path).write_text("".join(lines), encoding="ascii")
+
+    def layout(self, path: Path, head: memoryview, file_size: int,
+               num_samples: int) -> list[ByteRange]:
+        """Each whole framed record, from the index file (so its CRCs can be checked)."""
+        table = read_index(path, file_size, num_samples)
+        return [ByteRange(offset, size) for offset, size in table.tolist()]
+
+    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+        """A zero-copy view of the sample's bytes after checking the record's CRCs.
+
+        ``data`` is a whole one-record file or one record's byte range.
+        """
+        start, stop = parse_record(path, data)
+        if whole_file and stop + 4 != len(data):
+            raise CorruptSampleError(str(path), stop + 4, "bytes after the only record; "
+                                     "a one-sample file holds exactly one record")
+        return np.frombuffer(data[start:stop], dtype=np.uint8)
+
+
+FORMAT = TFRecordFormat()
