@@ -11,7 +11,7 @@ from typing import Any
 
 SHUFFLE_MODES = ("off", "seed", "random")
 LOADERS = ("native", "pytorch", "dali")
-FORMATS = ("npz", "tfrecord", "jpeg", "png")
+FORMATS = ("npz", "npy", "hdf5", "tfrecord", "jpeg", "png", "indexed_binary")
 
 
 def key(
@@ -104,6 +104,10 @@ class TrainConfig:
     seed: int = key(123, "int", "seed of the shuffles")
     seed_change_epoch: bool = key(True, "bool", "reshuffle with a new seed each epoch")
     accelerator: str = key("", "str", "accelerator profile from the `accelerators` section")
+    allreduce_bytes: int = key(
+        -1, "size", "bytes summed over ranks with MPI_Allreduce after each step's compute "
+        "(-1: model.model_size_bytes, 0: none; one rank never communicates)", minimum=-1,
+    )
 
 
 @dataclass(frozen=True)

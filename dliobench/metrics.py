@@ -109,3 +109,16 @@ def combine_ranks(per_rank_epochs: list[list[dict[str, Any]]],
     }
     out.update(wait_percentiles(counted_waits))
     return out
+
+
+STRAGGLER_FRACTION = 0.9
+
+
+def stragglers(per_rank: list[dict[str, Any]]) -> list[int]:
+    """Ranks whose samples/s fall below 90% of the median rank's: the ones holding others up."""
+    rates = [r["samples_per_s"] for r in per_rank if r["samples_per_s"] is not None]
+    if len(rates) < 2:
+        return []
+    median = float(np.median(rates))
+    return [r["rank"] for r in per_rank
+            if r["samples_per_s"] is not None and r["samples_per_s"] < STRAGGLER_FRACTION * median]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,12 +32,16 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class EpochCheck:
-    """Did the epoch deliver each of the rank's planned samples exactly once?"""
+    """Did the epoch deliver the rank's planned samples, each at most once, none foreign?
+
+    ``undelivered`` samples of the rank's shard were left out on purpose: the last partial
+    batch (``reader.drop_last``), steps evened out across ranks, or total_training_steps.
+    """
 
     epoch: int
     planned: int
     delivered: int
-    dropped_by_drop_last: int
+    undelivered: int
     complete: bool
     exactly_once: bool
 
@@ -103,14 +107,41 @@ def evict_dataset(config: Config, world: World, files: list[DataFile]) -> None:
 
 
 def planned_steps(config: Config, spec: ShardSpec) -> list[int]:
-    """Steps of each epoch this run will take (total_training_steps may cut the last one)."""
-    samples, batch = rank_sample_count(spec), config.reader.batch_size
-    per_epoch = samples // batch if config.reader.drop_last else -(-samples // batch)
+    """Steps of each epoch; every rank takes the same number (the fewest any rank has), so
+    collectives per step line up; total_training_steps may cut the last epoch short."""
+    batch = config.reader.batch_size
+    fewest = min(rank_sample_count(replace(spec, rank=r)) for r in range(spec.size))
+    per_epoch = fewest // batch if config.reader.drop_last else -(-fewest // batch)
     cap = config.train.total_training_steps
     if cap <= 0:
         return [per_epoch] * config.train.epochs
     full, rest = divmod(cap, per_epoch)
     return [per_epoch] * full + ([rest] if rest else [])
+
+
+def allreduce_buffer(config: Config, world: World) -> np.ndarray | None:
+    """The gradient buffer summed over ranks after each step (None: no allreduce)."""
+    size = config.train.allreduce_bytes
+    if size < 0:
+        size = config.model.model_size_bytes
+    if size <= 0 or world.size == 1:
+        return None
+    return np.zeros(max(1, size // 4), dtype=np.float32)
+
+
+@dataclass
+class _Step:
+    """What every step of a rank's run needs."""
+
+    config: Config
+    spec: ShardSpec
+    loader: Any
+    accel: Accelerator
+    comm: Comm
+    gradients: np.ndarray | None
+    timeline: Timeline
+    t0: float
+    advance: Any
 
 
 def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes: list[int],
@@ -125,18 +156,20 @@ def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes
     accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
                         seed=config.train.seed + world.rank)
     trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    gradients = allreduce_buffer(config, world)
     loader = make_loader(config, files, sizes)
     try:
         comm.barrier()
         t0 = time.perf_counter()
         with progress.bar(f"training {config.name}", sum(steps),
                           show_progress and world.is_root) as advance:
+            ctx = _Step(config, spec, loader, accel, comm, gradients, trace.timeline, t0,
+                        advance)
             for epoch, n_steps in enumerate(steps):
                 if config.storage.drop_cache:
                     evict_dataset(config, world, files)
                 comm.barrier()
-                trace.checks.append(_epoch(config, spec, epoch, n_steps, loader, accel,
-                                           trace.timeline, t0, advance))
+                trace.checks.append(_epoch(ctx, epoch, n_steps))
     except BaseException as exc:
         trace.error = str(exc) or type(exc).__name__
         exc.dliobench_trace = trace  # type: ignore[attr-defined]  # for a partial result
@@ -146,31 +179,32 @@ def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes
     return trace
 
 
-def _epoch(config: Config, spec: ShardSpec, epoch: int, n_steps: int, loader: Any,
-           accel: Accelerator, timeline: Timeline, t0: float, advance: Any) -> EpochCheck:
-    """One epoch: wait for each batch, then compute; record the step; check delivery."""
-    ids = rank_samples(spec, epoch)
-    full = len(batches(ids, config.reader.batch_size, config.reader.drop_last))
+def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
+    """One epoch: wait for each batch, compute, allreduce; record each step; check delivery."""
+    ids = rank_samples(ctx.spec, epoch)
+    plan = batches(ids, ctx.config.reader.batch_size, ctx.config.reader.drop_last)
     delivered: list[np.ndarray] = []
     clock = time.perf_counter
-    batches_iter = loader.epoch(ids)
+    batches_iter = ctx.loader.epoch(ids)
     try:
         for step in range(n_steps):
             start = clock()
             batch = next(batches_iter)
             got = clock()
-            compute = accel.compute()
-            timeline.record(epoch, step, start - t0, got - start, compute, batch.samples,
-                            batch.nbytes)
+            compute = ctx.accel.compute()
+            comm = 0.0
+            if ctx.gradients is not None:
+                before = clock()
+                ctx.comm.allreduce_buffer(ctx.gradients)
+                comm = clock() - before
+            ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
+                                batch.samples, batch.nbytes, comm=comm)
             delivered.append(batch.ids)
-            advance(1)
+            ctx.advance(1)
     finally:
         batches_iter.close()
     out = np.concatenate(delivered) if delivered else np.empty(0, dtype=np.int64)
-    used = sum(b.size for b in batches(ids, config.reader.batch_size, config.reader.drop_last))
-    complete = n_steps == full
-    if complete:
-        once = delivered_exactly_once(ids[:used], out)
-    else:  # cut short by total_training_steps: at most once, and only planned samples
-        once = np.unique(out).size == out.size and bool(np.isin(out, ids).all())
-    return EpochCheck(epoch, int(ids.size), int(out.size), int(ids.size - used), complete, once)
+    expected = sum(b.size for b in plan[:n_steps])
+    return EpochCheck(epoch, int(ids.size), int(out.size), int(ids.size - out.size),
+                      complete=n_steps == len(plan),
+                      exactly_once=delivered_exactly_once(ids, out, expected))

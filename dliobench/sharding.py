@@ -88,8 +88,11 @@ def batches(ids: np.ndarray, batch_size: int, drop_last: bool) -> list[np.ndarra
     return out
 
 
-def delivered_exactly_once(expected: np.ndarray, delivered: np.ndarray) -> bool:
-    """True when ``delivered`` holds every id of ``expected`` exactly once and nothing else."""
-    return expected.size == delivered.size and bool(
-        np.array_equal(np.sort(expected), np.sort(delivered))
-    )
+def delivered_exactly_once(planned: np.ndarray, delivered: np.ndarray, expected: int) -> bool:
+    """True when ``delivered`` holds ``expected`` distinct ids, all from ``planned``.
+
+    With a planned shard of distinct ids this means: nothing foreign, nothing twice, and
+    nothing missing beyond what was left out on purpose (``planned.size - expected``).
+    """
+    return (delivered.size == expected and np.unique(delivered).size == delivered.size
+            and bool(np.isin(delivered, planned).all()))

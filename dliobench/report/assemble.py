@@ -36,7 +36,7 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
     run = metrics.combine_ranks([[em for em, _ in table.values()] for table in tables], waits)
     checks = [c for t in traces for c in t.checks]
     run["exactly_once"] = bool(checks) and all(c.exactly_once for c in checks)
-    run["dropped_by_drop_last"] = sum(c.dropped_by_drop_last for c in checks)
+    run["undelivered_samples"] = sum(c.undelivered for c in checks)
     per_epoch = []
     for e in epochs:
         parts = [[table[e][0]] for table in tables if e in table]
@@ -51,7 +51,23 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
         summary = metrics.rank_summary([em for em, _ in table.values()])
         per_rank.append({"rank": trace.rank, "host": trace.host, **summary,
                          "epochs": [dataclasses.asdict(c) for c in trace.checks]})
+    run["stragglers"] = metrics.stragglers(per_rank)
     return run, per_epoch, per_rank
+
+
+def per_node(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Figures per host: its ranks' rates summed and AU averaged."""
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for r in per_rank:
+        hosts.setdefault(r["host"], []).append(r)
+    out = []
+    for host, ranks in sorted(hosts.items()):
+        aus = [r["au"] for r in ranks if r["au"] is not None]
+        out.append({"host": host, "ranks": [r["rank"] for r in ranks],
+                    "au": sum(aus) / len(aus) if aus else None,
+                    "samples_per_s": sum(r["samples_per_s"] or 0.0 for r in ranks),
+                    "bytes_per_s": sum(r["bytes_per_s"] or 0.0 for r in ranks)})
+    return out
 
 
 def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool) -> dict[str, Any]:
@@ -94,6 +110,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "metrics": run,
         "epochs": per_epoch,
         "ranks": per_rank,
+        "nodes": per_node(per_rank),
     }
     if errors:
         doc["errors"] = errors

@@ -51,8 +51,8 @@ def print_summary(result: dict[str, Any], run_dir: str, console: Console | None 
     table.add_row("counted", f"{m['steps']} steps, {m['samples']} samples, "
                   f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
     once = "yes" if m["exactly_once"] else "[red]NO[/red]"
-    table.add_row("every sample exactly once", f"{once} (drop_last dropped "
-                  f"{m['dropped_by_drop_last']})")
+    table.add_row("every sample exactly once", f"{once} ({m['undelivered_samples']} left out "
+                  "by drop_last, even steps across ranks or total_training_steps)")
     table.add_row("results", f"{run_dir}/result.json, timeline.csv")
     console.print(table)
     if m["steps"] == 0:

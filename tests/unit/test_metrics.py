@@ -76,3 +76,12 @@ def test_combine_ranks_means_au_and_sums_rates() -> None:
     assert run["au_min"] == pytest.approx(0.5)
     assert run["samples_per_s"] == pytest.approx(6.0)
     assert run["samples"] == 24
+
+
+def test_stragglers_are_the_slow_ranks() -> None:
+    from dliobench.metrics import stragglers
+
+    ranks = [{"rank": 0, "samples_per_s": 100.0}, {"rank": 1, "samples_per_s": 98.0},
+             {"rank": 2, "samples_per_s": 60.0}, {"rank": 3, "samples_per_s": None}]
+    assert stragglers(ranks) == [2]
+    assert stragglers(ranks[:1]) == []

@@ -66,9 +66,11 @@ def test_batches_drop_last() -> None:
 
 def test_exactly_once_check_catches_duplicates_and_misses() -> None:
     expected = np.arange(6)
-    assert delivered_exactly_once(expected, np.array([5, 4, 3, 2, 1, 0]))
-    assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4, 4]))
-    assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4]))
+    assert delivered_exactly_once(expected, np.array([5, 4, 3, 2, 1, 0]), 6)
+    assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4, 4]), 6)
+    assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4]), 6)
+    assert delivered_exactly_once(expected, np.array([3, 1, 2, 0]), 4)  # 2 left out
+    assert not delivered_exactly_once(expected, np.array([3, 1, 2, 9]), 4)  # 9 is foreign
 
 
 @pytest.mark.parametrize("sharding", ["sample", "file"])

@@ -1,0 +1,113 @@
+"""Real ranks under a real ``mpiexec`` (the mpich wheel's), 2 and 4 ranks on 2 cores.
+
+Timing bounds are loose: 4 ranks share 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import last_result, tiny_workload
+
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (install the mpi extra)")
+
+
+def mpi_cmd(ranks: int, *args: str) -> list[str]:
+    assert MPIEXEC is not None
+    return [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "dliobench", *args]
+
+
+def mpirun(ranks: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(mpi_cmd(ranks, *args), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_ranks_share_the_dataset_and_one_result(ranks: int, workdir: Path,
+                                                write_workload: Callable[..., Path]) -> None:
+    doc = tiny_workload(dataset={"num_files_train": 24},
+                        reader={"sample_shuffle": "seed", "file_shuffle": "seed"},
+                        train={"computation_time": 0.005, "allreduce_bytes": 1 << 20})
+    proc = mpirun(ranks, "run", str(write_workload(doc)), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == ranks
+    assert [r["rank"] for r in result["ranks"]] == list(range(ranks))
+    m = result["metrics"]
+    assert m["exactly_once"] is True
+    # every rank takes the same steps: 24 samples / ranks, in batches of 2
+    steps = (24 // ranks) // 2
+    delivered = sum(e["delivered"] for r in result["ranks"] for e in r["epochs"])
+    assert delivered == 2 * ranks * steps * 2
+    assert delivered + m["undelivered_samples"] == 2 * 24
+    assert m["comm_s"] > 0  # a real allreduce after each step
+    assert result["nodes"][0]["ranks"] == list(range(ranks))
+    csv_rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
+    assert {row.split(",")[0] for row in csv_rows[1:]} == {str(r) for r in range(ranks)}
+    manifest = workdir / "data/tiny/dliobench-manifest.json"
+    assert manifest.exists() and len(list((workdir / "data/tiny/train").iterdir())) == 24
+
+
+def test_failing_rank_names_itself_and_ends_the_job(workdir: Path,
+                                                   write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload(dataset={"num_files_train": 8}, train={"epochs": 1}))
+    assert mpirun(2, "generate", str(path), "--no-progress").returncode == 0
+    victim = workdir / "data/tiny/train/img_0000007.npz"  # read by rank 1 (no shuffle)
+    raw = bytearray(victim.read_bytes())
+    raw[3000] ^= 0xFF
+    victim.write_bytes(bytes(raw))
+    start = time.monotonic()
+    proc = mpirun(2, "run", str(path), "--no-progress", "train.computation_time=0.05")
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 60
+    assert "rank 1 of 2" in proc.stderr and "img_0000007.npz" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _rank_pid(marker: str, rank: int) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmd and f"PMI_RANK={rank}\0".encode() in env:
+            return int(entry.name)
+    return None
+
+
+def test_killed_rank_ends_the_job_without_hanging(workdir: Path,
+                                                  write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload(train={"epochs": 50, "computation_time": 0.02}),
+                          "killme.yaml")
+    proc = subprocess.Popen(mpi_cmd(2, "run", str(path), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = None
+        deadline = time.monotonic() + 60
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
+                pid = _rank_pid("killme.yaml", 1)
+        assert pid is not None, "rank 1 never started training"
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        proc.wait(timeout=30)
+        assert time.monotonic() - killed < 10
+        assert proc.returncode != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not list((workdir / "reports").glob("*/result.json"))  # no result for a dead run
