@@ -11,7 +11,7 @@ from typing import Any
 
 SHUFFLE_MODES = ("off", "seed", "random")
 LOADERS = ("native", "pytorch", "dali")
-FORMATS = ("npz", "npy", "hdf5", "tfrecord", "jpeg", "png", "indexed_binary")
+FORMATS = ("npz", "tfrecord", "jpeg", "png")
 
 
 def key(
