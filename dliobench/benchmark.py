@@ -50,7 +50,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         run_dir.mkdir(parents=True, exist_ok=False)
     started = _now()
     try:
-        trace = train(config, world, comm, ready.files, ready.sizes, show_progress)
+        trace = train(config, world, comm, ready.files, ready.sizes, show_progress, run_id)
     except BaseException as exc:
         if world.is_root:
             _write_partial(config, run_id, run_dir, exc, started, ready.total_bytes, extra)

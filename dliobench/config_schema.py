@@ -125,6 +125,7 @@ class WorkflowConfig:
 
     generate_data: bool = key(True, "bool", "generate missing dataset files before training")
     train: bool = key(True, "bool", "run the training emulation")
+    checkpoint: bool = key(False, "bool", "write checkpoints during training (see checkpoint.*)")
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,26 @@ class OutputConfig:
     """Where results go."""
 
     folder: str = key("reports", "str", "root folder of run results")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """When and how the emulated training writes checkpoints (``workflow.checkpoint``)."""
+
+    checkpoint_folder: str = key("checkpoints", "str", "root folder of checkpoint files")
+    checkpoint_after_epoch: int = key(1, "int", "first epoch that ends with a checkpoint",
+                                      minimum=1)
+    epochs_between_checkpoints: int = key(1, "int", "epochs from one checkpoint to the next",
+                                          minimum=1)
+    steps_between_checkpoints: int = key(
+        -1, "int", "checkpoint every N steps instead of by epochs (-1: by epochs)")
+    type: str = key("rank_zero", "choice", "rank 0 writes all (rank_zero) or every rank a "
+                    "shard (all_ranks)", choices=("rank_zero", "all_ranks"))
+    fsync: bool = key(True, "bool", "fsync checkpoint files, so the time includes storage")
+    read_after_write: bool = key(False, "bool", "read each checkpoint back after evicting it")
+    optimizer_state_factor: float = key(
+        0.0, "float", "optimizer state as a multiple of the model size (Adam in fp32: 2)",
+        minimum=0)
 
 
 @dataclass(frozen=True)
@@ -177,6 +198,7 @@ class Config:
     output: OutputConfig = OutputConfig()
     model: ModelConfig = ModelConfig()
     storage: StorageConfig = StorageConfig()
+    checkpoint: CheckpointConfig = CheckpointConfig()
     accelerators: dict[str, AcceleratorProfile] = field(default_factory=dict)
     source: str = ""
 
@@ -200,4 +222,5 @@ SECTIONS: dict[str, type] = {
     "output": OutputConfig,
     "model": ModelConfig,
     "storage": StorageConfig,
+    "checkpoint": CheckpointConfig,
 }

@@ -15,8 +15,14 @@ SECTION_ALIASES = {"data_reader": "reader"}
 
 UNSUPPORTED_DLIO_KEYS = frozenset({
     # whole sections
-    "checkpoint", "profiling", "evaluation", "storage.storage_options",
-    "workflow.checkpoint", "workflow.evaluation", "workflow.profiling", "workflow.debug",
+    "profiling", "evaluation", "storage.storage_options",
+    "checkpoint.checkpoint_mechanism_classname", "checkpoint.time_between_checkpoints",
+    "checkpoint.num_checkpoints_write", "checkpoint.num_checkpoints_read",
+    "checkpoint.recovery_rank_shift", "checkpoint.rank_sync", "checkpoint.mode",
+    "checkpoint.randomize_tensor", "checkpoint.ksm", "checkpoint.optimization_groups",
+    "checkpoint.num_layers", "checkpoint.layer_parameters", "checkpoint.tensor_parallelism",
+    "checkpoint.pipeline_parallelism",
+    "workflow.evaluation", "workflow.profiling", "workflow.debug",
     "workflow.query",
     "dataset.num_files_eval", "dataset.num_subfolders_eval", "dataset.compression",
     "dataset.compression_level", "dataset.enable_chunking", "dataset.chunk_size",

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dliobench import progress, storage
+from dliobench.checkpoint import Checkpointer, CheckpointEvent
 from dliobench.compute import Accelerator
 from dliobench.config_schema import Config
 from dliobench.errors import ConfigError
@@ -54,6 +55,7 @@ class RankTrace:
     host: str
     timeline: Timeline
     checks: list[EpochCheck] = field(default_factory=list)
+    checkpoints: list[CheckpointEvent] = field(default_factory=list)
     error: str | None = None
 
 
@@ -139,13 +141,15 @@ class _Step:
     accel: Accelerator
     comm: Comm
     gradients: np.ndarray | None
+    checkpointer: Checkpointer
     timeline: Timeline
     t0: float
     advance: Any
+    global_step: int = 0
 
 
 def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes: list[int],
-          show_progress: bool) -> RankTrace:
+          show_progress: bool, run_id: str = "run") -> RankTrace:
     """Run the emulated training on this rank and return its trace.
 
     An exception inside the loop is recorded in the trace (with the steps done so far) and
@@ -157,14 +161,16 @@ def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes
                         seed=config.train.seed + world.rank)
     trace = RankTrace(world.rank, world.host, Timeline(world.rank))
     gradients = allreduce_buffer(config, world)
+    checkpointer = Checkpointer(config, world, comm, run_id)
+    trace.checkpoints = checkpointer.events
     loader = make_loader(config, files, sizes)
     try:
         comm.barrier()
         t0 = time.perf_counter()
         with progress.bar(f"training {config.name}", sum(steps),
                           show_progress and world.is_root) as advance:
-            ctx = _Step(config, spec, loader, accel, comm, gradients, trace.timeline, t0,
-                        advance)
+            ctx = _Step(config, spec, loader, accel, comm, gradients, checkpointer,
+                        trace.timeline, t0, advance)
             for epoch, n_steps in enumerate(steps):
                 if config.storage.drop_cache:
                     evict_dataset(config, world, files)
@@ -197,8 +203,12 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
                 before = clock()
                 ctx.comm.allreduce_buffer(ctx.gradients)
                 comm = clock() - before
+            ckpt = 0.0
+            if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
+                ckpt = ctx.checkpointer.run(epoch, step)
+            ctx.global_step += 1
             ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
-                                batch.samples, batch.nbytes, comm=comm)
+                                batch.samples, batch.nbytes, comm=comm, ckpt=ckpt)
             delivered.append(batch.ids)
             ctx.advance(1)
     finally:

@@ -114,5 +114,36 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     }
     if errors:
         doc["errors"] = errors
+    checkpoints = checkpoint_summary(traces)
+    if checkpoints:
+        doc["checkpoint"] = checkpoints
     doc.update(extra)
     return doc
+
+
+def checkpoint_summary(traces: list[RankTrace]) -> dict[str, Any] | None:
+    """Per checkpoint: bytes summed over ranks, time of the slowest rank, and GB/s from both."""
+    by_index: dict[int, list[Any]] = {}
+    for trace in traces:
+        for event in trace.checkpoints:
+            by_index.setdefault(event.index, []).append(event)
+    if not by_index:
+        return None
+    rows = []
+    for index, events in sorted(by_index.items()):
+        nbytes = sum(e.nbytes for e in events)
+        write_s = max(e.write_s for e in events)
+        reads = [e.read_s for e in events if e.read_s is not None]
+        read_s = max(reads) if reads else None
+        rows.append({"index": index, "epoch": events[0].epoch, "step": events[0].step,
+                     "bytes": nbytes, "write_s": write_s,
+                     "write_bytes_per_s": nbytes / write_s if write_s > 0 else None,
+                     "read_s": read_s,
+                     "read_bytes_per_s": nbytes / read_s if read_s else None})
+    total = sum(r["bytes"] for r in rows)
+    write_total = sum(r["write_s"] for r in rows)
+    read_total = sum(r["read_s"] or 0.0 for r in rows)
+    return {"count": len(rows), "bytes": total,
+            "write_bytes_per_s": total / write_total if write_total > 0 else None,
+            "read_bytes_per_s": total / read_total if read_total > 0 else None,
+            "checkpoints": rows}

@@ -106,3 +106,33 @@ def test_datasize_applies_both_rules(run_cli: Callable[..., int],
     out = capsys.readouterr().out
     # 5 x 1 GB / 65536 B = 76,294 files; 500 steps x 2 x 4 = 4,000 files
     assert "dataset.num_files_train=76294" in out and "memory rule decides" in out
+
+
+def test_checkpoints_are_written_timed_and_read_back(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int]) -> None:
+    doc = tiny_workload(model={"name": "tiny", "model_size_bytes": 3_000_000},
+                        workflow={"checkpoint": True},
+                        checkpoint={"checkpoint_folder": "ckpt", "checkpoint_after_epoch": 1,
+                                    "epochs_between_checkpoints": 1, "read_after_write": True,
+                                    "optimizer_state_factor": 1.0})
+    assert run_cli("run", str(write_workload(doc)), "--no-progress") == 0
+    result = last_result(workdir / "reports")
+    ckpt = result["checkpoint"]
+    assert ckpt["count"] == 2  # after epochs 1 and 2
+    assert ckpt["bytes"] == 2 * 6_000_000
+    assert ckpt["write_bytes_per_s"] > 0 and ckpt["read_bytes_per_s"] > 0
+    files = sorted((workdir / "ckpt" / result["run_id"]).glob("*/rank-*.bin"))
+    assert [f.stat().st_size for f in files] == [6_000_000, 6_000_000]
+    rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
+    ckpt_col = rows[0].split(",").index("ckpt_s")
+    assert sum(float(r.split(",")[ckpt_col]) > 0 for r in rows[1:]) == 2
+
+
+def test_dlio_checkpoint_keys_are_understood() -> None:
+    cfg, warnings = load(None, ["checkpoint.model_size=1000", "workflow.checkpoint=true",
+                                "checkpoint.type=all_ranks",
+                                "checkpoint.steps_between_checkpoints=5"])
+    assert cfg.model.model_size_bytes == 1000
+    assert cfg.checkpoint.type == "all_ranks"
+    assert cfg.checkpoint.steps_between_checkpoints == 5
+    assert warnings == []

@@ -111,3 +111,19 @@ def test_killed_rank_ends_the_job_without_hanging(workdir: Path,
         if proc.poll() is None:
             proc.kill()
     assert not list((workdir / "reports").glob("*/result.json"))  # no result for a dead run
+
+
+def test_all_ranks_checkpoint_shards(workdir: Path, write_workload: Callable[..., Path]) -> None:
+    doc = tiny_workload(model={"name": "tiny", "model_size_bytes": 1_000_001},
+                        workflow={"checkpoint": True},
+                        checkpoint={"checkpoint_folder": "ckpt", "type": "all_ranks",
+                                    "steps_between_checkpoints": 2},
+                        train={"epochs": 1, "allreduce_bytes": 0})
+    proc = mpirun(2, "run", str(write_workload(doc)), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    # 8 samples / 2 ranks / batch 2 = 2 steps: one checkpoint after step 2
+    assert result["checkpoint"]["count"] == 1
+    shards = sorted((workdir / "ckpt" / result["run_id"]).glob("*/rank-*.bin"))
+    assert [s.stat().st_size for s in shards] == [500_001, 500_000]
+    assert result["metrics"]["comm_s"] == 0

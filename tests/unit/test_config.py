@@ -23,6 +23,7 @@ DLIO_2_0_0 = {
     "train": {"epochs": 5, "computation_time": 0.323},
     "checkpoint": {"checkpoint_folder": "ckpt/unet3d", "checkpoint_after_epoch": 5,
                    "epochs_between_checkpoints": 2, "model_size": 499153191},
+    "profiling": {"profiler": "iostat"},
 }
 DLIO_MAIN = {
     "model": {"name": "unet3d", "type": "cnn", "model_size_bytes": 499153191},
@@ -60,9 +61,12 @@ def test_dlio_2_0_0_spelling(write_workload: Callable[..., Path]) -> None:
     assert any("tensorflow" in w and "native" in w for w in warnings)
     unsupported = [w for w in warnings if "does not implement" in w]
     assert len(unsupported) == 1
-    assert "checkpoint.checkpoint_folder" in unsupported[0]
+    assert "profiling.profiler" in unsupported[0]
     assert "reader.computation_threads" in unsupported[0]
-    assert "workflow.checkpoint" in unsupported[0]
+    assert cfg.workflow.checkpoint is True
+    assert cfg.checkpoint.checkpoint_folder == "ckpt/unet3d"
+    assert (cfg.checkpoint.checkpoint_after_epoch, cfg.checkpoint.epochs_between_checkpoints) \
+        == (5, 2)
 
 
 def test_dlio_main_spelling(write_workload: Callable[..., Path]) -> None:
