@@ -57,9 +57,14 @@ class Manifest:
         """Write atomically: a crash leaves the previous manifest or the new one, never half."""
         path = self.path_for(data_folder)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema": SCHEMA, "params": self.params, "files": self.files},
-                                  indent=0, sort_keys=True))
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps({"schema": SCHEMA, "params": self.params,
+                                       "files": self.files}, indent=0, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise DatasetError(f"cannot write the manifest {path}: {exc.strerror}; free space "
+                               "and run `dliobench generate` again to complete it") from None
 
     def check_matches(self, dataset: DatasetConfig) -> None:
         """Raise DatasetError when the dataset on disk was generated with other parameters."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dliobench.config_schema import Config
+from dliobench.errors import DlioBenchError
 
 SCHEMA_VERSION = 1
 
@@ -34,12 +35,17 @@ def config_dict(config: Config) -> dict[str, Any]:
 def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
     """Write JSON so that readers see the old file or the complete new one, never half."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as handle:
-        json.dump(doc, handle, indent=2, sort_keys=False, default=str)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as handle:
+            json.dump(doc, handle, indent=2, sort_keys=False, default=str)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DlioBenchError(f"cannot write {path}: {exc.strerror}; free space or choose "
+                             "another output.folder") from None
 
 
 def read_result(run_dir: str | Path) -> dict[str, Any]:

@@ -127,3 +127,20 @@ def test_all_ranks_checkpoint_shards(workdir: Path, write_workload: Callable[...
     shards = sorted((workdir / "ckpt" / result["run_id"]).glob("*/rank-*.bin"))
     assert [s.stat().st_size for s in shards] == [500_001, 500_000]
     assert result["metrics"]["comm_s"] == 0
+
+
+@pytest.mark.parametrize("name", ["unet3d", "bert", "cosmoflow"])
+def test_workloads_under_four_ranks(name: str, workdir: Path) -> None:
+    workload = Path(__file__).resolve().parents[2] / "workloads" / f"{name}.yaml"
+    proc = mpirun(4, "run", str(workload), "--no-progress", "dataset.data_folder=data",
+                  "dataset.num_files_train=8", "dataset.num_samples_per_file=2",
+                  "dataset.record_length_bytes=16KiB", "dataset.record_length_bytes_stdev=0",
+                  "dataset.record_length_bytes_resize=0", "dataset.num_subfolders_train=0",
+                  "reader.batch_size=1", "reader.read_threads=1", "train.epochs=1",
+                  "train.total_training_steps=-1", "train.computation_time=0.002",
+                  "train.allreduce_bytes=64KiB")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == 4 and len(result["ranks"]) == 4
+    assert result["metrics"]["exactly_once"] is True
+    assert all(r["samples"] > 0 for r in result["ranks"])
