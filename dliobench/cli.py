@@ -15,6 +15,7 @@ from dliobench.errors import ConfigError, DlioBenchError
 
 if TYPE_CHECKING:
     from dliobench.config_schema import Config
+    from dliobench.sweep import SweepSpec
     from dliobench.world import Comm, World
 
 log = logging.getLogger("dliobench")
@@ -138,6 +139,49 @@ def cmd_datasize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
+    """A sweep file, or a workload (with overrides) to sweep over ranks only."""
+    import yaml
+
+    from dliobench.sweep import SweepSpec, load_sweep
+
+    first, overrides = args.sweep[0], args.sweep[1:]
+    path = Path(first)
+    doc = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if isinstance(doc, dict) and "workload" in doc:
+        spec = load_sweep(path)
+    else:
+        workload = _workload_path(first)
+        spec = SweepSpec(name=workload.stem, workload=workload, overrides=[], axes={})
+    from dataclasses import replace
+
+    return replace(spec, overrides=[*spec.overrides, *overrides],
+                   output=Path(args.output) if args.output else spec.output)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run a sweep (or the max-accelerator search) and report."""
+    from dliobench.maxaccel import find_max_accelerators
+    from dliobench.sweep import run_sweep
+
+    spec = _sweep_spec(args)
+    if args.find_max_accelerators:
+        search = find_max_accelerators(spec, args.accelerator or "", args.max_accelerators,
+                                       args.timeout)
+        print(search.sentence(spec.workload.stem.split("_")[0]))
+        print(f"runs: {search.folder} ({len(search.probes)} probes)")
+        return 0 if search.best is not None else 1
+    folder, outcomes = run_sweep(spec, args.timeout)
+    failed = [o for o in outcomes if o.error]
+    for o in outcomes:
+        au = o.result["metrics"]["au"] if o.result else None
+        status = f"error: {o.error}" if o.error else (
+            f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}")
+        print(f"{o.name}: {status}")
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} points ran; runs in {folder}")
+    return 1 if failed else 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     """List every configuration key with its default and meaning."""
     from dliobench.config import ALIASES, FIELDS
@@ -214,6 +258,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-memory-gb", type=float, metavar="GB",
                    help="memory per host in GB (default: this host's)")
     p.set_defaults(func=cmd_datasize)
+    p = sub.add_parser(
+        "sweep", help="run a grid of runs (or find how many accelerators storage sustains)",
+        description="Run every point of a sweep file's axes (ranks through the MPI launcher) "
+        "into one sweep folder, continuing past failed points. With "
+        "--find-max-accelerators, search (doubling, then bisection) for the largest number of "
+        "emulated accelerators (ranks) whose AU stays at the workload's floor.",
+        epilog="sweep file keys: workload, overrides (list), axes (key: [values], 'ranks' for "
+        "rank counts), launcher (default 'mpiexec -n {ranks}'), output, name. Examples ship "
+        "in configs/.")
+    p.add_argument("sweep", nargs="+", metavar="SWEEP_OR_WORKLOAD [KEY=VALUE ...]",
+                   help="a sweep file (configs/*.yaml), or with --find-max-accelerators also "
+                   "a workload file or name, then overrides for every run")
+    p.add_argument("--find-max-accelerators", action="store_true",
+                   help="search for the most accelerators the storage sustains at the AU floor")
+    p.add_argument("--accelerator", metavar="NAME", help="accelerator profile for the search")
+    p.add_argument("--max-accelerators", type=int, default=64, metavar="N",
+                   help="upper bound of the search (default 64)")
+    p.add_argument("--timeout", type=float, metavar="S", help="give up on a point after S s")
+    p.add_argument("--output", metavar="DIR", help="root of sweep folders (default "
+                   "reports/sweeps)")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("show-config", help="print the resolved configuration",
                        description="Print the configuration a run would use, after defaults, "
                        "the workload file, overrides and the accelerator profile.")

@@ -1,0 +1,67 @@
+"""Sweeps and the max-accelerator search, for real: each point is a dliobench run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dliobench.sweep import load_sweep, points
+from tests.conftest import tiny_workload
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.yaml")))
+def test_shipped_sweep_files_parse(name: str) -> None:
+    spec = load_sweep(CONFIGS / name)
+    assert spec.workload.exists()
+    assert points(spec)
+
+
+def test_linked_axes_vary_together(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": "w.yaml", "axes": {
+        "ranks": [1, 2], "a,b": [[1, "x"], [2, "y"]], "c": [True]}}))
+    got = points(load_sweep(path))
+    assert got == [(1, {"a": 1, "b": "x", "c": True}), (1, {"a": 2, "b": "y", "c": True}),
+                   (2, {"a": 1, "b": "x", "c": True}), (2, {"a": 2, "b": "y", "c": True})]
+
+
+def test_sweep_runs_points_and_survives_a_failure(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    workload = write_workload(tiny_workload(train={"epochs": 1}))
+    sweep = workdir / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "t", "workload": str(workload), "output": str(workdir / "sweeps"),
+        "axes": {"ranks": [1, 2], "reader.batch_size": [2, 99]}}))
+    assert run_cli("sweep", str(sweep)) == 1  # batch 99 cannot run: reported, not fatal
+    out = capsys.readouterr().out
+    assert "2 of 4 points ran" in out
+    summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
+    by_name = {p["name"]: p for p in summary["points"]}
+    assert by_name["r2-reader.batch_size=2"]["run_dir"]
+    assert "reader.batch_size=99" in by_name["r1-reader.batch_size=99"]["error"]
+    result = json.loads(Path(by_name["r2-reader.batch_size=2"]["run_dir"], "result.json")
+                        .read_text())
+    assert result["ranks_count"] == 2
+
+
+def test_find_max_accelerators_answers(workdir: Path, write_workload: Callable[..., Path],
+                                       run_cli: Callable[..., int],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tiny_workload(train={"epochs": 1, "computation_time": 0.02, "allreduce_bytes": 0},
+                        accelerators={"fake": {"computation_time": 0.02, "au": 0.5}})
+    workload = write_workload(doc)
+    code = run_cli("sweep", str(workload), "--find-max-accelerators", "--accelerator", "fake",
+                   "--max-accelerators", "2", "--output", str(workdir / "sweeps"))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "this storage sustains 2 fake accelerator(s) for tiny" in out
+    summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
+    assert [p["ranks"] for p in summary["points"]] == [1, 2]
+    assert summary["search"]["best"] == 2

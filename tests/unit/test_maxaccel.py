@@ -1,0 +1,44 @@
+"""The max-accelerator search: doubling, then bisection, bounded, with every probe kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dliobench import maxaccel
+from dliobench.sweep import PointOutcome, SweepSpec
+
+
+def fake_storage(capacity: int, calls: list[int]):  # type: ignore[no-untyped-def]
+    """A storage that sustains up to ``capacity`` ranks (AU 0.95, else 0.5)."""
+
+    def run_point(spec, ranks, settings, folder, timeout=None):  # type: ignore[no-untyped-def]
+        calls.append(ranks)
+        au = 0.95 if ranks <= capacity else 0.5
+        result = {"metrics": {"au": au, "samples_per_s": 10.0 * ranks, "bytes_per_s": 1e9},
+                  "config": {"metric": {"au": 0.9}}}
+        return PointOutcome(f"r{ranks}", ranks, settings, run_dir="x", result=result)
+
+    return run_point
+
+
+@pytest.mark.parametrize(("capacity", "limit", "best", "probes"), [
+    (5, 64, 5, [1, 2, 4, 8, 6, 5]),
+    (64, 64, 64, [1, 2, 4, 8, 16, 32, 64]),
+    (100, 48, 48, [1, 2, 4, 8, 16, 32, 48]),
+    (40, 48, 40, [1, 2, 4, 8, 16, 32, 48, 40, 44, 42, 41]),
+    (0, 64, None, [1]),
+])
+def test_search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capacity: int, limit: int,
+                best: int | None, probes: list[int]) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(maxaccel, "run_point", fake_storage(capacity, calls))
+    spec = SweepSpec(name="t", workload=Path("w.yaml"), overrides=[], axes={},
+                     output=tmp_path)
+    search = maxaccel.find_max_accelerators(spec, "h100", limit)
+    assert calls == probes
+    assert (search.best.ranks if search.best else None) == best
+    text = search.sentence("unet3d")
+    assert ("cannot sustain" in text) if best is None else f"sustains {best} h100" in text
+    assert (search.folder / "sweep.json").exists()
