@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
-from dliobench.formats import get_format
+from dliobench.formats import format_for
 from dliobench.generate import Generated, generate, missing_files
 from dliobench.layout import DataFile, dataset_files
 from dliobench.manifest import Manifest
@@ -46,7 +46,7 @@ def prepare(config: Config, world: World, comm: Comm, show_progress: bool) -> Re
                 "with the same workload and overrides, or set workflow.generate_data=true"
             )
         generated = generate(config, world, comm, show_progress)
-    files = dataset_files(dataset, get_format(dataset.format).extension)
+    files = dataset_files(dataset, format_for(dataset).extension)
     sizes: list[int] = []
     if world.is_root:
         final = Manifest.load(dataset.data_folder)

@@ -20,7 +20,7 @@ import numpy as np
 from dliobench import datafill, progress, storage
 from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
-from dliobench.formats import Format, get_format
+from dliobench.formats import Format, format_for
 from dliobench.layout import DataFile, dataset_files, train_dir
 from dliobench.manifest import Manifest, identity
 from dliobench.world import Comm, World
@@ -41,7 +41,7 @@ class Generated:
 
 def missing_files(config: Config, manifest: Manifest | None) -> list[DataFile]:
     """Files the configuration needs that are not complete on disk."""
-    fmt = get_format(config.dataset.format)
+    fmt = format_for(config.dataset)
     root = train_dir(config.dataset)
     known = manifest.files if manifest else {}
     out = []
@@ -108,7 +108,7 @@ def _workers(todo: list[DataFile]) -> int:
 def generate(config: Config, world: World, comm: Comm, show_progress: bool) -> Generated:
     """Write the files that are missing; rank r writes every size-th missing file."""
     dataset = config.dataset
-    fmt = get_format(dataset.format)
+    fmt = format_for(dataset)
     root = train_dir(dataset)
     manifest = Manifest.load(dataset.data_folder) if world.is_root else None
     if manifest is not None:

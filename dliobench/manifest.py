@@ -20,7 +20,8 @@ SCHEMA = 1
 # The dataset keys that decide the bytes of file i; the file count may differ between runs.
 IDENTITY_KEYS = ("format", "num_samples_per_file", "record_length_bytes",
                  "record_length_bytes_stdev", "file_prefix", "generation_seed",
-                 "num_subfolders_train", "compressibility")
+                 "num_subfolders_train", "compressibility", "enable_chunking", "chunk_size",
+                 "compression", "compression_level")
 
 
 def identity(dataset: DatasetConfig) -> dict[str, Any]:

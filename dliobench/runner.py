@@ -15,7 +15,7 @@ from dliobench.checkpoint import Checkpointer, CheckpointEvent
 from dliobench.compute import Accelerator
 from dliobench.config_schema import Config
 from dliobench.errors import ConfigError
-from dliobench.formats import get_format
+from dliobench.formats import format_for
 from dliobench.layout import DataFile, train_dir
 from dliobench.loaders import make_loader
 from dliobench.sharding import (
@@ -78,7 +78,7 @@ def shuffle_seed(config: Config, comm: Comm) -> int:
 
 def check_run(config: Config, world: World) -> None:
     """Refuse layouts and sizes that cannot run as configured on this many ranks."""
-    max_per_file = getattr(get_format(config.dataset.format), "max_samples_per_file", None)
+    max_per_file = getattr(format_for(config.dataset), "max_samples_per_file", None)
     if max_per_file is not None and config.dataset.num_samples_per_file > max_per_file:
         raise ConfigError(f"dataset.num_samples_per_file: {config.dataset.format} files hold at "
                           f"most {max_per_file} sample(s); use npz, npy, hdf5, tfrecord or "
@@ -103,7 +103,7 @@ def evict_dataset(config: Config, world: World, files: list[DataFile]) -> None:
     """Drop the dataset's cached pages; one rank per node does it (others wait at a barrier)."""
     if world.local_rank != 0:
         return
-    fmt = get_format(config.dataset.format)
+    fmt = format_for(config.dataset)
     root = train_dir(config.dataset)
     storage.evict([p for f in files for p in (root / f.relpath, *fmt.side_files(root / f.relpath))])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from dliobench.config_schema import FORMATS
+from dliobench.config_schema import FORMATS, DatasetConfig
 from dliobench.errors import ConfigError
 from dliobench.formats.base import ByteRange, Format
 
@@ -20,4 +20,21 @@ def get_format(name: str) -> Format:
     return fmt
 
 
-__all__ = ["ByteRange", "Format", "get_format"]
+def format_for(dataset: DatasetConfig) -> Format:
+    """The format of a dataset, with its options (HDF5 chunking and compression)."""
+    hdf5_options = dataset.enable_chunking or dataset.compression != "none"
+    if dataset.format == "hdf5" and hdf5_options:
+        from dliobench.formats.hdf5 import Hdf5Format
+
+        compressed = dataset.compression != "none"
+        return Hdf5Format.from_options(
+            enable_chunking=dataset.enable_chunking, chunk_size=dataset.chunk_size,
+            compression=dataset.compression, compression_level=dataset.compression_level,
+            chunk_samples=1 if compressed and not dataset.enable_chunking else 0)
+    if hdf5_options:
+        raise ConfigError("dataset.enable_chunking and dataset.compression apply to the hdf5 "
+                          f"format only, not {dataset.format}")
+    return get_format(dataset.format)
+
+
+__all__ = ["ByteRange", "Format", "format_for", "get_format"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dliobench.config_schema import Config
 from dliobench.errors import ConfigError
-from dliobench.formats import get_format
+from dliobench.formats import format_for
 from dliobench.layout import DataFile, train_dir
 from dliobench.loaders.base import Batch, Loader, SampleReader
 
@@ -13,7 +13,7 @@ def make_loader(config: Config, files: list[DataFile], sizes: list[int]) -> Load
     """The loader the configuration names, reading ``files`` (with on-disk ``sizes``)."""
     reader_cfg = config.reader
     root = train_dir(config.dataset)
-    reader = SampleReader(get_format(config.dataset.format), [root / f.relpath for f in files],
+    reader = SampleReader(format_for(config.dataset), [root / f.relpath for f in files],
                           sizes, config.dataset.num_samples_per_file,
                           config.dataset.record_length_bytes_resize, reader_cfg.odirect)
     if reader_cfg.data_loader == "native":

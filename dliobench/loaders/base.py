@@ -65,6 +65,9 @@ class SampleReader:
                                     self.odirect)
         elif self.samples_per_file == 1:
             data, nbytes = storage.read_range(path, 0, self.sizes[file_index], self.odirect)
+            if len(data) < self.sizes[file_index]:
+                raise CorruptSampleError(str(path), len(data), "file is truncated: the manifest "
+                                         f"says {self.sizes[file_index]} bytes")
             sample = self.fmt.decode(path, data, whole_file=True)
         else:
             ranges, nbytes = self._layout(file_index)

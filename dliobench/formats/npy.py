@@ -1,0 +1,74 @@
+"""NumPy ``.npy``: the (num_samples, sample_bytes) uint8 array written by ``numpy.save``.
+
+Any numpy user can ``np.load`` the files. Sample k is row k, contiguous on disk right after
+the header, so a sample is one range read and a zero-copy view. (DLIO's npy generator stores
+its samples along the *last* axis, (dim1, dim2, num_samples), so a DLIO sample is strided on
+disk and can only be read with the whole file; rows keep a sample's bytes together.) The
+format has no checksum: damaged bytes are not detected, truncation is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.formats import npyheader
+from dliobench.formats.base import ByteRange, FileFormat
+
+
+class NpyFormat(FileFormat):
+    """Samples as rows of one C-ordered uint8 array in a ``.npy`` file."""
+
+    name = "npy"
+    extension = "npy"
+    head_bytes = 4096  # numpy pads its header to 64 bytes; 128 is usual
+    lossy = False
+    checksummed = False
+    max_samples_per_file: int | None = None
+
+    def write(self, path: Path, samples: np.ndarray) -> None:
+        """Write with numpy itself (C order, no pickle), so ``np.load`` reads the file."""
+        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
+        with open(path, "wb") as handle:
+            np.save(handle, rows, allow_pickle=False)
+
+    def layout(self, path: Path, head: memoryview, file_size: int,
+               num_samples: int) -> list[ByteRange]:
+        """Rows of the array as byte ranges, from the header in ``head``."""
+        header = _header(path, head)
+        rows = header.shape[0] if header.shape else 1
+        if rows != num_samples:
+            raise DatasetError(f"{path} holds {rows} samples, the manifest says "
+                               f"{num_samples}; regenerate the dataset")
+        end = header.data_offset + header.nbytes
+        if end > file_size:
+            raise CorruptSampleError(str(path), file_size,
+                                     f"file is truncated: the array needs {end} bytes")
+        row = header.nbytes // num_samples
+        start = header.data_offset
+        return [ByteRange(start + k * row, row) for k in range(num_samples)]
+
+    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+        """A zero-copy view of the sample's bytes (a whole file: all of its array)."""
+        if not whole_file:
+            return np.frombuffer(data, dtype=np.uint8)
+        header = _header(path, data)
+        end = header.data_offset + header.nbytes
+        if end > len(data):
+            raise CorruptSampleError(str(path), len(data),
+                                     f"file is truncated: the array needs {end} bytes")
+        return np.frombuffer(data[header.data_offset:end], dtype=np.uint8)
+
+
+def _header(path: Path, buf: memoryview) -> npyheader.NpyHeader:
+    """The file's header, refusing arrays whose rows are not contiguous samples."""
+    header = npyheader.parse(path, buf)
+    if header.fortran_order and len(header.shape) > 1:
+        raise DatasetError(f"{path} is a Fortran-ordered array; dliobench reads C-ordered "
+                           "(num_samples, sample_bytes) arrays; regenerate the dataset")
+    return header
+
+
+FORMAT = NpyFormat()
