@@ -37,6 +37,7 @@ class Generated:
     bytes_written: int
     seconds: float
     files_total: int
+    damaged: int = 0
 
 
 def missing_files(config: Config, manifest: Manifest | None) -> list[DataFile]:
@@ -56,8 +57,8 @@ def missing_files(config: Config, manifest: Manifest | None) -> list[DataFile]:
 
 
 def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int,
-               compressibility: float) -> int:
-    """Write one file atomically and durably; return its size."""
+               compressibility: float) -> tuple[int, int]:
+    """Write one file atomically and durably; return its size and CRC-32C."""
     final = root / f.relpath
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
@@ -66,6 +67,7 @@ def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int
     try:
         fmt.write(tmp, samples)
         del samples
+        crc = storage.file_crc32c(tmp)
         fmt.commit(tmp, final)
         storage.evict([final, *fmt.side_files(final)])  # a fresh dataset is not read from RAM
     except OSError as exc:
@@ -77,7 +79,7 @@ def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int
                 "dataset.data_folder (complete files are kept; `dliobench generate` resumes)"
             ) from None
         raise DatasetError(f"cannot write {final}: {exc.strerror}") from None
-    return final.stat().st_size
+    return final.stat().st_size, crc
 
 
 def _check_space(root: Path, todo: list[DataFile]) -> None:
@@ -105,44 +107,80 @@ def _workers(todo: list[DataFile]) -> int:
     return max(1, min(os.cpu_count() or 1, 8, len(todo), memory // 4 // max(largest, 1)))
 
 
-def generate(config: Config, world: World, comm: Comm, show_progress: bool) -> Generated:
-    """Write the files that are missing; rank r writes every size-th missing file."""
+def verify(config: Config, manifest: Manifest, show_progress: bool) -> list[str]:
+    """Re-read every recorded file and return those whose CRC-32C no longer matches."""
+    root = train_dir(config.dataset)
+    rels = [rel for rel in manifest.files if rel in manifest.checksums]
+
+    def bad(rel: str) -> bool:
+        try:
+            return storage.file_crc32c(root / rel) != manifest.checksums[rel]
+        except FileNotFoundError:
+            return True
+
+    out = []
+    total = sum(manifest.files[rel] for rel in rels)
+    with progress.bar("verifying checksums", total, show_progress, unit="bytes") as advance, \
+            ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        for rel, mismatch in zip(rels, pool.map(bad, rels), strict=True):
+            advance(manifest.files[rel])
+            if mismatch:
+                out.append(rel)
+    return out
+
+
+def _plan(config: Config, world: World, comm: Comm, check: bool,
+          show_progress: bool) -> tuple[Manifest, list[DataFile], list[str]]:
+    """Rank 0 decides what to write (and, with ``check``, what is damaged); all ranks learn."""
     dataset = config.dataset
-    fmt = format_for(dataset)
-    root = train_dir(dataset)
     manifest = Manifest.load(dataset.data_folder) if world.is_root else None
     if manifest is not None:
         manifest.check_matches(dataset)
+    damaged: list[str] = []
+    if world.is_root and manifest is not None and check:
+        damaged = verify(config, manifest, show_progress)
+        manifest.forget(damaged)
     manifest = comm.bcast(manifest or Manifest(identity(dataset)))
-    todo_all = missing_files(config, manifest) if world.is_root else []
-    todo_all = comm.bcast(todo_all)
-    todo = todo_all[world.rank::world.size]
-    total_files = dataset.num_files_train
+    todo = missing_files(config, manifest) if world.is_root else []
+    return manifest, comm.bcast(todo), comm.bcast(damaged)
+
+
+def generate(config: Config, world: World, comm: Comm, show_progress: bool,
+             check: bool = False) -> Generated:
+    """Write the files that are missing (or, with ``check``, damaged); ranks split the work."""
+    dataset = config.dataset
+    fmt = format_for(dataset)
+    root = train_dir(dataset)
+    manifest, todo_all, damaged = _plan(config, world, comm, check, show_progress)
+    if damaged:
+        log.warning("%d file(s) did not match their checksum and are written again: %s",
+                    len(damaged), ", ".join(damaged[:5]) + (" ..." if len(damaged) > 5 else ""))
     if not todo_all:
-        return Generated(0, 0, 0.0, total_files)
+        return Generated(0, 0, 0.0, dataset.num_files_train, len(damaged))
     root.mkdir(parents=True, exist_ok=True)
     if world.is_root:
         _remove_stale_temps(root)
         _check_space(root, todo_all)
     comm.barrier()
     start = time.perf_counter()
-    written = _write_all(fmt, root, todo, manifest, config, world, show_progress)
-    gathered = comm.gather(written)
-    if world.is_root and gathered is not None:
+    written = _write_all(fmt, root, todo_all[world.rank::world.size], manifest, config, world,
+                         show_progress)
+    gathered = comm.gather(written) or [written]
+    if world.is_root:
         for part in gathered:
-            manifest.files.update(part)
+            manifest.record(part)
         manifest.save(dataset.data_folder)
-    seconds = time.perf_counter() - start
-    nbytes = sum(sum(part.values()) for part in gathered) if gathered else sum(written.values())
-    return Generated(len(todo_all), nbytes, seconds, total_files)
+    nbytes = sum(size for part in gathered for size, _ in part.values())
+    return Generated(len(todo_all), nbytes, time.perf_counter() - start,
+                     dataset.num_files_train, len(damaged))
 
 
 def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest,
-               config: Config, world: World, show_progress: bool) -> dict[str, int]:
+               config: Config, world: World, show_progress: bool) -> dict[str, tuple[int, int]]:
     """Write ``todo`` with a thread pool; keep the manifest current on a one-rank world."""
     seed = config.dataset.generation_seed
     base = datafill.base_buffer(seed)
-    written: dict[str, int] = {}
+    written: dict[str, tuple[int, int]] = {}
     last_save = time.monotonic()
     total = sum(f.payload_bytes for f in todo)
     desc = f"generating {len(todo)} {fmt.name} files"
@@ -158,14 +196,14 @@ def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest
                     written[f.relpath] = future.result()
                     advance(f.payload_bytes)
                 if world.size == 1 and time.monotonic() - last_save > MANIFEST_EVERY_S:
-                    manifest.files.update(written)
+                    manifest.record(written)
                     manifest.save(config.dataset.data_folder)
                     last_save = time.monotonic()
         except BaseException:
             for future in pending:
                 future.cancel()
             if world.size == 1:
-                manifest.files.update(written)
+                manifest.record(written)
                 manifest.save(config.dataset.data_folder)
             raise
     return written

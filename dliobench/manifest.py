@@ -35,6 +35,7 @@ class Manifest:
 
     params: dict[str, Any]
     files: dict[str, int] = field(default_factory=dict)
+    checksums: dict[str, int] = field(default_factory=dict)  # CRC-32C of each file's bytes
 
     @staticmethod
     def path_for(data_folder: str | Path) -> Path:
@@ -47,7 +48,8 @@ class Manifest:
         path = cls.path_for(data_folder)
         try:
             doc = json.loads(path.read_text())
-            return cls(params=doc["params"], files={k: int(v) for k, v in doc["files"].items()})
+            return cls(params=doc["params"], files={k: int(v) for k, v in doc["files"].items()},
+                       checksums={k: int(v) for k, v in doc.get("checksums", {}).items()})
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -60,12 +62,25 @@ class Manifest:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(json.dumps({"schema": SCHEMA, "params": self.params,
-                                       "files": self.files}, indent=0, sort_keys=True))
+                                       "files": self.files, "checksums": self.checksums},
+                                      indent=0, sort_keys=True))
             os.replace(tmp, path)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise DatasetError(f"cannot write the manifest {path}: {exc.strerror}; free space "
                                "and run `dliobench generate` again to complete it") from None
+
+    def record(self, entries: dict[str, tuple[int, int]]) -> None:
+        """Enter complete files: {relative path: (size, CRC-32C)}."""
+        for rel, (size, crc) in entries.items():
+            self.files[rel] = size
+            self.checksums[rel] = crc
+
+    def forget(self, rels: list[str]) -> None:
+        """Drop files that turned out not to match (they will be written again)."""
+        for rel in rels:
+            self.files.pop(rel, None)
+            self.checksums.pop(rel, None)
 
     def check_matches(self, dataset: DatasetConfig) -> None:
         """Raise DatasetError when the dataset on disk was generated with other parameters."""

@@ -58,6 +58,19 @@ def _read_direct(path: Path, offset: int, length: int) -> tuple[memoryview, int]
     return memoryview(buf)[offset - start: max(got_end - start, offset - start)], got
 
 
+def file_crc32c(path: Path, chunk: int = 8 << 20) -> int:
+    """CRC-32C of a whole file (hardware-accelerated, ~10 GB/s: cheap next to writing it)."""
+    import crc32c
+
+    crc = 0
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as handle:
+        while n := handle.readinto(view):
+            crc = crc32c.crc32c(view[:n], crc)
+    return crc
+
+
 def evict(paths: list[Path]) -> None:
     """Ask the kernel to drop these files' cached pages (they must be written back first)."""
     for path in paths:
