@@ -8,6 +8,7 @@ globals. ``LocalComm`` is the single-process implementation (the embedded defaul
 from __future__ import annotations
 
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -83,3 +84,58 @@ class LocalComm:
 
     def abort(self, code: int) -> None:
         """One rank: exiting is the caller's job."""
+
+
+class ThreadGroup:
+    """Shared state of ranks simulated as threads of one process (for tests and dry runs)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.barrier = threading.Barrier(size)
+        self.slots: list[Any] = [None] * size
+
+    def comms(self) -> list[ThreadComm]:
+        """One Comm per simulated rank."""
+        return [ThreadComm(self, rank) for rank in range(self.size)]
+
+
+class ThreadComm:
+    """The Comm protocol between threads: each collective is a pair of barrier waits."""
+
+    def __init__(self, group: ThreadGroup, rank: int) -> None:
+        self.group = group
+        self.rank = rank
+
+    def barrier(self) -> None:
+        """Block until every simulated rank arrives."""
+        self.group.barrier.wait()
+
+    def _exchange(self, value: Any) -> list[Any]:
+        self.group.slots[self.rank] = value
+        self.barrier()
+        values = list(self.group.slots)
+        self.barrier()
+        return values
+
+    def bcast(self, value: T, root: int = 0) -> T:
+        """Root's value on every rank."""
+        out: T = self._exchange(value)[root]
+        return out
+
+    def gather(self, value: Any, root: int = 0) -> list[Any] | None:
+        """One value per rank on root."""
+        values = self._exchange(value)
+        return values if self.rank == root else None
+
+    def allgather(self, value: Any) -> list[Any]:
+        """One value per rank everywhere."""
+        return self._exchange(value)
+
+    def allreduce_buffer(self, buffer: np.ndarray) -> None:
+        """Sum the ranks' buffers into each."""
+        parts = self._exchange(buffer.copy())
+        buffer[...] = np.sum(parts, axis=0)
+
+    def abort(self, code: int) -> None:
+        """Break the barrier: every other rank's next collective raises."""
+        self.group.barrier.abort()
