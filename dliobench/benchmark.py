@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dliobench import dataset as dataset_mod
+from dliobench import staging
 from dliobench.config_schema import Config
 from dliobench.report.assemble import build_result
 from dliobench.report.result import new_run_id, write_json_atomic
-from dliobench.runner import check_run, train
+from dliobench.runner import check_run, shuffle_seed, train
 from dliobench.timeline import write_csv
 from dliobench.world import Comm, World
 
@@ -49,12 +51,25 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     if world.is_root:
         run_dir.mkdir(parents=True, exist_ok=False)
     started = _now()
+    seed = shuffle_seed(config, comm)
+    staged = None
+    if config.storage.stage_to:
+        staged = staging.stage(config, world, comm, ready.files, run_id, seed)
+        parts = comm.gather(staged)
+        if parts:
+            extra["staging"] = {"source": config.dataset.data_folder,
+                                "scope": config.storage.stage_scope, **staging.summary(parts)}
+        config = staged.config
     try:
-        trace = train(config, world, comm, ready.files, ready.sizes, show_progress, run_id)
+        trace = train(config, world, comm, ready.files, ready.sizes, show_progress, run_id, seed)
     except BaseException as exc:
         if world.is_root:
             _write_partial(config, run_id, run_dir, exc, started, ready.total_bytes, extra)
+        if staged is not None and not config.storage.keep_staged and world.local_rank == 0:
+            shutil.rmtree(staged.folder, ignore_errors=True)  # no barrier: the job is failing
         raise
+    if staged is not None and not config.storage.keep_staged:
+        staging.remove(staged, world, comm)
     traces = comm.gather(trace)
     if not world.is_root or traces is None:
         return RunOutcome(None, None)

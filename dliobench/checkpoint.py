@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dliobench import datafill, storage
+from dliobench import datafill, lustre, storage
 from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
 from dliobench.world import Comm, World
@@ -54,6 +54,7 @@ class Checkpointer:
 
     def __init__(self, config: Config, world: World, comm: Comm, run_id: str) -> None:
         self.cfg = config.checkpoint
+        self.storage = config.storage
         self.enabled = config.workflow.checkpoint and total_bytes(config) > 0
         self.world, self.comm = world, comm
         self.nbytes = shard_bytes(config, world)
@@ -92,6 +93,8 @@ class Checkpointer:
         return self._payload
 
     def _write(self, path: Path) -> float:
+        if not path.parent.exists() and lustre.wants_striping(self.storage):
+            lustre.set_stripe(path.parent, self.storage)
         path.parent.mkdir(parents=True, exist_ok=True)
         chunk = memoryview(self._chunk().data)
         start = time.perf_counter()

@@ -171,6 +171,17 @@ class StorageConfig:
     storage_root: str = key("", "str", "prefix of relative data folders (DLIO's key)")
     drop_cache: bool = key(False, "bool", "evict the dataset from the page cache before every "
                            "epoch (fsync + POSIX_FADV_DONTNEED, once per node)")
+    stage_to: str = key("", "str", "copy the dataset to this node-local folder before training "
+                        "and train from the copy (\"\": read the data folder directly)")
+    stage_scope: str = key("node", "choice", "what to stage: each rank's files (shard), what "
+                           "the node's ranks read (node), or everything (all)",
+                           choices=("shard", "node", "all"))
+    keep_staged: bool = key(False, "bool", "keep the staged copy after the run")
+    lustre_stripe_count: int = key(0, "int", "Lustre: `lfs setstripe -c` on the data and "
+                                   "checkpoint folders before writing (0: leave as is)",
+                                   aliases=("storage.lustre.stripe_count",), minimum=-1)
+    lustre_stripe_size: int = key(0, "size", "Lustre: `lfs setstripe -S` (0: leave as is)",
+                                  aliases=("storage.lustre.stripe_size",), minimum=0)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dliobench import datafill, progress, storage
+from dliobench import datafill, lustre, progress, storage
 from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
 from dliobench.formats import Format, format_for
@@ -159,6 +159,8 @@ def generate(config: Config, world: World, comm: Comm, show_progress: bool,
         return Generated(0, 0, 0.0, dataset.num_files_train, len(damaged))
     root.mkdir(parents=True, exist_ok=True)
     if world.is_root:
+        if lustre.wants_striping(config.storage):
+            lustre.set_stripe(root, config.storage)
         _remove_stale_temps(root)
         _check_space(root, todo_all)
     comm.barrier()

@@ -149,13 +149,13 @@ class _Step:
 
 
 def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes: list[int],
-          show_progress: bool, run_id: str = "run") -> RankTrace:
+          show_progress: bool, run_id: str = "run", seed: int | None = None) -> RankTrace:
     """Run the emulated training on this rank and return its trace.
 
     An exception inside the loop is recorded in the trace (with the steps done so far) and
     re-raised after the loader is closed, so the caller can write a partial result.
     """
-    spec = shard_spec(config, world, shuffle_seed(config, comm))
+    spec = shard_spec(config, world, shuffle_seed(config, comm) if seed is None else seed)
     steps = planned_steps(config, spec)
     accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
                         seed=config.train.seed + world.rank)

@@ -65,7 +65,13 @@ def storage(path: str | Path) -> dict[str, Any]:
     while not probe.exists():
         probe = probe.parent
     usage = shutil.disk_usage(probe)
-    info.update({"free_bytes": usage.free, "total_bytes": usage.total})
+    stat = os.statvfs(probe)
+    info.update({"free_bytes": usage.free, "total_bytes": usage.total,
+                 "block_size": stat.f_bsize, "fragment_size": stat.f_frsize})
+    if info["fs_type"] == "lustre":
+        from dliobench.lustre import get_stripe
+
+        info["lustre_stripe"] = get_stripe(probe)
     return info
 
 

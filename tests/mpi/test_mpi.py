@@ -144,3 +144,15 @@ def test_workloads_under_four_ranks(name: str, workdir: Path) -> None:
     assert result["ranks_count"] == 4 and len(result["ranks"]) == 4
     assert result["metrics"]["exactly_once"] is True
     assert all(r["samples"] > 0 for r in result["ranks"])
+
+
+def test_staging_under_two_ranks(workdir: Path, write_workload: Callable[..., Path]) -> None:
+    local = workdir / "nvme"
+    doc = tiny_workload(storage={"stage_to": str(local), "stage_scope": "node"},
+                        train={"allreduce_bytes": 0})
+    proc = mpirun(2, "run", str(write_workload(doc)), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["staging"]["files"] == 8  # the node's two ranks copied 4 files each
+    assert result["metrics"]["exactly_once"] is True
+    assert not list(local.iterdir())
