@@ -1,7 +1,8 @@
 """Write the synthetic dataset: parallel, deterministic, resumable, safe on a full disk.
 
-Each file is written under a temporary name, fsynced and renamed when complete, then entered
-in the manifest; an interrupted or repeated generation writes only what is missing.
+Each file is written under a temporary name and renamed when complete; the file system is
+synced before files are entered in the manifest, so the manifest lists only durable files, and
+an interrupted or repeated generation writes only what is missing.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int
         del samples
         crc = storage.file_crc32c(tmp)
         fmt.commit(tmp, final)
-        storage.evict([final, *fmt.side_files(final)])  # a fresh dataset is not read from RAM
     except OSError as exc:
         for leftover in [tmp, *fmt.side_files(tmp)]:
             leftover.unlink(missing_ok=True)
@@ -198,14 +198,23 @@ def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest
                     written[f.relpath] = future.result()
                     advance(f.payload_bytes)
                 if world.size == 1 and time.monotonic() - last_save > MANIFEST_EVERY_S:
-                    manifest.record(written)
-                    manifest.save(config.dataset.data_folder)
+                    _save_durable(manifest, written, config)
                     last_save = time.monotonic()
         except BaseException:
             for future in pending:
                 future.cancel()
             if world.size == 1:
-                manifest.record(written)
-                manifest.save(config.dataset.data_folder)
+                _save_durable(manifest, written, config)
             raise
+    storage.sync_filesystem(root)
+    storage.evict([p for rel in written for p in (root / rel, *fmt.side_files(root / rel))],
+                  flush=False)
     return written
+
+
+def _save_durable(manifest: Manifest, written: dict[str, tuple[int, int]],
+                  config: Config) -> None:
+    """Sync the file system, then record the written files: the manifest never runs ahead."""
+    storage.sync_filesystem(train_dir(config.dataset))
+    manifest.record(written)
+    manifest.save(config.dataset.data_folder)

@@ -63,20 +63,44 @@ def file_crc32c(path: Path, chunk: int = 8 << 20) -> int:
     import crc32c
 
     crc = 0
-    buf = bytearray(chunk)
-    view = memoryview(buf)
     with open(path, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        view = memoryview(bytearray(max(1, min(chunk, size))))
         while n := handle.readinto(view):
             crc = crc32c.crc32c(view[:n], crc)
     return crc
 
 
-def evict(paths: list[Path]) -> None:
-    """Ask the kernel to drop these files' cached pages (they must be written back first)."""
+def sync_filesystem(path: Path) -> None:
+    """Flush every dirty page of the file system holding ``path`` (Linux syncfs(2)).
+
+    One call makes a whole batch of freshly written files durable, where an fsync per file
+    would cost a device flush each: the difference between 20 MB/s and disk speed for
+    small files.
+    """
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+def evict(paths: list[Path], flush: bool = True) -> None:
+    """Ask the kernel to drop these files' cached pages.
+
+    Dirty pages cannot be dropped, so each file is flushed first unless ``flush`` is False
+    (the caller has just synced the whole file system).
+    """
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fdatasync(fd)
+            if flush:
+                os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)

@@ -38,9 +38,11 @@ class Format(Protocol):
         """
 
     def commit(self, tmp: Path, final: Path) -> None:
-        """Make a file written at ``tmp`` durable and move it (and side files) to ``final``.
+        """Move a file written at ``tmp`` (and its side files) to ``final``.
 
         The data file is renamed last: its presence means the whole set is complete.
+        Durability is the generator's job: it syncs the file system before it records files
+        in the manifest, once per batch of files rather than one fsync per file.
         """
 
     def side_files(self, path: Path) -> list[Path]:
@@ -57,17 +59,8 @@ class Format(Protocol):
         """
 
 
-def fsync_path(path: Path) -> None:
-    """Flush a file's data to storage."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class FileFormat:
-    """Shared behaviour of formats: durable commit of a data file and its side files."""
+    """Shared behaviour of formats: commit of a data file and its side files."""
 
     side_suffixes: tuple[str, ...] = ()
 
@@ -76,10 +69,8 @@ class FileFormat:
         return [path.with_name(path.name + s) for s in self.side_suffixes]
 
     def commit(self, tmp: Path, final: Path) -> None:
-        """fsync everything, rename side files, then the data file."""
+        """Rename side files, then the data file."""
         for side_tmp, side_final in zip(self.side_files(tmp), self.side_files(final),
                                         strict=True):
-            fsync_path(side_tmp)
             os.replace(side_tmp, side_final)
-        fsync_path(tmp)
         os.replace(tmp, final)
