@@ -8,7 +8,6 @@ zero-copy view, and the member's CRC-32 is checked when the whole member was rea
 
 from __future__ import annotations
 
-import ast
 import struct
 import zlib
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.formats import npyheader
 from dliobench.formats.base import ByteRange, FileFormat
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
@@ -36,27 +36,6 @@ def _member(path: Path, buf: memoryview) -> tuple[int, int]:
     return _LOCAL.size + name_len + extra_len, crc
 
 
-def _npy_header(path: Path, buf: memoryview, start: int) -> tuple[int, tuple[int, ...], np.dtype]:
-    """Parse the .npy header at ``start``: (data offset, shape, dtype)."""
-    head = bytes(buf[start:start + 12])
-    if len(head) < 10 or head[:6] != b"\x93NUMPY":
-        raise CorruptSampleError(str(path), start, "the .npy header inside the npz is damaged")
-    if head[6] == 1:
-        text_start, header_len = start + 10, struct.unpack_from("<H", head, 8)[0]
-    else:
-        text_start, header_len = start + 12, struct.unpack_from("<I", head, 8)[0]
-    text = bytes(buf[text_start:text_start + header_len])
-    try:
-        meta = ast.literal_eval(text.decode("latin1"))
-        dtype = np.dtype(meta["descr"])
-        shape = tuple(int(n) for n in meta["shape"])
-    except (ValueError, SyntaxError, KeyError, TypeError) as exc:
-        raise CorruptSampleError(str(path), text_start, f"unreadable .npy header ({exc})") from None
-    if len(text) < header_len:
-        raise CorruptSampleError(str(path), len(buf), "file is truncated inside the .npy header")
-    return text_start + header_len, shape, dtype
-
-
 class NpzFormat(FileFormat):
     """Samples as rows of one uint8 array ``x`` in an uncompressed npz."""
 
@@ -71,9 +50,9 @@ class NpzFormat(FileFormat):
 
     def _locate(self, path: Path, buf: memoryview) -> tuple[int, int, int, tuple[int, ...], int]:
         member, crc = _member(path, buf)
-        data, shape, dtype = _npy_header(path, buf, member)
-        nbytes = int(np.prod(shape)) * dtype.itemsize
-        return member, data, nbytes, shape, crc
+        header = npyheader.parse(path, buf, member)
+        nbytes = int(np.prod(header.shape)) * header.dtype.itemsize
+        return member, header.data_offset, nbytes, header.shape, crc
 
     def layout(self, path: Path, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
