@@ -98,6 +98,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg, world, comm, warnings, show_progress=not args.no_progress))
     if outcome.result is not None and outcome.run_dir is not None:
         print_summary(outcome.result, str(outcome.run_dir))
+        if args.trace:
+            from dliobench.report.trace import write_trace
+            print(f"trace: {write_trace(outcome.run_dir)} (open in https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Turn result folders into report.html, PNGs and runs.csv (and trace.json with --trace)."""
+    from dliobench.report.html import write_report
+    from dliobench.report.tables import find_run_dirs
+    from dliobench.report.trace import write_trace
+
+    if args.trace:
+        for run_dir in find_run_dirs(args.runs):
+            try:
+                print(f"trace: {write_trace(run_dir)}")
+            except DlioBenchError as exc:  # e.g. a partial run without steps: skip it
+                log.warning("%s", exc)
+    page = write_report(args.runs, Path(args.out) if args.out else None, args.timeline_run)
+    print(f"report: {page}")
     return 0
 
 
@@ -108,7 +128,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     cfg, _ = _load(args)
     world, comm = _world()
     done = _on_every_rank(world, comm, lambda: generate(
-        cfg, world, comm, show_progress=not args.no_progress))
+        cfg, world, comm, show_progress=not args.no_progress, check=args.verify))
     if not world.is_root:
         return 0
     if done.files_written:
@@ -170,6 +190,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                        args.timeout)
         print(search.sentence(spec.workload.stem.split("_")[0]))
         print(f"runs: {search.folder} ({len(search.probes)} probes)")
+        _sweep_report(search.folder, any(p.run_dir for p in search.probes))
         return 0 if search.best is not None else 1
     folder, outcomes = run_sweep(spec, args.timeout)
     failed = [o for o in outcomes if o.error]
@@ -179,7 +200,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}")
         print(f"{o.name}: {status}")
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} points ran; runs in {folder}")
+    _sweep_report(folder, len(failed) < len(outcomes))
     return 1 if failed else 0
+
+
+def _sweep_report(folder: Path, any_run: bool) -> None:
+    """End a sweep with its report (in the sweep folder)."""
+    if not any_run:
+        return
+    from dliobench.report.html import write_report
+
+    print(f"report: {write_report([folder], folder / 'report')}")
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -217,6 +248,24 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
                    "train.accelerator=NAME")
 
 
+def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `report` subcommand: result folders in, report folder out."""
+    p = sub.add_parser("report", help="tables and plots from result folders",
+                       description="Read result folders (never rerun anything) and write "
+                       "report.html (self-contained), the plots as PNG and runs.csv: scaling "
+                       "with ranks, differing settings compared, wait-latency CDF, per-rank "
+                       "step timeline.")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run folders, or folders holding run folders (reports/, a sweep)")
+    p.add_argument("-o", "--out", metavar="OUT",
+                   help="output folder (default: reports/report-<timestamp>/)")
+    p.add_argument("--timeline-run", metavar="RUN_ID",
+                   help="run whose per-rank step timeline is drawn (default: the newest)")
+    p.add_argument("--trace", action="store_true",
+                   help="also write trace.json (Chrome/Perfetto) into each run folder")
+    p.set_defaults(func=cmd_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of all subcommands."""
     parser = argparse.ArgumentParser(
@@ -239,11 +288,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload_args(p)
     p.add_argument("--output", metavar="DIR", help="root folder of results (output.folder)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
+                   "timeline as a Chrome/Perfetto trace")
     p.set_defaults(func=cmd_run)
+    _add_report_parser(sub)
     p = sub.add_parser("generate", help="write the dataset only",
                        description="Write the files of the workload's dataset that are not on "
                        "disk yet; safe to interrupt and repeat.")
     _add_workload_args(p)
+    p.add_argument("--verify", action="store_true",
+                   help="re-read every file, compare its CRC-32C with the manifest, and write "
+                   "damaged files again")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=cmd_generate)
     p = sub.add_parser("datasize", help="how many files an honest run needs",

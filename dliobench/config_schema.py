@@ -93,6 +93,9 @@ class ReaderConfig:
     odirect: bool = key(False, "bool", "read with O_DIRECT, bypassing the page cache")
     persistent_workers: bool = key(True, "bool", "pytorch: keep worker processes across epochs")
     pin_memory: bool = key(True, "bool", "pytorch: pin batches in page-locked memory (CUDA only)")
+    dali_native_reader: bool = key(
+        False, "bool", "dali: use DALI's own readers (numpy, tfrecord, file) where they fit the "
+        "format; they shard, shuffle and pad their own way, reported as deviations")
     file_access: str = key(
         "multi", "choice", "one file per reader (multi) or one shared file",
         choices=("multi", "shared"),

@@ -56,6 +56,7 @@ class RankTrace:
     timeline: Timeline
     checks: list[EpochCheck] = field(default_factory=list)
     checkpoints: list[CheckpointEvent] = field(default_factory=list)
+    deviations: list[str] = field(default_factory=list)
     error: str | None = None
 
 
@@ -163,7 +164,7 @@ def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes
     gradients = allreduce_buffer(config, world)
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
-    loader = make_loader(config, files, sizes)
+    loader = make_loader(config, files, sizes, spec)
     try:
         comm.barrier()
         t0 = time.perf_counter()
@@ -182,6 +183,7 @@ def train(config: Config, world: World, comm: Comm, files: list[DataFile], sizes
         raise
     finally:
         loader.close()
+        trace.deviations = list(getattr(loader, "deviations", []))
     return trace
 
 

@@ -7,10 +7,15 @@ from dliobench.errors import ConfigError
 from dliobench.formats import format_for
 from dliobench.layout import DataFile, train_dir
 from dliobench.loaders.base import Batch, Loader, SampleReader
+from dliobench.sharding import ShardSpec
 
 
-def make_loader(config: Config, files: list[DataFile], sizes: list[int]) -> Loader:
-    """The loader the configuration names, reading ``files`` (with on-disk ``sizes``)."""
+def make_loader(config: Config, files: list[DataFile], sizes: list[int],
+                spec: ShardSpec | None = None) -> Loader:
+    """The loader the configuration names, reading ``files`` (with on-disk ``sizes``).
+
+    ``spec`` (this rank's sharding) is for loaders that shard by themselves (DALI's readers).
+    """
     reader_cfg = config.reader
     root = train_dir(config.dataset)
     reader = SampleReader(format_for(config.dataset), [root / f.relpath for f in files],
@@ -28,8 +33,15 @@ def make_loader(config: Config, files: list[DataFile], sizes: list[int]) -> Load
                              reader_cfg.prefetch_size, reader_cfg.drop_last,
                              reader_cfg.multiprocessing_context, reader_cfg.persistent_workers,
                              reader_cfg.pin_memory)
-    raise ConfigError(f"reader.data_loader={reader_cfg.data_loader} is not available in this "
-                      "version yet; use reader.data_loader=native or pytorch")
+    if reader_cfg.data_loader == "dali":
+        from dliobench.loaders.dali import DaliLoader
+
+        return DaliLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
+                          reader_cfg.prefetch_size, reader_cfg.drop_last,
+                          reader_cfg.multiprocessing_context,
+                          native_reader=reader_cfg.dali_native_reader, spec=spec)
+    raise ConfigError(f"reader.data_loader={reader_cfg.data_loader} is unknown; use native, "
+                      "pytorch or dali")
 
 
 __all__ = ["Batch", "Loader", "SampleReader", "make_loader"]

@@ -114,6 +114,9 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     }
     if errors:
         doc["errors"] = errors
+    deviations = sorted({d for t in traces for d in t.deviations})
+    if deviations:
+        doc["deviations"] = deviations
     checkpoints = checkpoint_summary(traces)
     if checkpoints:
         doc["checkpoint"] = checkpoints

@@ -58,6 +58,8 @@ def print_summary(result: dict[str, Any], run_dir: str, console: Console | None 
     if m["steps"] == 0:
         console.print("[yellow]no step was counted: each epoch has no more steps than "
                       "metric.exclude_start_steps + exclude_end_steps; add files or epochs[/]")
+    for deviation in result.get("deviations", []):
+        console.print(f"[yellow]deviation:[/] {deviation}")
     honesty = result["honesty"]
     if honesty["page_cache_possible"]:
         console.print(

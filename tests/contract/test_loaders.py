@@ -25,7 +25,7 @@ from dliobench.sharding import batches, rank_samples
 from dliobench.world import LocalComm, World
 
 LOADERS = ["native", "pytorch"]
-if False and importlib.util.find_spec("nvidia.dali") is not None:  # noqa: SIM223
+if importlib.util.find_spec("nvidia.dali") is not None:
     LOADERS.append("dali")
 
 
@@ -140,3 +140,22 @@ def test_loader_instances_are_independent(tmp_path: Path) -> None:
     cfg = replace(cfg, reader=replace(cfg.reader, read_threads=0))
     got = deliver(cfg, files, sizes, 1, epochs=1)
     assert got[0, 0][0].size == 20
+
+
+@pytest.mark.skipif("dali" not in LOADERS, reason="NVIDIA DALI is not installed")
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_dali_start_methods(tmp_path: Path, context: str) -> None:
+    cfg, files, sizes = dataset(tmp_path, "reader.data_loader=dali",
+                                f"reader.multiprocessing_context={context}")
+    got = deliver(cfg, files, sizes, 1, epochs=1)
+    assert got[0, 0][0].size == 20
+
+
+@pytest.mark.skipif("dali" not in LOADERS, reason="NVIDIA DALI is not installed")
+def test_close_releases_dali_workers(tmp_path: Path) -> None:
+    import multiprocessing
+
+    cfg, files, sizes = dataset(tmp_path, "reader.data_loader=dali")
+    before = len(multiprocessing.active_children())
+    deliver(cfg, files, sizes, 1, epochs=2)
+    assert len(multiprocessing.active_children()) == before

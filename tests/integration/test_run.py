@@ -153,3 +153,23 @@ def test_corrupt_file_stops_with_partial_result(
     result = last_result(workdir / "reports")
     assert result["status"] == "partial"
     assert result["errors"]
+
+
+def test_generate_verify_rewrites_damaged_files(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_workload(tiny_workload())
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    manifest = json.loads((workdir / "data/tiny/dliobench-manifest.json").read_text())
+    assert set(manifest["checksums"]) == set(manifest["files"])
+    victim = workdir / "data/tiny/train/img_0000002.npz"
+    good = victim.read_bytes()
+    raw = bytearray(good)
+    raw[-100] ^= 0xFF  # same size: only the checksum can tell
+    victim.write_bytes(bytes(raw))
+    capsys.readouterr()
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    assert "already" in capsys.readouterr().out  # sizes match: a plain generate trusts them
+    assert run_cli("generate", str(path), "--no-progress", "--verify") == 0
+    assert "wrote 1 of 8 files" in capsys.readouterr().out
+    assert victim.read_bytes() == good

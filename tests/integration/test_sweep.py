@@ -42,6 +42,7 @@ def test_sweep_runs_points_and_survives_a_failure(
     assert run_cli("sweep", str(sweep)) == 1  # batch 99 cannot run: reported, not fatal
     out = capsys.readouterr().out
     assert "2 of 4 points ran" in out
+    assert "report:" in out and next((workdir / "sweeps").glob("*/report/report.html"))
     summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
     by_name = {p["name"]: p for p in summary["points"]}
     assert by_name["r2-reader.batch_size=2"]["run_dir"]

@@ -1,0 +1,172 @@
+"""``dliobench report``: runs -> ``report.html`` (self-contained), its PNGs and ``runs.csv``."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import math
+import numbers
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dliobench.errors import DlioBenchError
+from dliobench.report import plots
+from dliobench.report.tables import RunSet, fmt_value, load_runs, run_set
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }
+h1 { margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+.meta { color: #666; }
+.note { background: #fff4d6; border-left: 4px solid #e0a800; padding: 0.5em 1em; margin: 0.5em 0; }
+.absent { color: #666; font-style: italic; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; white-space: nowrap; }
+th { background: #f0f0f0; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr:nth-child(even) td { background: #fafafa; }
+.scroll { overflow-x: auto; }
+img { max-width: 100%; border: 1px solid #eee; }
+"""
+
+Fmt = Callable[[Any], str]
+
+
+def _num(digits: int, unit: str = "", scale: float = 1.0) -> Fmt:
+    def fmt(x: Any) -> str:
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            return "n/a"
+        return f"{x * scale:,.{digits}f}{unit}"
+    return fmt
+
+
+# column -> (header, formatter); None formatter = text
+COLUMNS: dict[str, tuple[str, Fmt | None]] = {
+    "run_id": ("run id", None), "label": ("what sets it apart", None),
+    "workload": ("workload", None), "status": ("status", None), "ranks": ("ranks", None),
+    "accelerator": ("accelerator", None),
+    "compute_s_per_batch": ("compute per batch", _num(3, " s")),
+    "loader": ("loader", None), "format": ("format", None),
+    "samples_per_file": ("samples per file", None), "subfolders": ("subfolders", None),
+    "file_access": ("file access", None), "read_threads": ("read threads", None),
+    "batch": ("batch", None), "au": ("AU", _num(1, " %", 100)),
+    "au_min": ("AU worst rank", _num(1, " %", 100)), "au_floor": ("AU floor", _num(0, " %", 100)),
+    "samples_per_s": ("samples/s", _num(1, " /s")), "mb_per_s": ("read", _num(1, " MB/s")),
+    "wait_p50_ms": ("wait p50", _num(2, " ms")), "wait_p99_ms": ("wait p99", _num(2, " ms")),
+    "page_cache_possible": ("page cache possible", None),
+    "dliobench_version": ("dliobench", None), "commit": ("commit", None),
+    "hosts": ("host(s)", None),
+}
+
+
+# differing config keys already shown as a headline column
+SHOWN_AS = {"train.computation_time", "reader.data_loader", "dataset.format",
+            "dataset.num_samples_per_file", "dataset.num_subfolders_train", "reader.file_access",
+            "reader.read_threads", "reader.batch_size", "train.accelerator", "metric.au"}
+
+
+def _text(column: str, value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if column == "commit" and len(str(value)) > 12:
+        return str(value)[:10] + ("-dirty" if str(value).endswith("-dirty") else "")
+    return fmt_value(column, value)
+
+
+def _cell(column: str, value: Any) -> str:
+    fmt = COLUMNS.get(column, (column, None))[1]
+    if fmt is not None:
+        return f'<td class="num">{html.escape(fmt(value))}</td>'
+    number = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+    cls = ' class="num"' if number else ""
+    return f"<td{cls}>{html.escape(_text(column, value))}</td>"
+
+
+def table_html(table: pd.DataFrame) -> str:
+    """The runs table with units in every number; differing config keys after the headline."""
+    cols = [c for c in COLUMNS if c in table]
+    cols += [str(c) for c in table if c not in COLUMNS and c not in SHOWN_AS]
+    head = "".join(f"<th>{html.escape(COLUMNS.get(c, (c, None))[0])}</th>" for c in cols)
+    body = []
+    for _, row in table.iterrows():
+        cells = "".join(_cell(c, row[c]) for c in cols)
+        body.append(f"<tr>{cells}</tr>")
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def notes(rs: RunSet) -> list[str]:
+    """Warnings a reader must see before comparing the numbers."""
+    t, out = rs.table, []
+    for col, what in (("dliobench_version", "dliobench versions"), ("commit", "code commits"),
+                      ("hosts", "machines")):
+        values = sorted({str(v) for v in t[col]})
+        if len(values) > 1:
+            out.append(f"The runs come from different {what}: {', '.join(values)}. "
+                       "Differences may come from that, not from the settings.")
+    if any(str(c).endswith("-dirty") for c in t["commit"]):
+        out.append("Some runs were made with uncommitted changes (commit ends in -dirty).")
+    cached = t.loc[t["page_cache_possible"] == True, "label"].tolist()  # noqa: E712
+    if cached:
+        out.append(f"{len(cached)} of {len(t)} run(s) may have read from the page cache (RAM), "
+                   "not storage: their throughput is not a storage figure.")
+    partial = t.loc[t["status"] != "complete", "run_id"].tolist()
+    if partial:
+        out.append(f"Not complete (status partial): {', '.join(partial)}.")
+    return out
+
+
+def _figure(plot: plots.Plot) -> str:
+    title = f"<h2>{html.escape(plot.title)}</h2>"
+    if plot.path is None:
+        return f'{title}<p class="absent">{html.escape(plot.note)}</p>'
+    data = base64.b64encode(plot.path.read_bytes()).decode("ascii")
+    return (f'{title}<img alt="{html.escape(plot.title)}" src="data:image/png;base64,{data}">'
+            f"<p>{html.escape(plot.note)}</p>")
+
+
+def render(rs: RunSet, figures: Sequence[plots.Plot], sources: Iterable[str]) -> str:
+    """The whole HTML page (inline CSS, images as data URIs: no network, one file)."""
+    now = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    warn = "".join(f'<div class="note">{html.escape(n)}</div>' for n in notes(rs))
+    differing = ", ".join(rs.differing) or "none"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>dliobench report</title>
+<style>{CSS}</style></head><body>
+<h1>dliobench report</h1>
+<p class="meta">{len(rs.runs)} run(s) from {html.escape(", ".join(sources))};
+made {now}. Settings that differ: {html.escape(differing)}.</p>
+{warn}
+<h2>Runs</h2>
+{table_html(rs.table)}
+<p class="meta">AU = compute time / wall time of the counted steps (first
+<code>metric.exclude_start_steps</code> of each epoch left out), mean over ranks and epochs;
+rates are summed over ranks. MB = 10<sup>6</sup> bytes actually read. Wait = time a step
+blocked on the loader.</p>
+{"".join(_figure(p) for p in figures)}
+</body></html>
+"""
+
+
+def write_report(paths: Sequence[str | Path], out: Path | None = None,
+                 timeline_run: str | None = None) -> Path:
+    """Read the runs below ``paths`` and write report.html, the PNGs and runs.csv to ``out``."""
+    rs = run_set(load_runs(paths))
+    if timeline_run is not None and timeline_run not in set(rs.table["run_id"]):
+        raise DlioBenchError(f"--timeline-run {timeline_run}: no such run among "
+                             f"{', '.join(rs.table['run_id'])}")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = out or Path("reports") / f"report-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    rs.table.to_csv(out / "runs.csv", index=False)
+    figures = [plots.scaling(rs, out), plots.comparison(rs, out), plots.wait_cdf(rs, out),
+               plots.timeline(rs, out, timeline_run)]
+    page = out / "report.html"
+    page.write_text(render(rs, figures, [str(p) for p in paths]), encoding="utf-8")
+    return page

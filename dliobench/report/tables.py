@@ -1,0 +1,292 @@
+"""Result folders -> one pandas table (a row per run) and the config values that differ.
+
+Only reads ``result.json`` and ``timeline.csv`` (README, "Result files"); never reruns.
+Columns carry their unit in the name (``mb_per_s`` = 10^6 B/s, ``wait_p50_ms``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import numbers
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dliobench.errors import DlioBenchError
+from dliobench.report.result import read_result
+
+log = logging.getLogger(__name__)
+
+# Keys that differ between runs without changing what was measured (``accelerators`` holds
+# the profiles; the one in use is resolved into train.computation_time and metric.au).
+IGNORED_KEYS = frozenset({"output.folder"})
+IGNORED_SECTIONS = ("accelerators",)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder and its parsed result.json."""
+
+    path: Path
+    result: dict[str, Any]
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (the folder name when the result lacks one)."""
+        return str(self.result.get("run_id") or self.path.name)
+
+    def config(self, key: str, default: Any = None) -> Any:
+        """A dotted config value, e.g. ``reader.read_threads``."""
+        node: Any = self.result.get("config", {})
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """Runs, their table, and what differs between them.
+
+    ``factors`` groups the differing keys that always change together (e.g. samples per file,
+    file count and data folder of a layout comparison), so each group is one variable.
+    """
+
+    runs: list[Run]
+    table: pd.DataFrame
+    differing: list[str]
+    factors: list[tuple[str, ...]]
+
+
+def _is_run(folder: Path) -> bool:
+    return (folder / "result.json").is_file()
+
+
+def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
+    """Run folders named directly, or found below folders that contain runs (sweeps, reports/)."""
+    found: list[Path] = []
+    for given in map(Path, paths):
+        if _is_run(given):
+            found.append(given)
+            continue
+        if not given.is_dir():
+            raise DlioBenchError(f"{given}: no such folder; give run folders (with a "
+                                 "result.json) or folders that contain them")
+        below = []
+        for root, dirs, files in os.walk(given):
+            if "result.json" in files:
+                below.append(Path(root))
+                dirs.clear()  # a run folder holds no further runs
+            dirs.sort()
+        if not below:
+            raise DlioBenchError(f"{given}: no result.json in it or in its subfolders")
+        found.extend(below)
+    unique = {p.resolve(): p for p in found}
+    return sorted(unique.values(), key=lambda p: p.name)
+
+
+def load_runs(paths: Iterable[str | Path]) -> list[Run]:
+    """Every run below ``paths``, in run-id (= start time) order."""
+    runs = []
+    for folder in find_run_dirs(paths):
+        try:
+            runs.append(Run(folder, read_result(folder)))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DlioBenchError(f"{folder / 'result.json'} cannot be read ({exc}); "
+                                 "leave that folder out") from exc
+    return sorted(runs, key=lambda r: r.run_id)
+
+
+def flatten(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as ``{"a.b": value}``; lists become strings so values are hashable."""
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name + "."))
+        elif isinstance(value, (list, dict)):
+            out[name] = json.dumps(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _settings(run: Run) -> dict[str, Any]:
+    """What the run was asked to do: its flattened config plus the workload name."""
+    flat = flatten(run.result.get("config", {}))
+    flat["workload"] = run.result.get("workload")
+    return {k: v for k, v in flat.items()
+            if k not in IGNORED_KEYS and k.split(".", 1)[0] not in IGNORED_SECTIONS}
+
+
+def differing_keys(settings: Sequence[dict[str, Any]]) -> list[str]:
+    """Keys whose value is not the same in every run (a key missing somewhere counts)."""
+    keys = sorted({k for s in settings for k in s})
+    missing = object()
+    return [k for k in keys if len({repr(s.get(k, missing)) for s in settings}) > 1]
+
+
+def _partition(values: Sequence[Any]) -> tuple[int, ...]:
+    """Runs numbered by the first run having the same value: equal for co-varying keys."""
+    first: dict[str, int] = {}
+    return tuple(first.setdefault(repr(v), i) for i, v in enumerate(values))
+
+
+def factors_of(settings: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[tuple[str, ...]]:
+    """Differing keys grouped by the way they split the runs (keys that change together)."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for key in keys:
+        groups.setdefault(_partition([s.get(key) for s in settings]), []).append(key)
+    return [tuple(g) for g in groups.values()]
+
+
+def short(key: str) -> str:
+    """A config key without its section, for labels."""
+    return key.rsplit(".", 1)[-1]
+
+
+def _mb(x: Any) -> float | None:
+    return None if x is None else x / 1e6
+
+
+def _ms(x: Any) -> float | None:
+    return None if x is None else x * 1e3
+
+
+NUMERIC = ("au", "au_min", "au_floor", "samples_per_s", "mb_per_s", "wait_p50_ms",
+           "wait_p99_ms")
+
+
+def _row(run: Run) -> dict[str, Any]:
+    """The headline columns of one run."""
+    res, m = run.result, run.result.get("metrics") or {}
+    machine = res.get("machine") or {}
+    return {
+        "run_id": run.run_id, "workload": res.get("workload"), "status": res.get("status"),
+        "ranks": res.get("ranks_count", len(res.get("ranks") or []) or None),
+        "accelerator": run.config("train.accelerator") or "custom",
+        "compute_s_per_batch": run.config("train.computation_time"),
+        "loader": run.config("reader.data_loader"), "format": run.config("dataset.format"),
+        "samples_per_file": run.config("dataset.num_samples_per_file"),
+        "subfolders": run.config("dataset.num_subfolders_train"),
+        "file_access": run.config("reader.file_access"),
+        "read_threads": run.config("reader.read_threads"),
+        "batch": run.config("reader.batch_size"),
+        "au": m.get("au"), "au_min": m.get("au_min"), "au_floor": run.config("metric.au"),
+        "samples_per_s": m.get("samples_per_s"), "mb_per_s": _mb(m.get("bytes_per_s")),
+        "wait_p50_ms": _ms(m.get("wait_p50_s")), "wait_p99_ms": _ms(m.get("wait_p99_s")),
+        "page_cache_possible": (res.get("honesty") or {}).get("page_cache_possible"),
+        "dliobench_version": res.get("dliobench_version"), "commit": res.get("commit"),
+        "hosts": " ".join(machine.get("hosts") or [machine.get("host") or ""]).strip(),
+    }
+
+
+PATH_KEYS = frozenset({"dataset.data_folder", "checkpoint.checkpoint_folder"})
+# Keys that name a factor best, first first (a workload says more than its 20 keys).
+TELLING = ("workload", "reader.data_loader", "dataset.format", "dataset.num_samples_per_file",
+           "dataset.num_subfolders_train", "reader.file_access", "reader.read_threads",
+           "reader.batch_size", "train.accelerator", "train.computation_time")
+
+
+def fmt_value(key: str, value: Any) -> str:
+    """A config value for a label; byte counts in binary units (4 MiB); missing as "unset"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "unset"
+    integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if key.endswith("bytes") and integral and abs(value) >= 1024:
+        for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if abs(value) >= size:
+                return f"{value / size:g} {unit}"
+    if key.endswith("time") and isinstance(value, float):
+        return f"{value:g} s"
+    return str(value)
+
+
+def plural(n: Any, word: str) -> str:
+    """``1 rank``, ``4 ranks``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def telling_keys(factor: tuple[str, ...]) -> list[str]:
+    """The (at most two) keys that name a factor: the workload alone, else no paths."""
+    if "workload" in factor:
+        return ["workload"]
+    keys = [k for k in factor if k not in PATH_KEYS] or list(factor)
+    rank = {k: i for i, k in enumerate(TELLING)}
+    return sorted(keys, key=lambda k: rank.get(k, len(rank)))[:2]
+
+
+def factor_name(factor: tuple[str, ...]) -> str:
+    """Short names of a factor's telling keys, ``...`` when it has more keys."""
+    keys = telling_keys(factor)
+    more = len(factor) > len(keys) and "workload" not in factor
+    return " / ".join(short(k) for k in keys) + (" / ..." if more else "")
+
+
+def factor_text(factor: tuple[str, ...], row: pd.Series) -> str:
+    """``key=value`` of a factor's telling keys."""
+    return ", ".join(f"{short(k)}={fmt_value(k, row[k])}" for k in telling_keys(factor))
+
+
+def describe(row: pd.Series, table: pd.DataFrame, factors: list[tuple[str, ...]]) -> str:
+    """What sets this run apart: the factors where it departs from the most common value."""
+    parts = []
+    for factor in factors:
+        mode = table[factor[0]].map(str).mode().iloc[0]
+        distinct = table[factor[0]].map(str).nunique() == len(table)
+        if str(row[factor[0]]) != mode or distinct or "workload" in factor:
+            parts.append(factor_text(factor, row))
+    return "; ".join(parts)
+
+
+def _labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]:
+    """A short, unique name per run: what sets it apart, its rank count, else its id."""
+    labels = []
+    many_ranks = table["ranks"].nunique() > 1
+    for _, row in table.iterrows():
+        text = describe(row, table, factors)
+        if many_ranks:
+            text = "; ".join(p for p in (text, plural(row["ranks"], "rank")) if p)
+        labels.append(text or ("common settings" if len(table) > 1 else str(row["run_id"])))
+    counts = pd.Series(labels).value_counts()
+    return [lab if counts[lab] == 1 else f"{lab} [{rid[-6:]}]"
+            for lab, rid in zip(labels, table["run_id"], strict=True)]
+
+
+def run_set(runs: list[Run]) -> RunSet:
+    """The table of ``runs``: headline columns, then each differing config value."""
+    if not runs:
+        raise DlioBenchError("no runs to report")
+    settings = [_settings(r) for r in runs]
+    diff = differing_keys(settings)
+    rows = [{**_row(r), **{k: s.get(k) for k in diff if k != "workload"}}
+            for r, s in zip(runs, settings, strict=True)]
+    table = pd.DataFrame(rows)
+    for col in NUMERIC:
+        table[col] = pd.to_numeric(table[col], errors="coerce").astype(float)
+    factors = factors_of(settings, diff)
+    table["label"] = _labels(table, factors)
+    return RunSet(runs, table, diff, factors)
+
+
+def load_timeline(run: Run) -> pd.DataFrame | None:
+    """The run's timeline.csv, or None when the run has none."""
+    path = run.path / "timeline.csv"
+    if not path.is_file():
+        return None
+    return pd.read_csv(path)
+
+
+def counted_steps(timeline: pd.DataFrame, exclude_start: int, exclude_end: int) -> pd.DataFrame:
+    """The steps the metrics count: per rank and epoch, without the first/last excluded ones."""
+    by = timeline.groupby(["rank", "epoch"], sort=False)
+    pos = by.cumcount()
+    size = by["step"].transform("size")
+    return timeline[(pos >= exclude_start) & (pos < size - exclude_end)]
