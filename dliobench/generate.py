@@ -180,6 +180,8 @@ def generate(config: Config, world: World, comm: Comm, show_progress: bool,
 def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest,
                config: Config, world: World, show_progress: bool) -> dict[str, tuple[int, int]]:
     """Write ``todo`` with a thread pool; keep the manifest current on a one-rank world."""
+    if not todo:  # more ranks than missing files
+        return {}
     seed = config.dataset.generation_seed
     base = datafill.base_buffer(seed)
     written: dict[str, tuple[int, int]] = {}

@@ -156,3 +156,16 @@ def test_staging_under_two_ranks(workdir: Path, write_workload: Callable[..., Pa
     assert result["staging"]["files"] == 8  # the node's two ranks copied 4 files each
     assert result["metrics"]["exactly_once"] is True
     assert not list(local.iterdir())
+
+
+def test_one_shared_file_read_by_all_ranks(workdir: Path,
+                                           write_workload: Callable[..., Path]) -> None:
+    doc = tiny_workload(dataset={"format": "hdf5", "num_files_train": 1,
+                                 "num_samples_per_file": 24},
+                        reader={"file_access": "shared", "sample_shuffle": "seed"},
+                        train={"allreduce_bytes": 0})
+    proc = mpirun(4, "run", str(write_workload(doc)), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["metrics"]["exactly_once"] is True
+    assert all(r["samples"] > 0 for r in result["ranks"])
