@@ -139,12 +139,26 @@ def _partition(values: Sequence[Any]) -> tuple[int, ...]:
     return tuple(first.setdefault(repr(v), i) for i, v in enumerate(values))
 
 
+def _refines(fine: tuple[int, ...], coarse: tuple[int, ...]) -> bool:
+    """True when runs equal under ``fine`` are always equal under ``coarse`` too."""
+    seen: dict[int, int] = {}
+    return all(seen.setdefault(f, c) == c for f, c in zip(fine, coarse, strict=True))
+
+
 def factors_of(settings: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[tuple[str, ...]]:
-    """Differing keys grouped by the way they split the runs (keys that change together)."""
+    """Differing keys grouped by the way they split the runs (keys that change together).
+
+    A key whose value follows from another group's (reader.file_access=shared only where
+    num_files_train=1, in a layout sweep) joins that group: it is not a setting of its own.
+    """
     groups: dict[tuple[int, ...], list[str]] = {}
     for key in keys:
         groups.setdefault(_partition([s.get(key) for s in settings]), []).append(key)
-    return [tuple(g) for g in groups.values()]
+    merged: dict[tuple[int, ...], list[str]] = {}
+    for part, members in sorted(groups.items(), key=lambda g: -len(set(g[0]))):
+        owner = next((p for p in merged if _refines(p, part)), None)
+        merged.setdefault(owner or part, []).extend(members)
+    return [tuple(g) for g in merged.values()]
 
 
 def short(key: str) -> str:

@@ -196,3 +196,14 @@ def test_counted_steps_skip_the_first_and_last_of_each_epoch_per_rank() -> None:
     counted = counted_steps(pd.DataFrame(rows), 1, 1)
     assert len(counted) == 2 * 2 * 2
     assert set(counted["step"]) == {1, 2}
+
+
+def test_a_key_implied_by_another_joins_its_setting() -> None:
+    from dliobench.report.tables import factors_of
+
+    runs = [{"files": 256, "spf": 1, "access": "multi", "threads": 1},
+            {"files": 16, "spf": 16, "access": "multi", "threads": 1},
+            {"files": 1, "spf": 256, "access": "shared", "threads": 1},
+            {"files": 256, "spf": 1, "access": "multi", "threads": 4}]
+    factors = factors_of(runs, ["access", "files", "spf", "threads"])
+    assert sorted(map(sorted, factors)) == [["access", "files", "spf"], ["threads"]]
