@@ -66,13 +66,25 @@ def load_sweep(path: Path) -> SweepSpec:
     axes = doc.get("axes") or {}
     if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
         raise ConfigError(f"sweep file {path}: axes must map keys to non-empty lists")
-    workload = Path(doc["workload"])
-    if not workload.is_absolute() and not workload.exists():
-        workload = path.parent.parent / workload  # paths relative to the repository root
+    workload = _resolve(path, doc["workload"])
+    for axis, values in axes.items():  # workloads may be an axis too
+        names = [n.strip() for n in axis.split(",")]
+        if "workload" in names:
+            at = names.index("workload")
+            axes[axis] = [_resolve(path, v) if len(names) == 1 else
+                          [*v[:at], _resolve(path, v[at]), *v[at + 1:]] for v in values]
     return SweepSpec(name=str(doc.get("name") or path.stem), workload=workload,
                      overrides=[str(o) for o in doc.get("overrides") or []], axes=axes,
                      launcher=str(doc.get("launcher") or DEFAULT_LAUNCHER),
                      output=Path(doc.get("output") or "reports/sweeps"))
+
+
+def _resolve(sweep_file: Path, workload: Any) -> Path:
+    """A workload path as written, or relative to the repository root (configs/..)."""
+    path = Path(str(workload))
+    if not path.is_absolute() and not path.exists():
+        path = sweep_file.parent.parent / path
+    return path
 
 
 def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:
@@ -100,14 +112,17 @@ def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:
 
 def point_name(ranks: int, settings: dict[str, Any]) -> str:
     """A folder-safe name of a point, e.g. ``r4-reader.data_loader=pytorch``."""
-    parts = [f"r{ranks}", *(f"{k}={v}" for k, v in settings.items())]
+    parts = [f"r{ranks}", *(Path(str(v)).stem if k == "workload" else f"{k}={v}"
+                            for k, v in settings.items())]
     return "-".join(parts).replace("/", "_").replace(" ", "")
 
 
 def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) -> list[str]:
     """The argv of one point: the launcher for ranks > 1, then ``dliobench run``."""
-    run = [sys.executable, "-m", "dliobench", "run", str(spec.workload), *spec.overrides,
-           *(f"{k}={v}" for k, v in settings.items()), "--output", str(out), "--no-progress"]
+    workload = settings.get("workload", spec.workload)
+    keys = (f"{k}={v}" for k, v in settings.items() if k != "workload")
+    run = [sys.executable, "-m", "dliobench", "run", str(workload), *spec.overrides, *keys,
+           "--output", str(out), "--no-progress"]
     if ranks == 1:
         return run
     launcher = shlex.split(spec.launcher.format(ranks=ranks))

@@ -66,3 +66,11 @@ def test_find_max_accelerators_answers(workdir: Path, write_workload: Callable[.
     summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
     assert [p["ranks"] for p in summary["points"]] == [1, 2]
     assert summary["search"]["best"] == 2
+
+
+def test_workloads_can_be_an_axis() -> None:
+    spec = load_sweep(CONFIGS / "unet3d_bert_scaling.yaml")
+    got = points(spec)
+    assert {Path(s["workload"]).name for _, s in got} == {"unet3d.yaml", "bert.yaml"}
+    assert all(Path(s["workload"]).exists() for _, s in got)
+    assert {r for r, _ in got} == {1, 2, 4}
