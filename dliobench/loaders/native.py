@@ -1,14 +1,17 @@
-"""The native loader: a thread pool reads and decodes samples; batches are read ahead.
+"""The native loader: reader threads read and decode samples; batches are read ahead.
 
-Up to ``prefetch_size`` batches beyond the one being consumed are in flight, so reading
-overlaps the emulated compute; at most ``read_threads`` samples are being read at once.
+Up to ``prefetch_size`` batches beyond the one being consumed are queued, so reading overlaps
+the emulated compute; at most ``read_threads`` samples are being read at once. Work moves
+through one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python) and each batch
+waits on one event: about 2 us of overhead per sample, where a Future per sample cost ~15 us.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -16,8 +19,37 @@ from dliobench.loaders.base import Batch, SampleReader
 from dliobench.sharding import batches
 
 
+class _Slot:
+    """One batch being read: its results fill in as reader threads finish samples."""
+
+    __slots__ = ("done", "error", "ids", "left", "lock", "nbytes", "samples", "stale")
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.ids = ids
+        self.samples: list[np.ndarray | None] = [None] * ids.size
+        self.nbytes = 0
+        self.left = ids.size
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.stale = False  # the epoch was left early: skip the remaining work
+
+    def put(self, position: int, sample: np.ndarray, nbytes: int) -> None:
+        with self.lock:
+            self.samples[position] = sample
+            self.nbytes += nbytes
+            self.left -= 1
+            finished = self.left == 0
+        if finished:
+            self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+
 class NativeLoader:
-    """Thread-pool loader over a ``SampleReader``."""
+    """``reader.data_loader: native``: a pool of reader threads over a ``SampleReader``."""
 
     def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
                  prefetch_size: int, drop_last: bool) -> None:
@@ -25,44 +57,65 @@ class NativeLoader:
         self.batch_size = batch_size
         self.prefetch_size = prefetch_size
         self.drop_last = drop_last
-        self._pool = (ThreadPoolExecutor(read_threads, thread_name_prefix="reader")
-                      if read_threads > 0 else None)
+        self._work: queue.SimpleQueue[tuple[_Slot, int, int] | None] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._read_loop, name=f"reader-{i}",
+                                          daemon=True) for i in range(read_threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def _read_loop(self) -> None:
+        read = self.reader.read
+        while (item := self._work.get()) is not None:
+            slot, position, sample_id = item
+            if slot.stale or slot.error is not None:
+                continue
+            try:
+                sample, nbytes = read(sample_id)
+            except BaseException as exc:  # handed to the consumer, which raises it
+                slot.fail(exc)
+                continue
+            slot.put(position, sample, nbytes)
+
+    def _submit(self, batch_ids: np.ndarray) -> _Slot:
+        slot = _Slot(batch_ids)
+        for position, sample_id in enumerate(batch_ids.tolist()):
+            self._work.put((slot, position, sample_id))
+        return slot
 
     def epoch(self, ids: np.ndarray) -> Iterator[Batch]:
         """Batches of ``ids`` in order."""
         plan = batches(ids, self.batch_size, self.drop_last)
-        if self._pool is None:
+        if not self._threads:
             for batch_ids in plan:
-                yield self._assemble(batch_ids, [self.reader.read(i) for i in batch_ids])
+                results = [self.reader.read(i) for i in batch_ids]
+                yield Batch(ids=batch_ids, nbytes=sum(n for _, n in results),
+                            data=[s for s, _ in results])
             return
-        pool = self._pool
-        queue: deque[tuple[np.ndarray, list[Future[tuple[np.ndarray, int]]]]] = deque()
         upcoming = iter(plan)
-
-        def submit_next() -> None:
-            batch_ids = next(upcoming, None)
-            if batch_ids is not None:
-                queue.append((batch_ids, [pool.submit(self.reader.read, i) for i in batch_ids]))
-
-        for _ in range(self.prefetch_size + 1):
-            submit_next()
+        slots: deque[_Slot] = deque()
+        for batch_ids in upcoming:
+            slots.append(self._submit(batch_ids))
+            if len(slots) > self.prefetch_size:
+                break
         try:
-            while queue:
-                batch_ids, futures = queue.popleft()
-                submit_next()
-                yield self._assemble(batch_ids, [f.result() for f in futures])
+            while slots:
+                slot = slots.popleft()
+                following = next(upcoming, None)
+                if following is not None:
+                    slots.append(self._submit(following))
+                slot.done.wait()
+                if slot.error is not None:
+                    raise slot.error
+                yield Batch(ids=slot.ids, nbytes=slot.nbytes,
+                            data=slot.samples)  # type: ignore[arg-type]
         finally:
-            for _, futures in queue:
-                for f in futures:
-                    f.cancel()
-
-    @staticmethod
-    def _assemble(batch_ids: np.ndarray, results: list[tuple[np.ndarray, int]]) -> Batch:
-        return Batch(ids=batch_ids, nbytes=sum(n for _, n in results),
-                     data=[sample for sample, _ in results])
+            for slot in slots:
+                slot.stale = True
 
     def close(self) -> None:
         """Stop the reader threads."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for _ in self._threads:
+            self._work.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
