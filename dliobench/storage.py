@@ -106,16 +106,12 @@ def evict(paths: list[Path], flush: bool = True) -> None:
             os.close(fd)
 
 
-class CountingFile(io.RawIOBase):
-    """A read-only file object that counts the bytes its reads transfer.
+class _PositionedFile(io.RawIOBase):
+    """A read-only, seekable file object keeping its own position and the bytes it read."""
 
-    For libraries that insist on doing their own I/O (h5py accepts file objects): every read
-    goes through ``readinto`` here, so ``nbytes`` is exactly what the library read.
-    """
-
-    def __init__(self, path: Path) -> None:
+    def __init__(self, size: int) -> None:
         super().__init__()
-        self._fd = os.open(path, os.O_RDONLY)
+        self._size = size
         self._pos = 0
         self.nbytes = 0
 
@@ -127,6 +123,28 @@ class CountingFile(io.RawIOBase):
         """Always."""
         return True
 
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move the position (no I/O)."""
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos}.get(whence, self._size)
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        """The current position."""
+        return self._pos
+
+
+class CountingFile(_PositionedFile):
+    """A read-only file object that counts the bytes its reads transfer.
+
+    For libraries that insist on doing their own I/O (h5py accepts file objects): every read
+    goes through ``readinto`` here, so ``nbytes`` is exactly what the library read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDONLY)
+        super().__init__(os.fstat(self._fd).st_size)
+
     def readinto(self, buffer: Any) -> int:
         """Read at the current position into ``buffer``."""
         n = os.preadv(self._fd, [buffer], self._pos)
@@ -134,22 +152,46 @@ class CountingFile(io.RawIOBase):
         self.nbytes += n
         return n
 
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Move the position (no I/O)."""
-        if whence == io.SEEK_SET:
-            self._pos = offset
-        elif whence == io.SEEK_CUR:
-            self._pos += offset
-        else:
-            self._pos = os.fstat(self._fd).st_size + offset
-        return self._pos
-
-    def tell(self) -> int:
-        """The current position."""
-        return self._pos
-
     def close(self) -> None:
         """Close the descriptor."""
         if not self.closed:
             os.close(self._fd)
         super().close()
+
+
+class DirectFile(_PositionedFile):
+    """A read-only file object that reads whole aligned blocks with O_DIRECT, counting them.
+
+    A small span read last is kept, so a library's many small metadata reads inside one
+    block cost one device read; ``forget`` drops it before the next sample.
+    """
+
+    KEEP_SPAN = 64 * 1024
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(os.stat(path).st_size)
+        self._path = path
+        self._span: tuple[int, memoryview] = (0, memoryview(b""))
+
+    def readinto(self, buffer: Any) -> int:
+        """Read at the current position into ``buffer``, through the kept span if it holds it."""
+        out = memoryview(buffer).cast("B")
+        pos, want = self._pos, min(len(out), max(self._size - self._pos, 0))
+        if want == 0:
+            return 0
+        start, span = self._span
+        if not (start <= pos and pos + want <= start + len(span)):
+            start = pos - pos % ALIGN
+            end = -(-(pos + want) // ALIGN) * ALIGN
+            span, got = read_range(self._path, start, end - start, odirect=True)
+            self.nbytes += got
+            if len(span) <= self.KEEP_SPAN:
+                self._span = (start, span)
+        n = max(min(want, start + len(span) - pos), 0)
+        out[:n] = span[pos - start:pos - start + n]
+        self._pos += n
+        return n
+
+    def forget(self) -> None:
+        """Drop the kept span: the next read goes to storage."""
+        self._span = (0, memoryview(b""))

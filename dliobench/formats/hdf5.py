@@ -35,7 +35,6 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import h5py
 import numpy as np
@@ -48,61 +47,7 @@ DATASET = "records"
 LABELS = "labels"
 COMPRESSIONS = (None, "gzip", "lzf")
 _MAX_CHUNK = 2**32 - 1  # HDF5's limit on one chunk's bytes
-_KEEP_SPAN = 64 * 1024  # O_DIRECT spans up to this size are kept for the next read
 _NO_CHUNK_CACHE = 0  # rdcc_nbytes: no chunks kept in memory between reads
-
-
-class _DirectFile(io.RawIOBase):
-    """A read-only file object that reads whole aligned blocks with O_DIRECT, counting them."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self._path = path
-        self._size = os.stat(path).st_size
-        self._pos = 0
-        self._span: tuple[int, memoryview] = (0, memoryview(b""))
-        self.nbytes = 0
-
-    def readable(self) -> bool:
-        """Always."""
-        return True
-
-    def seekable(self) -> bool:
-        """Always."""
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        """Read at the current position into ``buffer``, through the kept span if it holds it."""
-        out = memoryview(buffer).cast("B")
-        pos, want = self._pos, min(len(out), max(self._size - self._pos, 0))
-        if want == 0:
-            return 0
-        start, span = self._span
-        if not (start <= pos and pos + want <= start + len(span)):
-            start = pos - pos % storage.ALIGN
-            end = -(-(pos + want) // storage.ALIGN) * storage.ALIGN
-            span, got = storage.read_range(self._path, start, end - start, odirect=True)
-            self.nbytes += got
-            if len(span) <= _KEEP_SPAN:
-                self._span = (start, span)
-        n = max(min(want, start + len(span) - pos), 0)
-        out[:n] = span[pos - start:pos - start + n]
-        self._pos += n
-        return n
-
-    def forget(self) -> None:
-        """Drop the kept span: the next read goes to storage."""
-        self._span = (0, memoryview(b""))
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Move the position (no I/O)."""
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos}.get(whence, self._size)
-        self._pos = base + offset
-        return self._pos
-
-    def tell(self) -> int:
-        """The current position."""
-        return self._pos
 
 
 @dataclass
@@ -110,7 +55,7 @@ class _Handle:
     """One open HDF5 file of this process: its counted file object and dataset."""
 
     stamp: tuple[int, int, int]  # inode, size, mtime_ns of the path when opened
-    raw: storage.CountingFile | _DirectFile
+    raw: storage.CountingFile | storage.DirectFile
     file: h5py.File
     dset: h5py.Dataset
     counted: int = 0  # raw.nbytes already returned to callers
@@ -217,7 +162,7 @@ class Hdf5Format(FileFormat):
             with handle.lock:
                 if handle.closed:  # closed by another thread to make room; open it again
                     continue
-                if isinstance(handle.raw, _DirectFile):
+                if isinstance(handle.raw, storage.DirectFile):
                     handle.raw.forget()
                 try:
                     sample = handle.dset[index]
@@ -254,7 +199,7 @@ class Hdf5Format(FileFormat):
 
     def _open(self, path: Path, stamp: tuple[int, int, int], num_samples: int,
               odirect: bool) -> _Handle:
-        raw = _DirectFile(path) if odirect else storage.CountingFile(path)
+        raw = storage.DirectFile(path) if odirect else storage.CountingFile(path)
         h5 = None
         try:
             h5 = h5py.File(raw, "r", rdcc_nbytes=_NO_CHUNK_CACHE)
