@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ALIGN = 4096
 
 
@@ -24,13 +26,13 @@ def read_range(path: Path, offset: int, length: int,
     """
     if odirect:
         return _read_direct(path, offset, length)
-    buf = bytearray(length)
+    buf = np.empty(length, dtype=np.uint8).data  # no zero-fill: the read overwrites it
     fd = os.open(path, os.O_RDONLY)
     try:
-        got = _read_fully(fd, memoryview(buf), offset)
+        got = _read_fully(fd, buf, offset)
     finally:
         os.close(fd)
-    return memoryview(buf)[:got], got
+    return buf[:got], got
 
 
 def _read_fully(fd: int, view: memoryview, offset: int) -> int:

@@ -1,0 +1,127 @@
+"""Each loader against the raw-read ceiling on the same page-cached dataset (compute 0).
+
+Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
+
+For small (64 KiB) and large (16 MiB) npz samples: a raw read of the same files with
+``readinto`` in a thread pool (the ceiling: no decoding, no batching), then
+``dliobench run`` with each loader (native, pytorch, dali) and ``train.computation_time=0``,
+reading samples/s and bytes/s from result.json. Prints medians and the ratio to the ceiling
+as a markdown table. Data is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
+ONLY: list[str] = []
+LOADERS = ("native", "pytorch", "dali")
+
+
+def dliobench(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the dliobench CLI of this interpreter."""
+    return subprocess.run([sys.executable, "-m", "dliobench", *args], capture_output=True,
+                          text=True, check=True)
+
+
+def common(folder: Path, size: int, files: int, threads: int) -> list[str]:
+    """Overrides shared by every run of one shape."""
+    return [f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
+            f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
+            "reader.batch_size=8", f"reader.read_threads={threads}", "reader.prefetch_size=4",
+            "train.computation_time=0", "train.epochs=2", "--no-progress"]
+
+
+def warm(train: Path) -> list[Path]:
+    """Read every file once so all runs start from the page cache."""
+    paths = sorted(p for p in train.rglob("*.npz"))
+    for path in paths:
+        path.read_bytes()
+    return paths
+
+
+def ceiling(paths: list[Path], threads: int) -> tuple[float, float]:
+    """(samples/s, bytes/s) of plain whole-file reads into reused buffers."""
+    size = max(p.stat().st_size for p in paths)
+    local = threading.local()
+
+    def read(path: Path) -> int:
+        if not hasattr(local, "buf"):
+            local.buf = bytearray(size)  # one reused buffer per thread
+        with open(path, "rb", buffering=0) as handle:
+            return handle.readinto(local.buf) or 0
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        total = sum(pool.map(read, paths))
+    seconds = time.perf_counter() - start
+    return len(paths) / seconds, total / seconds
+
+
+def loader_run(loader: str, overrides: list[str], out: Path) -> tuple[float, float]:
+    """(samples/s, bytes/s) of one dliobench run."""
+    dliobench("run", "workloads/default.yaml", f"reader.data_loader={loader}",
+              "dataset.record_length_bytes_resize=0", "--output", str(out), *overrides)
+    newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
+    metrics = json.loads((newest / "result.json").read_text())["metrics"]
+    return metrics["samples_per_s"], metrics["bytes_per_s"]
+
+
+def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
+    """The table rows of one sample size."""
+    size, files = SHAPES[shape]
+    folder = root / shape.replace(" ", "")
+    overrides = common(folder, size, files, threads)
+    dliobench("generate", "workloads/default.yaml", *overrides)
+    paths = warm(folder / "train")
+    results: dict[str, list[tuple[float, float]]] = {"raw read": []}
+    for _ in range(reps):  # alternate, so drifts in machine load hit every contender
+        results["raw read"].append(ceiling(paths, threads))
+        for loader in LOADERS:
+            results.setdefault(loader, []).append(loader_run(loader, overrides, root / "runs"))
+    top = statistics.median(s for s, _ in results["raw read"])
+    rows = []
+    for name, values in results.items():
+        samples = statistics.median(s for s, _ in values)
+        nbytes = statistics.median(b for _, b in values)
+        rows.append(f"| {shape} | {name} | {samples:,.0f} | {nbytes / 1e6:,.0f} | "
+                    f"{samples / top:.2f} |")
+    shutil.rmtree(folder)
+    return rows
+
+
+def main() -> None:
+    """Measure every shape and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
+    parser.add_argument("--threads", type=int, default=4, help="read threads / workers")
+    parser.add_argument("--root", type=Path, default=Path("/work/bench-loaders"))
+    args = parser.parse_args()
+    args.root.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    print(f"# loaders vs raw read, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
+          f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads\n")
+    print("| sample | reader | samples/s | MB/s | ratio to raw read |")
+    print("|---|---|---|---|---|")
+    try:
+        for shape in SHAPES:
+            for row in measure(shape, args.root, args.reps, args.threads):
+                print(row, flush=True)
+    finally:
+        shutil.rmtree(args.root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
