@@ -52,14 +52,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         run_dir.mkdir(parents=True, exist_ok=False)
     started = _now()
     seed = shuffle_seed(config, comm)
-    staged = None
-    if config.storage.stage_to:
-        staged = staging.stage(config, world, comm, ready.files, run_id, seed)
-        parts = comm.gather(staged)
-        if parts:
-            extra["staging"] = {"source": config.dataset.data_folder,
-                                "scope": config.storage.stage_scope, **staging.summary(parts)}
-        config = staged.config
+    staged = _stage(config, world, comm, ready, run_id, seed, extra)
+    config = staged.config if staged else config
     try:
         trace = train(config, world, comm, ready.files, ready.sizes, show_progress, run_id, seed)
     except BaseException as exc:
@@ -78,6 +72,19 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     write_csv(run_dir / "timeline.csv", [t.timeline for t in traces])
     write_json_atomic(run_dir / "result.json", result)
     return RunOutcome(run_dir, result)
+
+
+def _stage(config: Config, world: World, comm: Comm, ready: dataset_mod.ReadyDataset,
+           run_id: str, seed: int, extra: dict[str, Any]) -> staging.Staged | None:
+    """Copy the dataset to ``storage.stage_to`` when asked; its figures go into ``extra``."""
+    if not config.storage.stage_to:
+        return None
+    staged = staging.stage(config, world, comm, ready.files, run_id, seed)
+    parts = comm.gather(staged)
+    if parts:
+        extra["staging"] = {"source": config.dataset.data_folder,
+                            "scope": config.storage.stage_scope, **staging.summary(parts)}
+    return staged
 
 
 def _write_partial(config: Config, run_id: str, run_dir: Path, exc: BaseException,
