@@ -53,9 +53,9 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     started = _now()
     seed = shuffle_seed(config, comm)
     staged = _stage(config, world, comm, ready, run_id, seed, extra)
-    config = staged.config if staged else config
+    reads = staged.config if staged else config  # the result keeps the source data folder
     try:
-        trace = train(config, world, comm, ready.files, ready.sizes, show_progress, run_id, seed)
+        trace = train(reads, world, comm, ready.files, ready.sizes, show_progress, run_id, seed)
     except BaseException as exc:
         if world.is_root:
             _write_partial(config, run_id, run_dir, exc, started, ready.total_bytes, extra)
@@ -63,7 +63,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
             shutil.rmtree(staged.folder, ignore_errors=True)  # no barrier: the job is failing
         raise
     if staged is not None and not config.storage.keep_staged:
-        staging.remove(staged, world, comm)
+        staging.remove(staged, world, comm)  # the source is what the result records
     traces = comm.gather(trace)
     if not world.is_root or traces is None:
         return RunOutcome(None, None)

@@ -2,8 +2,9 @@
 
 Scope ``shard``: each rank copies the files it will read; ``node``: a node's ranks copy,
 together, the files any of them will read; ``all``: every node gets the whole dataset.
-Copies are fsynced and their pages evicted, so training then reads the local device, and the
-staging time and GB/s are reported beside the training figures.
+The source's cached pages are dropped first and the copies are fsynced and evicted, so staging
+reads the storage under test and training then reads the local device; the staging time and
+GB/s are reported beside the training figures.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def stage(config: Config, world: World, comm: Comm, files: list[DataFile], run_i
     pairs = [(src_root / files[i].relpath, dst_root / files[i].relpath) for i in mine]
     pairs += [(s, d) for src, dst in list(pairs)
               for s, d in zip(fmt.side_files(src), fmt.side_files(dst), strict=True)]
+    if world.local_rank == 0:  # the copy must read storage, not this node's page cache
+        storage.evict([src for src, _ in pairs], flush=False)
     comm.barrier()
     start = time.perf_counter()
     with ThreadPoolExecutor(max(1, config.reader.read_threads)) as pool:

@@ -24,7 +24,8 @@ def test_run_trains_from_a_staged_copy_then_removes_it(
     assert staging["bytes"] == sizes  # every data file and its .idx, for one rank
     assert staging["files"] == 8 and staging["seconds"] > 0
     assert staging["source"] == "data/tiny"
-    assert result["config"]["dataset"]["data_folder"].startswith(str(local))
+    assert result["config"]["dataset"]["data_folder"] == "data/tiny"  # the source, not the copy
+    assert staging["path"].startswith(str(local))
     assert result["metrics"]["exactly_once"] is True
     assert not list(local.iterdir())  # removed afterwards
 
