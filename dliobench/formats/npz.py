@@ -17,6 +17,7 @@ from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides l
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import npyheader
 from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.formats.npzwrite import write_npz
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
 _ZIP64_ID = 0x0001
@@ -44,9 +45,8 @@ class NpzFormat(FileFormat):
     head_bytes = 4096
 
     def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write with numpy itself, so any numpy user can np.load the file."""
-        with open(path, "wb") as handle:
-            np.savez(handle, x=samples)
+        """Write the layout np.savez writes (np.load reads it), deterministically."""
+        write_npz(path, samples)
 
     def _locate(self, path: Path, buf: memoryview) -> tuple[int, int, int, tuple[int, ...], int]:
         member, crc = _member(path, buf)
