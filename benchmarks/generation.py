@@ -1,0 +1,422 @@
+"""Measure dataset generation throughput against `dd` and DLIO 2.0.0 on one file system.
+
+Usage:
+    python benchmarks/generation.py [--root /work/bench-gen] [--shape unet3d|small|all]
+        [--reps 3] [--dlio-np 1 2] [--no-dlio] [--quiet-below 0.15] [--json FILE]
+
+Per shape and repetition, in a rotating order, it runs (a) `dd if=/dev/zero of=F bs=4M
+count=512 oflag=direct` (rate from dd's own byte count and seconds), (b) `dliobench generate`
+into a fresh folder (bytes from the manifest, time = wall time of the command, Python start-up
+included, plus a trailing `sync`), (c) DLIO 2.0.0 generating the same shape when its venv
+exists (time = "Starting data generation" to "Generation done" in its log: start-up excluded,
+and DLIO does not fsync, so its files may still be in the page cache; the `sync` after it is
+recorded apart). Each dataset is deleted after measuring; `sync`, a page-cache drop and a
+wait for other processes to leave the CPUs (mostly) idle precede every run, and the CPU
+share other processes took during each run is recorded (a disturbed run shows there).
+Prints markdown: medians in GB/s (10^9 bytes/s), the ratios, machine info and the exact
+commands. Needs root for the cache drop (else it warns and goes on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from functools import partial
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DD_ARGS = ["bs=4M", "count=512", "oflag=direct"]
+DLIO_STAMP = r"\[INFO\] (\S+) {}"
+LEGEND = (
+    "GB/s = bytes of the files written / time (10^9 bytes/s). Time: dd's own figure; "
+    "dliobench: wall time of the command (start-up included) + a trailing `sync`; DLIO: its "
+    "logged generation phase (start-up excluded; it does not fsync), and *incl. sync* adds the "
+    "`sync` run right after it. *CPU taken by others*: share of all CPUs used by other "
+    "processes and kernel threads during each run. *Extra disk traffic*: bytes the device read "
+    "and wrote beyond the files' bytes (libraries loaded at start-up after the cache drop, "
+    "file-system journal, other processes' I/O)."
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A dataset shape: npz files of one sample each."""
+
+    name: str
+    files: int
+    record_bytes: int
+
+
+SHAPES = {
+    "unet3d": Shape("unet3d", math.ceil(4e9 / 146_600_628), 146_600_628),
+    "small": Shape("small", 20_000, 64 << 10),
+}
+
+
+@dataclass
+class Sample:
+    """One measured run of one tool."""
+
+    shape: str
+    tool: str
+    rep: int
+    bytes: int
+    seconds: float
+    sync_s: float
+    wall_s: float
+    load1: float
+    others_cpu: float = 0.0
+    extra_io_gb: float = 0.0
+
+    @property
+    def gbps(self) -> float:
+        """Throughput in 10^9 bytes per second, as timed for the tool."""
+        return self.bytes / self.seconds / 1e9
+
+    @property
+    def gbps_durable(self) -> float:
+        """Throughput counting the trailing sync too (DLIO's time excludes it)."""
+        extra = self.sync_s if self.tool.startswith("DLIO") else 0.0
+        return self.bytes / (self.seconds + extra) / 1e9
+
+
+Runner = Callable[[Path, Shape, int], "Sample"]
+
+
+def run(cmd: list[str], cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command, raise with its output when it fails."""
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "LC_ALL": "C", **(env or {})}, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def timed_sync() -> float:
+    """Seconds a `sync` takes (dirty pages still to be written)."""
+    t0 = time.perf_counter()
+    os.sync()
+    return time.perf_counter() - t0
+
+
+def quiesce() -> None:
+    """Flush dirty pages and drop the page cache so runs start alike."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as exc:
+        print(f"warning: cannot drop caches ({exc}); run as root", file=sys.stderr)
+
+
+def tree_bytes(folder: Path) -> int:
+    """Total size of the regular files under ``folder``."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def load1() -> float:
+    """The one-minute load average."""
+    return os.getloadavg()[0]
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds spent so far by the whole machine (all cores, not idle or iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    """CPU seconds spent by this script's finished child processes (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wait_quiet(below: float, timeout_s: float) -> None:
+    """Wait (up to ``timeout_s``) until other processes use less than ``below`` of the CPUs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy0 = busy_cpu_s()
+        time.sleep(2.0)
+        share = (busy_cpu_s() - busy0) / (2.0 * (os.cpu_count() or 1))
+        if share < below or time.monotonic() > deadline:
+            return
+        print(f"  waiting: other processes use {share:.0%} of the CPUs", file=sys.stderr,
+              flush=True)
+
+
+def disk_bytes(device: str) -> int:
+    """Bytes read plus written so far by block device ``device`` (0 when not listed)."""
+    name = Path(device).name
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        f = line.split()
+        if f[2] == name:
+            return (int(f[5]) + int(f[9])) * 512
+    return 0
+
+
+def measured(tool: Runner, work: Path, shape: Shape, rep: int, device: str) -> Sample:
+    """Run ``tool``; record the CPU share other processes took meanwhile and the disk traffic
+    beyond the tool's file bytes (its own metadata and journal, and other processes' I/O)."""
+    busy0, ours0, io0, t0 = busy_cpu_s(), children_cpu_s(), disk_bytes(device), time.perf_counter()
+    sample = tool(work, shape, rep)
+    wall = time.perf_counter() - t0
+    others = busy_cpu_s() - busy0 - (children_cpu_s() - ours0)
+    sample.others_cpu = max(others, 0.0) / (wall * (os.cpu_count() or 1))
+    sample.extra_io_gb = (disk_bytes(device) - io0 - sample.bytes) / 1e9 if io0 else math.nan
+    return sample
+
+
+def run_dd(work: Path, shape: Shape, rep: int) -> Sample:
+    """(a) dd of 2 GiB of zeros with O_DIRECT; the rate from dd's own report."""
+    target = work / "dd.bin"
+    t0 = time.perf_counter()
+    proc = run(["dd", "if=/dev/zero", f"of={target}", *DD_ARGS])
+    wall = time.perf_counter() - t0
+    found = re.search(r"^(\d+) bytes .* copied, ([\d.e+-]+) s", proc.stderr, re.M)
+    if not found:
+        raise RuntimeError(f"cannot parse dd's output: {proc.stderr!r}")
+    return Sample(shape.name, "dd", rep, int(found[1]), float(found[2]), 0.0, wall, load1())
+
+
+def dliobench_cmd(args: argparse.Namespace, shape: Shape, folder: Path) -> list[str]:
+    """The `dliobench generate` command line for ``shape`` into ``folder``."""
+    src = Path(args.src) if args.src else REPO
+    launcher = [sys.executable, "-m", "dliobench"] if args.src else [args.dliobench]
+    return [*launcher, "generate", str(src / "workloads" / "unet3d.yaml"),
+            "dataset.format=npz", "dataset.num_samples_per_file=1",
+            f"dataset.data_folder={folder}", f"dataset.num_files_train={shape.files}",
+            f"dataset.record_length_bytes={shape.record_bytes}",
+            "dataset.record_length_bytes_stdev=0", "--no-progress"]
+
+
+def run_dliobench(args: argparse.Namespace, work: Path, shape: Shape, rep: int) -> Sample:
+    """(b) dliobench generate; time = wall time of the command + a trailing sync."""
+    folder = work / "data"
+    t0 = time.perf_counter()
+    if args.src:  # run from inside the tree: `python -m` puts the current folder first
+        run(dliobench_cmd(args, shape, folder), cwd=Path(args.src), env={"PYTHONPATH": args.src})
+    else:
+        run(dliobench_cmd(args, shape, folder))
+    wall = time.perf_counter() - t0
+    sync_s = timed_sync()
+    manifest = json.loads((folder / "dliobench-manifest.json").read_text())
+    nbytes = sum(manifest["files"].values())
+    if len(manifest["files"]) != shape.files or nbytes != tree_bytes(folder / "train"):
+        raise RuntimeError(f"manifest and files disagree in {folder}")
+    return Sample(shape.name, "dliobench", rep, nbytes, wall + sync_s, sync_s, wall, load1())
+
+
+def dlio_cmd(args: argparse.Namespace, shape: Shape, folder: Path, out: Path,
+             nprocs: int) -> list[str]:
+    """DLIO 2.0.0's own launcher and generation-only workflow for ``shape``."""
+    bindir = Path(args.dlio_venv) / "bin"
+    workload = "++workload"
+    return [str(bindir / "mpirun"), "--allow-run-as-root", "--oversubscribe", "--bind-to",
+            "none", "-np", str(nprocs), str(bindir / "dlio_benchmark"), "workload=unet3d_a100",
+            f"{workload}.workflow.generate_data=True", f"{workload}.workflow.train=False",
+            f"{workload}.workflow.checkpoint=False", f"{workload}.dataset.format=npz",
+            f"{workload}.dataset.num_samples_per_file=1",
+            f"{workload}.dataset.data_folder={folder}",
+            f"{workload}.dataset.num_files_train={shape.files}",
+            f"{workload}.dataset.record_length={shape.record_bytes}",
+            f"{workload}.dataset.record_length_stdev=0", f"{workload}.output.folder={out}"]
+
+
+def dlio_phase_seconds(log: str) -> float:
+    """Seconds between DLIO's "Starting data generation" and "Generation done" log lines."""
+    stamps = []
+    for text in ("Starting data generation", "Generation done"):
+        found = re.search(DLIO_STAMP.format(text), log)
+        if not found:
+            raise RuntimeError(f"no '{text}' line in DLIO's log")
+        stamps.append(dt.datetime.fromisoformat(found[1]))
+    return (stamps[1] - stamps[0]).total_seconds()
+
+
+def run_dlio(args: argparse.Namespace, work: Path, shape: Shape, rep: int,
+             nprocs: int) -> Sample:
+    """(c) DLIO 2.0.0; time = its logged generation phase (no fsync), sync kept apart."""
+    folder, out = work / "data", work / "out"
+    t0 = time.perf_counter()
+    run(dlio_cmd(args, shape, folder, out, nprocs), cwd=work)
+    wall = time.perf_counter() - t0
+    sync_s = timed_sync()
+    seconds = dlio_phase_seconds((out / "dlio.log").read_text())
+    return Sample(shape.name, f"DLIO np={nprocs}", rep, tree_bytes(folder / "train"),
+                  seconds, sync_s, wall, load1())
+
+
+def runners(args: argparse.Namespace) -> dict[str, Runner]:
+    """The tools to measure, by name."""
+    out: dict[str, Runner] = {"dd": run_dd, "dliobench": partial(run_dliobench, args)}
+    if not args.no_dlio:
+        for n in args.dlio_np:
+            out[f"DLIO np={n}"] = partial(run_dlio, args, nprocs=n)
+    return out
+
+
+def measure(args: argparse.Namespace, shape: Shape) -> list[Sample]:
+    """Run every tool ``args.reps`` times, rotating the order; delete each dataset after."""
+    tools = runners(args)
+    names = list(tools)
+    device = run(["df", "--output=source", str(args.root)]).stdout.splitlines()[-1].strip()
+    samples = []
+    for rep in range(args.reps):
+        k = rep % len(names)
+        for name in names[k:] + names[:k]:
+            work = Path(args.root) / f"{shape.name}-{name.replace(' ', '').replace('=', '')}-{rep}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            quiesce()
+            if args.quiet_below < 1:
+                wait_quiet(args.quiet_below, args.quiet_timeout)
+            try:
+                sample = measured(tools[name], work, shape, rep, device)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            samples.append(sample)
+            print(f"  {shape.name} rep {rep} {name:12s} {sample.gbps:6.3f} GB/s "
+                  f"({sample.bytes / 1e9:.3f} GB in {sample.seconds:.2f} s, sync "
+                  f"{sample.sync_s:.2f} s, wall {sample.wall_s:.1f} s, load {sample.load1:.2f}, "
+                  f"others {sample.others_cpu:.0%} CPU, extra disk traffic "
+                  f"{sample.extra_io_gb:.2f} GB)",
+                  file=sys.stderr, flush=True)
+    return samples
+
+
+def machine_info(args: argparse.Namespace, root: Path) -> list[str]:
+    """Markdown lines describing the machine, file system, code and load."""
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    df = run(["df", "-T", str(root)]).stdout.splitlines()[-1].split()
+    src = str(args.src or REPO)
+    commit = run(["git", "-C", src, "log", "-1", "--format=%h (%cI)"]).stdout.strip()
+    dirty = run(["git", "-C", src, "status", "--porcelain", "dliobench"]).stdout.strip()
+    uptime = run(["uptime"]).stdout.strip()
+    return [f"- date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
+            f"- machine: {platform.node()}, {os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB RAM, "
+            f"{platform.platform()}, Python {platform.python_version()}",
+            f"- file system: {root} on {df[0]} ({df[1]}), mounted at {df[-1]}",
+            f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+            f"- dliobench: {src}, commit {commit}"
+            f"{' with uncommitted changes in dliobench/' if dirty else ''}",
+            f"- load at the end: `{uptime}`"]
+
+
+def table(samples: list[Sample]) -> list[str]:
+    """Markdown table of median GB/s per tool and the ratios of dliobench to the others."""
+    by_tool: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_tool.setdefault(s.tool, []).append(s)
+    med = {t: statistics.median(s.gbps for s in ss) for t, ss in by_tool.items()}
+    dur = {t: statistics.median(s.gbps_durable for s in ss) for t, ss in by_tool.items()}
+    lines = ["| tool | median GB/s | dliobench / tool | incl. sync: median GB/s | "
+             "dliobench / tool | runs (GB/s) | GB per run | CPU taken by others | "
+             "extra disk traffic (GB) |", "|---|---|---|---|---|---|---|---|---|"]
+    for tool, ss in by_tool.items():
+        runs = ", ".join(f"{s.gbps:.3f}" for s in ss)
+        ratio = med.get("dliobench", math.nan) / med[tool]
+        ratio_dur = dur.get("dliobench", math.nan) / dur[tool]
+        lines.append(f"| {tool} | {med[tool]:.3f} | {ratio:.2f} | {dur[tool]:.3f} | "
+                     f"{ratio_dur:.2f} | {runs} | {ss[0].bytes / 1e9:.3f} | "
+                     f"{', '.join(f'{s.others_cpu:.0%}' for s in ss)} | "
+                     f"{', '.join(f'{s.extra_io_gb:.2f}' for s in ss)} |")
+    return lines
+
+
+def commands(args: argparse.Namespace, shape: Shape) -> list[str]:
+    """The exact commands, with the per-run folders as placeholders."""
+    cmds = [f"dd if=/dev/zero of={args.root}/RUN/dd.bin {' '.join(DD_ARGS)}",
+            (f"cd {args.src} && PYTHONPATH={args.src} " if args.src else "")
+            + " ".join(dliobench_cmd(args, shape, Path(args.root, "RUN", "data")))]
+    cmds += [f"(cd {args.root}/RUN && "
+             + " ".join(dlio_cmd(args, shape, Path(args.root, "RUN", "data"),
+                                 Path(args.root, "RUN", "out"), n)) + ")"
+             for n in args.dlio_np if not args.no_dlio]
+    return ["```sh", *cmds, "```"]
+
+
+def report(args: argparse.Namespace, results: dict[str, list[Sample]]) -> str:
+    """The markdown report of every measured shape."""
+    out = ["## Generation", "", *machine_info(args, Path(args.root)), "", LEGEND, ""]
+    for name, samples in results.items():
+        shape = SHAPES[name]
+        out += [f"### {name}: npz, 1 sample per file, {shape.files} files x "
+                f"{shape.record_bytes:,} bytes, {args.reps} repetitions", "",
+                f"Load (1 min) after the runs: {min(s.load1 for s in samples):.2f} to "
+                f"{max(s.load1 for s in samples):.2f}; CPU taken by other processes during "
+                f"the runs: median {statistics.median(s.others_cpu for s in samples):.0%}, "
+                f"max {max(s.others_cpu for s in samples):.0%} of the machine.", "",
+                *table(samples), "", *commands(args, shape), ""]
+    return "\n".join(out)
+
+
+def default_dliobench() -> str:
+    """dliobench next to this Python, else on PATH, else the test venv's."""
+    beside = Path(sys.executable).parent / "dliobench"
+    return str(beside) if beside.exists() else (shutil.which("dliobench")
+                                                or "/tmp/venvtest/bin/dliobench")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", default="/work/bench-gen",
+                   help="folder on the file system to measure (default: %(default)s)")
+    p.add_argument("--shape", choices=[*SHAPES, "all"], default="unet3d",
+                   help="dataset shape: unet3d (4.1 GB of 146.6 MB files), small (20,000 x "
+                        "64 KiB) or all (default: %(default)s)")
+    p.add_argument("--reps", type=int, default=3, help="repetitions (default: %(default)s)")
+    p.add_argument("--dliobench", default=default_dliobench(),
+                   help="the dliobench command (default: %(default)s)")
+    p.add_argument("--src", help="measure the dliobench source tree DIR (e.g. a `git clone` "
+                   "at a commit) with `python -m dliobench`, instead of --dliobench")
+    p.add_argument("--dlio-venv", default="/work/dlio-venv",
+                   help="venv holding DLIO 2.0.0 (default: %(default)s)")
+    p.add_argument("--dlio-np", type=int, nargs="+", default=[1],
+                   help="DLIO process counts to measure (default: %(default)s)")
+    p.add_argument("--no-dlio", action="store_true", help="skip DLIO")
+    p.add_argument("--quiet-below", type=float, default=0.15,
+                   help="before each run, wait until other processes use less than this share "
+                        "of the CPUs (1 = do not wait; default: %(default)s)")
+    p.add_argument("--quiet-timeout", type=float, default=600,
+                   help="longest wait for quiet, in seconds (default: %(default)s)")
+    p.add_argument("--files", type=int,
+                   help="override the number of files of every shape (for a quick try)")
+    p.add_argument("--json", help="also write every run as JSON to this file")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure the chosen shapes and print the markdown report."""
+    args = parse_args(argv)
+    if not (Path(args.dlio_venv) / "bin" / "dlio_benchmark").exists():
+        args.no_dlio = True
+    Path(args.root).mkdir(parents=True, exist_ok=True)
+    names = list(SHAPES) if args.shape == "all" else [args.shape]
+    if args.files:
+        for name in names:
+            SHAPES[name] = replace(SHAPES[name], files=args.files)
+    results = {name: measure(args, SHAPES[name]) for name in names}
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {k: [asdict(s) for s in v] for k, v in results.items()}, indent=1))
+    print(report(args, results))
+
+
+if __name__ == "__main__":
+    main()
