@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/generation.py [--root /work/bench-gen] [--shape unet3d|small|all]
         [--reps 3] [--dlio-np 1 2] [--no-dlio] [--quiet-below 0.15] [--json FILE]
+        [--src DIR]    # DIR: a `git clone` of the commit to measure (default: installed)
 
 Per shape and repetition, in a rotating order, it runs (a) `dd if=/dev/zero of=F bs=4M
 count=512 oflag=direct` (rate from dd's own byte count and seconds), (b) `dliobench generate`
