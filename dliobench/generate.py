@@ -61,7 +61,6 @@ def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int
                compressibility: float) -> tuple[int, int]:
     """Write one file atomically and durably; return its size and CRC-32C."""
     final = root / f.relpath
-    final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
     samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
     datafill.fill(samples, base, seed, f.index, compressibility)
@@ -182,6 +181,8 @@ def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest
     """Write ``todo`` with a thread pool; keep the manifest current on a one-rank world."""
     if not todo:  # more ranks than missing files
         return {}
+    for folder in {(root / f.relpath).parent for f in todo}:  # once, not once per file
+        folder.mkdir(parents=True, exist_ok=True)
     seed = config.dataset.generation_seed
     base = datafill.base_buffer(seed)
     written: dict[str, tuple[int, int]] = {}

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import crc32c
 import numpy as np
 
 ALIGN = 4096
@@ -62,8 +63,6 @@ def _read_direct(path: Path, offset: int, length: int) -> tuple[memoryview, int]
 
 def file_crc32c(path: Path, chunk: int = 8 << 20) -> int:
     """CRC-32C of a whole file (hardware-accelerated, ~10 GB/s: cheap next to writing it)."""
-    import crc32c
-
     crc = 0
     with open(path, "rb", buffering=0) as handle:
         size = os.fstat(handle.fileno()).st_size
