@@ -11,23 +11,32 @@ import errno
 import logging
 import os
 import shutil
+import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+import crc32c
 import numpy as np
 
-from dliobench import datafill, lustre, progress, storage
+from dliobench import datafill, filewrite, lustre, progress, storage
 from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
 from dliobench.formats import Format, format_for
+from dliobench.formats.base import ContiguousFormat
 from dliobench.layout import DataFile, dataset_files, train_dir
 from dliobench.manifest import Manifest, identity
 from dliobench.world import Comm, World
 
 log = logging.getLogger(__name__)
 MANIFEST_EVERY_S = 2.0
+TAIL_ROOM = filewrite.BLOCK  # room after the samples for a format's tail (npz: ~170 bytes)
+_buffers = threading.local()  # one reused AlignedBuffer per writer thread
+# Smaller files are written buffered: a synchronous device write per file then costs more
+# than the page-cache copy (2 threads: 256 KiB files 0.48 GB/s buffered vs 0.42 O_DIRECT;
+# 1 MiB files 0.72 vs 1.04).
+DIRECT_MIN_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -57,17 +66,29 @@ def missing_files(config: Config, manifest: Manifest | None) -> list[DataFile]:
     return out
 
 
-def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int,
-               compressibility: float) -> tuple[int, int]:
-    """Write one file atomically and durably; return its size and CRC-32C."""
+@dataclass(frozen=True)
+class _Fill:
+    """What decides the bytes of every file: the base buffer, the seed, the compressibility."""
+
+    base: np.ndarray
+    seed: int
+    compressibility: float
+    direct: bool  # O_DIRECT writes where the format allows
+
+
+def _write_one(fmt: Format, root: Path, f: DataFile, fill: _Fill) -> tuple[int, int]:
+    """Write one file atomically (durable at the next sync); return its size and CRC-32C."""
     final = root / f.relpath
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
-    datafill.fill(samples, base, seed, f.index, compressibility)
     try:
-        fmt.write(tmp, samples)
-        del samples
-        crc = storage.file_crc32c(tmp)
+        if isinstance(fmt, ContiguousFormat):
+            size, crc = _write_assembled(fmt, tmp, f, fill)
+        else:
+            samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
+            datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
+            fmt.write(tmp, samples)
+            del samples
+            size, crc = tmp.stat().st_size, storage.file_crc32c(tmp)
         fmt.commit(tmp, final)
     except OSError as exc:
         for leftover in [tmp, *fmt.side_files(tmp)]:
@@ -78,7 +99,33 @@ def _write_one(fmt: Format, root: Path, f: DataFile, base: np.ndarray, seed: int
                 "dataset.data_folder (complete files are kept; `dliobench generate` resumes)"
             ) from None
         raise DatasetError(f"cannot write {final}: {exc.strerror}") from None
-    return final.stat().st_size, crc
+    return size, crc
+
+
+def _write_assembled(fmt: ContiguousFormat, tmp: Path, f: DataFile,
+                     fill: _Fill) -> tuple[int, int]:
+    """Fill the samples in place in this thread's aligned buffer, frame them, write once.
+
+    The CRC-32C comes from the bytes in memory: nothing is read back.
+    """
+    buffer = getattr(_buffers, "buffer", None)
+    if buffer is None:
+        buffer = _buffers.buffer = filewrite.AlignedBuffer()
+    head = fmt.head_size(f.num_samples, f.sample_bytes)
+    nbytes = f.num_samples * f.sample_bytes
+    view = buffer.view(head + nbytes + TAIL_ROOM)
+    samples = np.frombuffer(view, np.uint8, nbytes, head).reshape(f.num_samples, f.sample_bytes)
+    datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
+    head_bytes, tail = fmt.envelope(samples)
+    if len(head_bytes) != head or len(tail) > TAIL_ROOM:
+        raise AssertionError(f"{fmt.name}: envelope does not match head_size/TAIL_ROOM")
+    end = head + nbytes + len(tail)
+    view[:head] = head_bytes
+    view[head + nbytes:end] = tail
+    crc = crc32c.crc32c(view[:end])
+    filewrite.write_whole(tmp, view, end, fill.direct and end >= DIRECT_MIN_BYTES)
+    fmt.write_side_files(tmp, f.num_samples, f.sample_bytes)
+    return end, crc
 
 
 def _check_space(root: Path, todo: list[DataFile]) -> None:
@@ -100,10 +147,15 @@ def _remove_stale_temps(root: Path) -> None:
 
 
 def _workers(todo: list[DataFile]) -> int:
-    """Threads to write with: all cores, unless the per-file buffers would crowd memory."""
+    """Threads to write with: one more than the cores, unless their buffers crowd memory.
+
+    Each thread alternates filling its buffer (CPU) and waiting for its write (device); the
+    extra thread keeps the device busy while the others fill (2 cores, 146.6 MB npz files:
+    1.41-1.47 GB/s with 3 threads, 1.15-1.34 with 2, 1.31-1.40 with 4).
+    """
     largest = max(f.payload_bytes for f in todo)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(1, min(os.cpu_count() or 1, 8, len(todo), memory // 4 // max(largest, 1)))
+    return max(1, min((os.cpu_count() or 1) + 1, 8, len(todo), memory // 4 // max(largest, 1)))
 
 
 def verify(config: Config, manifest: Manifest, show_progress: bool) -> list[str]:
@@ -184,15 +236,15 @@ def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest
     for folder in {(root / f.relpath).parent for f in todo}:  # once, not once per file
         folder.mkdir(parents=True, exist_ok=True)
     seed = config.dataset.generation_seed
-    base = datafill.base_buffer(seed)
+    fill = _Fill(datafill.base_buffer(seed), seed, config.dataset.compressibility,
+                 config.dataset.write_odirect)
     written: dict[str, tuple[int, int]] = {}
     last_save = time.monotonic()
     total = sum(f.payload_bytes for f in todo)
     desc = f"generating {len(todo)} {fmt.name} files"
     with progress.bar(desc, total, show_progress and world.is_root, unit="bytes") as advance, \
             ThreadPoolExecutor(_workers(todo), thread_name_prefix="gen") as pool:
-        compress = config.dataset.compressibility
-        pending = {pool.submit(_write_one, fmt, root, f, base, seed, compress): f for f in todo}
+        pending = {pool.submit(_write_one, fmt, root, f, fill): f for f in todo}
         try:
             while pending:
                 done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)

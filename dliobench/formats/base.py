@@ -62,6 +62,7 @@ class Format(Protocol):
 class FileFormat:
     """Shared behaviour of formats: commit of a data file and its side files."""
 
+    name: str
     side_suffixes: tuple[str, ...] = ()
 
     def side_files(self, path: Path) -> list[Path]:
@@ -74,3 +75,32 @@ class FileFormat:
                                         strict=True):
             os.replace(side_tmp, side_final)
         os.replace(tmp, final)
+
+
+class ContiguousFormat(FileFormat):
+    """A format whose data file is head bytes, the samples' bytes back to back, tail bytes.
+
+    The generator assembles such a file in one reused buffer (filling the samples in place)
+    and writes it with one O_DIRECT call; ``write`` is the same file through ordinary I/O.
+    """
+
+    def head_size(self, num_samples: int, sample_bytes: int) -> int:
+        """Bytes before the first sample (they may depend on the shape, not on the data)."""
+        return 0
+
+    def envelope(self, samples: np.ndarray) -> tuple[bytes, bytes]:
+        """The head (``head_size`` bytes) and tail around the (num_samples, bytes) array."""
+        return b"", b""
+
+    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
+        """Write the data file's side files, if the format has any."""
+
+    def write(self, path: Path, samples: np.ndarray) -> None:
+        """Write head, samples and tail as one file, then its side files."""
+        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
+        head, tail = self.envelope(rows)
+        with open(path, "wb") as handle:
+            handle.write(head)
+            handle.write(rows.data)
+            handle.write(tail)
+        self.write_side_files(path, *rows.shape)

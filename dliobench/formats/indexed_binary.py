@@ -22,7 +22,7 @@ import numpy as np
 
 from dliobench import storage
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.formats.base import ByteRange, ContiguousFormat
 
 OFFSETS_SUFFIX = ".off.idx"
 SIZES_SUFFIX = ".sz.idx"
@@ -46,7 +46,7 @@ def read_index(side: Path, count: int) -> np.ndarray:
     return np.frombuffer(data, dtype=_U64)
 
 
-class IndexedBinaryFormat(FileFormat):
+class IndexedBinaryFormat(ContiguousFormat):
     """Raw samples in one file; offsets and sizes as uint64 arrays in two side files."""
 
     name = "indexed_binary"
@@ -57,12 +57,9 @@ class IndexedBinaryFormat(FileFormat):
     checksummed = False
     max_samples_per_file: int | None = None
 
-    def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write the samples' bytes and ``<path>.off.idx`` and ``<path>.sz.idx``."""
-        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
-        count, size = rows.shape
-        with open(path, "wb") as handle:
-            rows.tofile(handle)
+    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
+        """Write ``<path>.off.idx`` and ``<path>.sz.idx`` (the data file is the bare samples)."""
+        count, size = num_samples, sample_bytes
         offsets_path, sizes_path = self.side_files(path)
         (np.arange(count, dtype=_U64) * size).tofile(offsets_path)
         np.full(count, size, dtype=_U64).tofile(sizes_path)

@@ -15,10 +15,11 @@ import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import npyheader
-from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.formats.base import ByteRange, ContiguousFormat
+from dliobench.formats.npzwrite import array_header
 
 
-class NpyFormat(FileFormat):
+class NpyFormat(ContiguousFormat):
     """Samples as rows of one C-ordered uint8 array in a ``.npy`` file."""
 
     name = "npy"
@@ -28,11 +29,13 @@ class NpyFormat(FileFormat):
     checksummed = False
     max_samples_per_file: int | None = None
 
-    def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write with numpy itself (C order, no pickle), so ``np.load`` reads the file."""
-        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
-        with open(path, "wb") as handle:
-            np.save(handle, rows, allow_pickle=False)
+    def head_size(self, num_samples: int, sample_bytes: int) -> int:
+        """numpy's header."""
+        return len(array_header((num_samples, sample_bytes)))
+
+    def envelope(self, samples: np.ndarray) -> tuple[bytes, bytes]:
+        """The header ``np.save`` writes (C order, no pickle), so ``np.load`` reads the file."""
+        return array_header(samples.shape), b""
 
     def layout(self, path: Path, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:

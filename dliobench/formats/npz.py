@@ -1,4 +1,4 @@
-"""NumPy ``.npz``: written by ``numpy.savez`` (one stored array ``x`` of shape (samples, bytes)).
+"""NumPy ``.npz``: one stored array ``x`` of shape (samples, bytes), as ``numpy.savez`` writes.
 
 Reading skips ``np.load``'s zipfile machinery (about 70 us per small file): the zip local
 header and the ``.npy`` header are parsed from the bytes already in memory, the array is a
@@ -15,9 +15,8 @@ import numpy as np
 from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides large-sample speed
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats import npyheader
-from dliobench.formats.base import ByteRange, FileFormat
-from dliobench.formats.npzwrite import write_npz
+from dliobench.formats import npyheader, npzwrite
+from dliobench.formats.base import ByteRange, ContiguousFormat
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
 _ZIP64_ID = 0x0001
@@ -37,16 +36,20 @@ def _member(path: Path, buf: memoryview) -> tuple[int, int]:
     return _LOCAL.size + name_len + extra_len, crc
 
 
-class NpzFormat(FileFormat):
+class NpzFormat(ContiguousFormat):
     """Samples as rows of one uint8 array ``x`` in an uncompressed npz."""
 
     name = "npz"
     extension = "npz"
     head_bytes = 4096
 
-    def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write the layout np.savez writes (np.load reads it), deterministically."""
-        write_npz(path, samples)
+    def head_size(self, num_samples: int, sample_bytes: int) -> int:
+        """Zip local header and .npy header."""
+        return npzwrite.head_size((num_samples, sample_bytes))
+
+    def envelope(self, samples: np.ndarray) -> tuple[bytes, bytes]:
+        """The layout np.savez writes (np.load reads it), with a fixed timestamp."""
+        return npzwrite.envelope(samples)
 
     def _locate(self, path: Path, buf: memoryview) -> tuple[int, int, int, tuple[int, ...], int]:
         member, crc = _member(path, buf)

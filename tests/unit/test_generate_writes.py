@@ -1,0 +1,95 @@
+"""The generator's writes: O_DIRECT from a reused aligned buffer, buffered where refused.
+
+Whichever path writes a file, its bytes are those the format's own ``write`` produces, and
+the manifest's CRC-32C is that of the bytes on disk.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import crc32c
+import numpy as np
+import pytest
+
+from dliobench import datafill, filewrite
+from dliobench import generate as generate_module
+from dliobench.config import load
+from dliobench.config_schema import FORMATS
+from dliobench.formats import get_format
+from dliobench.generate import generate
+from dliobench.layout import dataset_files, train_dir
+from dliobench.manifest import Manifest
+from dliobench.world import LocalComm, World
+
+
+@pytest.mark.parametrize("size", [1, 4095, 4096, 4097, 3 * 4096 + 17])
+def test_direct_write_keeps_exact_size_and_bytes(tmp_path: Path, size: int) -> None:
+    buffer = filewrite.AlignedBuffer()
+    view = buffer.view(size)
+    payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+    view[:size] = payload.tobytes()
+    view[size:] = b"\xee" * (len(view) - size)  # padding that must not survive
+    assert filewrite.write_whole(tmp_path / "f", view, size)
+    assert (tmp_path / "f").read_bytes() == payload.tobytes()
+
+
+def test_buffer_is_reused_and_grows(tmp_path: Path) -> None:
+    buffer = filewrite.AlignedBuffer()
+    first = buffer.view(10_000)
+    assert len(first) == 12288
+    first[:3] = b"abc"
+    del first
+    assert bytes(buffer.view(5000)[:3]) == b"abc"  # same memory, not a fresh map
+    assert len(buffer.view(1 << 20)) == 1 << 20
+    buffer.close()
+
+
+def test_refused_o_direct_falls_back_to_buffered(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = os.open
+
+    def refusing_open(path: str, flags: int, mode: int = 0o777) -> int:
+        if flags & os.O_DIRECT:  # what a file system without O_DIRECT answers
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    view = filewrite.AlignedBuffer().view(5000)
+    view[:5000] = b"x" * 5000
+    assert not filewrite.write_whole(tmp_path / "f", view, 5000)
+    assert (tmp_path / "f").read_bytes() == b"x" * 5000
+
+
+@pytest.mark.parametrize("odirect", [True, False])
+@pytest.mark.parametrize("fmt_name", FORMATS)
+def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str, odirect: bool,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generate_module, "DIRECT_MIN_BYTES", 0)  # small files take O_DIRECT too
+    fmt = get_format(fmt_name)
+    per_file = getattr(fmt, "max_samples_per_file", None) or 3
+    cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", f"dataset.format={fmt_name}",
+                         "dataset.num_files_train=3", f"dataset.num_samples_per_file={per_file}",
+                         "dataset.record_length_bytes=12345", "dataset.generation_seed=9",
+                         f"dataset.write_odirect={str(odirect).lower()}"])
+    generate(cfg, World.single(), LocalComm(), show_progress=False)
+    manifest = Manifest.load(cfg.dataset.data_folder)
+    assert manifest is not None
+    root = train_dir(cfg.dataset)
+    base = datafill.base_buffer(9)
+    (tmp_path / "ref").mkdir()
+    for f in dataset_files(cfg.dataset, fmt.extension):
+        on_disk = (root / f.relpath).read_bytes()
+        assert manifest.files[f.relpath] == len(on_disk)
+        assert manifest.checksums[f.relpath] == crc32c.crc32c(on_disk)
+        samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
+        datafill.fill(samples, base, 9, f.index)
+        ref = tmp_path / "ref" / f"{f.index}.{fmt.extension}"
+        fmt.write(ref, samples)
+        assert on_disk == ref.read_bytes()
+        for side, ref_side in zip(fmt.side_files(root / f.relpath), fmt.side_files(ref),
+                                  strict=True):
+            assert side.read_bytes() == ref_side.read_bytes()
+    assert not list(root.rglob(".*tmp*"))
