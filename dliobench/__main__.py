@@ -2,4 +2,5 @@
 
 from dliobench.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when a worker process started by "spawn" imports this module
+    raise SystemExit(main())

@@ -59,6 +59,7 @@ def write_whole(path: Path, data: memoryview, size: int, direct: bool = True) ->
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_fully(fd, data[:size])
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # starts writeback now, async
     finally:
         os.close(fd)
     return False

@@ -20,34 +20,40 @@ from dliobench.world import World
 from tests.conftest import last_result, tiny_workload
 
 BIG = ["dataset.num_files_train=40", "dataset.record_length_bytes=8MiB",
-       "dataset.record_length_bytes_stdev=1MiB"]
+       "dataset.record_length_bytes_stdev=1MiB"]  # O_DIRECT writes from writer threads
+MANY = ["dataset.num_files_train=8000", "dataset.record_length_bytes=4KiB"]  # writer processes
 
 
-def generate_cmd(path: Path, folder: str) -> list[str]:
+def generate_cmd(path: Path, folder: str, shape: list[str]) -> list[str]:
     return [sys.executable, "-m", "dliobench", "generate", str(path), "--no-progress",
-            f"dataset.data_folder={folder}", *BIG]
+            f"dataset.data_folder={folder}", *shape]
 
 
+@pytest.mark.parametrize(("shape", "kill_after"), [(BIG, 3), (MANY, 300)], ids=["big", "many"])
 def test_killed_generation_resumes_to_identical_bytes(
-        workdir: Path, write_workload: Callable[..., Path]) -> None:
+        workdir: Path, write_workload: Callable[..., Path], shape: list[str],
+        kill_after: int) -> None:
     path = write_workload(tiny_workload())
+    total = int(shape[0].split("=")[1])
     train = workdir / "data/killed/train"
-    proc = subprocess.Popen(generate_cmd(path, "data/killed"))
+    proc = subprocess.Popen(generate_cmd(path, "data/killed", shape))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if train.exists() and len(list(train.glob("img_*"))) >= 3:
+        if train.exists() and sum(1 for _ in train.glob("img_*")) >= kill_after:
             break
-        time.sleep(0.01)
+        time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done_before = len(list(train.glob("img_*")))
-    assert done_before < 40, "generation finished before it could be killed; enlarge BIG"
-    subprocess.run(generate_cmd(path, "data/killed"), check=True)
-    subprocess.run(generate_cmd(path, "data/fresh"), check=True)
+    done_before = sum(1 for _ in train.glob("img_*"))
+    assert done_before < total, "generation finished before it could be killed; enlarge it"
+    time.sleep(0.5)
+    assert sum(1 for _ in train.glob("img_*")) == done_before, "writers outlived the kill"
+    subprocess.run(generate_cmd(path, "data/killed", shape), check=True)
+    subprocess.run(generate_cmd(path, "data/fresh", shape), check=True)
     assert not list(train.glob(".*tmp*"))
     fresh = workdir / "data/fresh/train"
     names = sorted(p.name for p in fresh.iterdir())
-    assert names == sorted(p.name for p in train.iterdir()) and len(names) == 40
+    assert names == sorted(p.name for p in train.iterdir()) and len(names) == total
     for name in names:
         assert (train / name).read_bytes() == (fresh / name).read_bytes(), name
     manifest = json.loads((workdir / "data/killed/dliobench-manifest.json").read_text())

@@ -14,7 +14,7 @@ import crc32c
 import numpy as np
 import pytest
 
-from dliobench import datafill, filewrite
+from dliobench import datafill, filegen, filewrite
 from dliobench import generate as generate_module
 from dliobench.config import load
 from dliobench.config_schema import FORMATS
@@ -67,7 +67,7 @@ def test_refused_o_direct_falls_back_to_buffered(tmp_path: Path,
 @pytest.mark.parametrize("fmt_name", FORMATS)
 def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str, odirect: bool,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(generate_module, "DIRECT_MIN_BYTES", 0)  # small files take O_DIRECT too
+    monkeypatch.setattr(filegen, "DIRECT_MIN_BYTES", 0)  # small files take O_DIRECT too
     fmt = get_format(fmt_name)
     per_file = getattr(fmt, "max_samples_per_file", None) or 3
     cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", f"dataset.format={fmt_name}",
@@ -93,3 +93,22 @@ def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str
                                   strict=True):
             assert side.read_bytes() == ref_side.read_bytes()
     assert not list(root.rglob(".*tmp*"))
+
+
+def test_writer_processes_write_the_same_bytes(tmp_path: Path) -> None:
+    files = generate_module.PROCESS_MIN_FILES + 10  # enough small files for writer processes
+    cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", "dataset.format=npz",
+                         f"dataset.num_files_train={files}", "dataset.record_length_bytes=1000",
+                         "dataset.record_length_bytes_stdev=300", "dataset.generation_seed=4"])
+    generate(cfg, World.single(), LocalComm(), show_progress=False)
+    manifest = Manifest.load(cfg.dataset.data_folder)
+    assert manifest is not None and len(manifest.files) == files
+    root, fmt, base = train_dir(cfg.dataset), get_format("npz"), datafill.base_buffer(4)
+    for f in dataset_files(cfg.dataset, fmt.extension):
+        on_disk = (root / f.relpath).read_bytes()
+        assert manifest.checksums[f.relpath] == crc32c.crc32c(on_disk)
+        if f.index % 100 == 0:
+            samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
+            datafill.fill(samples, base, 4, f.index)
+            fmt.write(tmp_path / "ref", samples)
+            assert on_disk == (tmp_path / "ref").read_bytes()

@@ -1,0 +1,94 @@
+"""Write one data file: fill its samples, frame them in its format, write it atomically.
+
+Formats whose files are the samples back to back between a head and a tail (npz, npy,
+indexed_binary) are assembled in one page-aligned buffer per thread, reused from file to
+file, with the samples filled in place, and written in one O_DIRECT call; the CRC-32C comes
+from the bytes in memory. Other formats write through their own ``write`` and are read back
+for the CRC.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c
+import numpy as np
+
+from dliobench import datafill, filewrite, storage
+from dliobench.errors import DatasetError
+from dliobench.formats import Format
+from dliobench.formats.base import ContiguousFormat
+from dliobench.layout import DataFile
+
+TAIL_ROOM = filewrite.BLOCK  # room after the samples for a format's tail (npz: ~170 bytes)
+_buffers = threading.local()  # one reused AlignedBuffer per writer thread
+# Smaller files are written buffered: a synchronous device write per file then costs more
+# than the page-cache copy (2 threads: 256 KiB files 0.48 GB/s buffered vs 0.42 O_DIRECT;
+# 1 MiB files 0.72 vs 1.04).
+DIRECT_MIN_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Fill:
+    """What decides the bytes of every file: the base buffer, the seed, the compressibility."""
+
+    base: np.ndarray
+    seed: int
+    compressibility: float
+    direct: bool  # O_DIRECT writes where the format allows
+
+
+def write_file(fmt: Format, root: Path, f: DataFile, fill: Fill) -> tuple[int, int]:
+    """Write one file atomically (durable at the next sync); return its size and CRC-32C."""
+    final = root / f.relpath
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    try:
+        if isinstance(fmt, ContiguousFormat):
+            size, crc = _write_assembled(fmt, tmp, f, fill)
+        else:
+            samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
+            datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
+            fmt.write(tmp, samples)
+            del samples
+            size, crc = tmp.stat().st_size, storage.file_crc32c(tmp)
+        fmt.commit(tmp, final)
+    except OSError as exc:
+        for leftover in [tmp, *fmt.side_files(tmp)]:
+            leftover.unlink(missing_ok=True)
+        if exc.errno == errno.ENOSPC:
+            raise DatasetError(
+                f"the file system holding {root} is full; free space or choose another "
+                "dataset.data_folder (complete files are kept; `dliobench generate` resumes)"
+            ) from None
+        raise DatasetError(f"cannot write {final}: {exc.strerror}") from None
+    return size, crc
+
+
+def _write_assembled(fmt: ContiguousFormat, tmp: Path, f: DataFile,
+                     fill: Fill) -> tuple[int, int]:
+    """Fill the samples in place in this thread's aligned buffer, frame them, write once.
+
+    The CRC-32C comes from the bytes in memory: nothing is read back.
+    """
+    buffer = getattr(_buffers, "buffer", None)
+    if buffer is None:
+        buffer = _buffers.buffer = filewrite.AlignedBuffer()
+    head = fmt.head_size(f.num_samples, f.sample_bytes)
+    nbytes = f.num_samples * f.sample_bytes
+    view = buffer.view(head + nbytes + TAIL_ROOM)
+    samples = np.frombuffer(view, np.uint8, nbytes, head).reshape(f.num_samples, f.sample_bytes)
+    datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
+    head_bytes, tail = fmt.envelope(samples)
+    if len(head_bytes) != head or len(tail) > TAIL_ROOM:
+        raise AssertionError(f"{fmt.name}: envelope does not match head_size/TAIL_ROOM")
+    end = head + nbytes + len(tail)
+    view[:head] = head_bytes
+    view[head + nbytes:end] = tail
+    crc = crc32c.crc32c(view[:end])
+    filewrite.write_whole(tmp, view, end, fill.direct and end >= DIRECT_MIN_BYTES)
+    fmt.write_side_files(tmp, f.num_samples, f.sample_bytes)
+    return end, crc
