@@ -2,13 +2,15 @@
 
 Usage:
     python benchmarks/generation.py [--root /work/bench-gen] [--shape unet3d|small|all]
-        [--reps 3] [--dlio-np 1 2] [--no-dlio] [--quiet-below 0.15] [--json FILE]
+        [--reps 3] [--np 1 2] [--dlio-np 1 2] [--no-dlio] [--quiet-below 0.15] [--json FILE]
         [--src DIR]    # DIR: a `git clone` of the commit to measure (default: installed)
 
 Per shape and repetition, in a rotating order, it runs (a) `dd if=/dev/zero of=F bs=4M
-count=512 oflag=direct` (rate from dd's own byte count and seconds), (b) `dliobench generate`
-into a fresh folder (bytes from the manifest, time = wall time of the command, Python start-up
-included, plus a trailing `sync`), (c) DLIO 2.0.0 generating the same shape when its venv
+count=512 oflag=direct` (rate from dd's own byte count and seconds), and the same dd copying
+2 GiB of random bytes from /dev/shm (a virtual disk may store zeros for less), (b) `dliobench
+generate` into a fresh folder, as one process and under `mpiexec -n N` for each --np (bytes
+from the manifest, time = wall time of the command, Python start-up included, plus a trailing
+`sync`), (c) DLIO 2.0.0 generating the same shape when its venv
 exists (time = "Starting data generation" to "Generation done" in its log: start-up excluded,
 and DLIO does not fsync, so its files may still be in the page cache; the `sync` after it is
 recorded apart). Each dataset is deleted after measuring; `sync`, a page-cache drop and a
@@ -40,6 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DD_ARGS = ["bs=4M", "count=512", "oflag=direct"]
+RANDOM_SOURCE = Path("/dev/shm/dliobench-gen-random.bin")  # dd's random bytes, from memory
 DLIO_STAMP = r"\[INFO\] (\S+) {}"
 LEGEND = (
     "GB/s = bytes of the files written / time (10^9 bytes/s). Time: dd's own figure; "
@@ -181,22 +184,34 @@ def measured(tool: Runner, work: Path, shape: Shape, rep: int, device: str) -> S
     return sample
 
 
-def run_dd(work: Path, shape: Shape, rep: int) -> Sample:
-    """(a) dd of 2 GiB of zeros with O_DIRECT; the rate from dd's own report."""
+def run_dd(work: Path, shape: Shape, rep: int, source: str = "/dev/zero") -> Sample:
+    """(a) dd of 2 GiB with O_DIRECT from ``source``; the rate from dd's own report."""
     target = work / "dd.bin"
     t0 = time.perf_counter()
-    proc = run(["dd", "if=/dev/zero", f"of={target}", *DD_ARGS])
+    proc = run(["dd", f"if={source}", f"of={target}", *DD_ARGS])
     wall = time.perf_counter() - t0
     found = re.search(r"^(\d+) bytes .* copied, ([\d.e+-]+) s", proc.stderr, re.M)
     if not found:
         raise RuntimeError(f"cannot parse dd's output: {proc.stderr!r}")
-    return Sample(shape.name, "dd", rep, int(found[1]), float(found[2]), 0.0, wall, load1())
+    tool = "dd" if source == "/dev/zero" else "dd random"
+    return Sample(shape.name, tool, rep, int(found[1]), float(found[2]), 0.0, wall, load1())
 
 
-def dliobench_cmd(args: argparse.Namespace, shape: Shape, folder: Path) -> list[str]:
+def make_random_source() -> None:
+    """2 GiB of random bytes in memory for `dd random` (removed by main at the end)."""
+    if not RANDOM_SOURCE.exists() or RANDOM_SOURCE.stat().st_size < 2 << 30:
+        with open(RANDOM_SOURCE, "wb") as out:
+            for _ in range(32):
+                out.write(os.urandom(64 << 20))
+
+
+def dliobench_cmd(args: argparse.Namespace, shape: Shape, folder: Path,
+                  nprocs: int = 1) -> list[str]:
     """The `dliobench generate` command line for ``shape`` into ``folder``."""
     src = Path(args.src) if args.src else REPO
     launcher = [sys.executable, "-m", "dliobench"] if args.src else [args.dliobench]
+    if nprocs > 1:
+        launcher = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(nprocs), *launcher]
     return [*launcher, "generate", str(src / "workloads" / "unet3d.yaml"),
             "dataset.format=npz", "dataset.num_samples_per_file=1",
             f"dataset.data_folder={folder}", f"dataset.num_files_train={shape.files}",
@@ -204,21 +219,29 @@ def dliobench_cmd(args: argparse.Namespace, shape: Shape, folder: Path) -> list[
             "dataset.record_length_bytes_stdev=0", "--no-progress"]
 
 
-def run_dliobench(args: argparse.Namespace, work: Path, shape: Shape, rep: int) -> Sample:
+def run_dliobench(args: argparse.Namespace, work: Path, shape: Shape, rep: int,
+                  nprocs: int = 1) -> Sample:
     """(b) dliobench generate; time = wall time of the command + a trailing sync."""
     folder = work / "data"
+    cmd = dliobench_cmd(args, shape, folder, nprocs)
     t0 = time.perf_counter()
     if args.src:  # run from inside the tree: `python -m` puts the current folder first
-        run(dliobench_cmd(args, shape, folder), cwd=Path(args.src), env={"PYTHONPATH": args.src})
+        run(cmd, cwd=Path(args.src), env={"PYTHONPATH": args.src})
     else:
-        run(dliobench_cmd(args, shape, folder))
+        run(cmd)
     wall = time.perf_counter() - t0
     sync_s = timed_sync()
     manifest = json.loads((folder / "dliobench-manifest.json").read_text())
     nbytes = sum(manifest["files"].values())
     if len(manifest["files"]) != shape.files or nbytes != tree_bytes(folder / "train"):
         raise RuntimeError(f"manifest and files disagree in {folder}")
-    return Sample(shape.name, "dliobench", rep, nbytes, wall + sync_s, sync_s, wall, load1())
+    return Sample(shape.name, dliobench_name(nprocs), rep, nbytes, wall + sync_s, sync_s, wall,
+                  load1())
+
+
+def dliobench_name(nprocs: int) -> str:
+    """The tool's name in the tables: "dliobench" for one process."""
+    return "dliobench" if nprocs == 1 else f"dliobench np={nprocs}"
 
 
 def dlio_cmd(args: argparse.Namespace, shape: Shape, folder: Path, out: Path,
@@ -263,7 +286,10 @@ def run_dlio(args: argparse.Namespace, work: Path, shape: Shape, rep: int,
 
 def runners(args: argparse.Namespace) -> dict[str, Runner]:
     """The tools to measure, by name."""
-    out: dict[str, Runner] = {"dd": run_dd, "dliobench": partial(run_dliobench, args)}
+    out: dict[str, Runner] = {"dd": run_dd,
+                              "dd random": partial(run_dd, source=str(RANDOM_SOURCE))}
+    for n in args.np:
+        out[dliobench_name(n)] = partial(run_dliobench, args, nprocs=n)
     if not args.no_dlio:
         for n in args.dlio_np:
             out[f"DLIO np={n}"] = partial(run_dlio, args, nprocs=n)
@@ -338,14 +364,34 @@ def table(samples: list[Sample]) -> list[str]:
     return lines
 
 
+def goals(samples: list[Sample], nps: list[int]) -> list[str]:
+    """The issue's goals (3x DLIO at the same process count, 70% of dd), met or missed."""
+    med: dict[str, float] = {}
+    for tool in {s.tool for s in samples}:
+        med[tool] = statistics.median(s.gbps for s in samples if s.tool == tool)
+    out = []
+    for n in nps:
+        ours = med.get(dliobench_name(n))
+        if ours is None:
+            continue
+        for ref, goal in ((f"DLIO np={n}", 3.0), ("dd", 0.7), ("dd random", 0.7)):
+            if ref in med:
+                ratio = ours / med[ref]
+                verdict = "met" if ratio >= goal else f"missed by {goal - ratio:.2f}"
+                out.append(f"- {dliobench_name(n)} / {ref}: **{ratio:.2f}** "
+                           f"(goal {goal:g}: {verdict})")
+    return out
+
+
 def commands(args: argparse.Namespace, shape: Shape) -> list[str]:
     """The exact commands, with the per-run folders as placeholders."""
+    folder = Path(args.root, "RUN", "data")
     cmds = [f"dd if=/dev/zero of={args.root}/RUN/dd.bin {' '.join(DD_ARGS)}",
-            (f"cd {args.src} && PYTHONPATH={args.src} " if args.src else "")
-            + " ".join(dliobench_cmd(args, shape, Path(args.root, "RUN", "data")))]
+            f"dd if={RANDOM_SOURCE} of={args.root}/RUN/dd.bin {' '.join(DD_ARGS)}"]
+    cmds += [(f"cd {args.src} && PYTHONPATH={args.src} " if args.src else "")
+             + " ".join(dliobench_cmd(args, shape, folder, n)) for n in args.np]
     cmds += [f"(cd {args.root}/RUN && "
-             + " ".join(dlio_cmd(args, shape, Path(args.root, "RUN", "data"),
-                                 Path(args.root, "RUN", "out"), n)) + ")"
+             + " ".join(dlio_cmd(args, shape, folder, Path(args.root, "RUN", "out"), n)) + ")"
              for n in args.dlio_np if not args.no_dlio]
     return ["```sh", *cmds, "```"]
 
@@ -361,7 +407,7 @@ def report(args: argparse.Namespace, results: dict[str, list[Sample]]) -> str:
                 f"{max(s.load1 for s in samples):.2f}; CPU taken by other processes during "
                 f"the runs: median {statistics.median(s.others_cpu for s in samples):.0%}, "
                 f"max {max(s.others_cpu for s in samples):.0%} of the machine.", "",
-                *table(samples), "", *commands(args, shape), ""]
+                *table(samples), "", *goals(samples, args.np), "", *commands(args, shape), ""]
     return "\n".join(out)
 
 
@@ -388,6 +434,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "at a commit) with `python -m dliobench`, instead of --dliobench")
     p.add_argument("--dlio-venv", default="/work/dlio-venv",
                    help="venv holding DLIO 2.0.0 (default: %(default)s)")
+    p.add_argument("--np", type=int, nargs="+", default=[1],
+                   help="dliobench process counts (N > 1: mpiexec -n N, the mpiexec next to "
+                        "this Python; default: %(default)s)")
     p.add_argument("--dlio-np", type=int, nargs="+", default=[1],
                    help="DLIO process counts to measure (default: %(default)s)")
     p.add_argument("--no-dlio", action="store_true", help="skip DLIO")
@@ -412,7 +461,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.files:
         for name in names:
             SHAPES[name] = replace(SHAPES[name], files=args.files)
-    results = {name: measure(args, SHAPES[name]) for name in names}
+    make_random_source()
+    try:
+        results = {name: measure(args, SHAPES[name]) for name in names}
+    finally:
+        RANDOM_SOURCE.unlink(missing_ok=True)
     if args.json:
         Path(args.json).write_text(json.dumps(
             {k: [asdict(s) for s in v] for k, v in results.items()}, indent=1))

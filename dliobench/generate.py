@@ -229,7 +229,8 @@ def _writers(fmt: Format, root: Path, todo: list[DataFile], config: Config,
     if world.size == 1 and small and len(todo) >= PROCESS_MIN_FILES and cores > 1:
         # fork, as PyTorch's DataLoader does: "spawn" would re-run the caller's main module
         pool = ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_start_process, initargs=(dataset, root))
+                                   initializer=_start_process,
+                                   initargs=(dataset, root, os.getpid()))
         return pool, _write_batch_in_process, cores
     fill = filegen.Fill(datafill.base_buffer(dataset.generation_seed),
                         dataset.generation_seed, dataset.compressibility, dataset.write_odirect)
@@ -252,11 +253,13 @@ def _write_batch(fmt: Format, root: Path, fill: filegen.Fill,
 _process_job: tuple[Format, Path, filegen.Fill] | None = None
 
 
-def _start_process(dataset: DatasetConfig, root: Path) -> None:
+def _start_process(dataset: DatasetConfig, root: Path, parent: int) -> None:
     """Set up a writer process: it dies with its parent, leaves Ctrl-C to it (the parent
     cancels what is queued and waits for the batches under way), builds its own base buffer."""
     global _process_job
     _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fill = filegen.Fill(datafill.base_buffer(dataset.generation_seed),
                         dataset.generation_seed, dataset.compressibility, dataset.write_odirect)
