@@ -1,7 +1,7 @@
 """dliobench against DLIO 2.0.0 on the same dataset shape, same machine, same run.
 
 Usage: python benchmarks/peers.py [--shape small|large|all] [--reps 3] [--ranks 1 2]
-           [--dlio-venv /work/dlio-venv] [--root /work/bench-peers]
+           [--resize BYTES] [--dlio-venv /work/dlio-venv] [--root /work/bench-peers]
 
 Each tool reads the files it generated (same format, sizes and layout: npz, one sample per
 file), page-cached (every file is read once before the runs), with computation_time = 0, the
@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,6 +43,7 @@ class Shape:
     batch: int = 7
     threads: int = 4
     epochs: int = 3
+    resize: int = 0  # record_length_resize on both sides (DLIO's unet3d_a100 default: 2 MiB)
 
 
 SHAPES = {"small": Shape("small", 8192, 65536),
@@ -72,7 +73,8 @@ def dlio(args: argparse.Namespace, shape: Shape, ranks: int, folder: Path, out: 
             f"{w}.dataset.data_folder={folder}", f"{w}.dataset.num_files_train={shape.files}",
             f"{w}.dataset.num_samples_per_file=1", f"{w}.dataset.format=npz",
             f"{w}.dataset.record_length={shape.record_bytes}", f"{w}.dataset.record_length_stdev=0",
-            f"{w}.dataset.record_length_resize=0", f"{w}.reader.batch_size={shape.batch}",
+            f"{w}.dataset.record_length_resize={shape.resize}",
+            f"{w}.reader.batch_size={shape.batch}",
             f"{w}.reader.read_threads={shape.threads}", f"{w}.train.computation_time=0",
             f"{w}.train.epochs={shape.epochs}", f"{w}.workflow.checkpoint=False",
             f"{w}.output.folder={out}", *extra]
@@ -85,7 +87,8 @@ def ours(shape: Shape, ranks: int, folder: Path, out: Path, *extra: str) -> list
     return [*launcher, sys.executable, "-m", "dliobench", "run", "workloads/unet3d.yaml",
             f"dataset.data_folder={folder}", f"dataset.num_files_train={shape.files}",
             f"dataset.record_length_bytes={shape.record_bytes}",
-            "dataset.record_length_bytes_stdev=0", "dataset.record_length_bytes_resize=0",
+            "dataset.record_length_bytes_stdev=0",
+            f"dataset.record_length_bytes_resize={shape.resize}",
             f"reader.batch_size={shape.batch}", f"reader.read_threads={shape.threads}",
             "train.computation_time=0", f"train.epochs={shape.epochs}",
             "train.allreduce_bytes=0", "--output", str(out), "--no-progress", *extra]
@@ -200,10 +203,15 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--dlio-venv", default="/work/dlio-venv")
     parser.add_argument("--root", type=Path, default=Path("/work/bench-peers"))
+    parser.add_argument("--resize", type=int, default=0,
+                        help="record_length_resize for both tools, bytes (default 0: as read; "
+                             "DLIO's unet3d_a100 workload sets 2097152)")
     args = parser.parse_args()
     shapes = list(SHAPES.values()) if args.shape == "all" else [SHAPES[args.shape]]
+    shapes = [replace(s, resize=args.resize) for s in shapes]
     print(f"# dliobench vs DLIO 2.0.0, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.reps} reps\n")
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {args.reps} reps, "
+          f"resize {args.resize}\n")
     print("| dataset | ranks | reader | samples/s | MB/s | vs DLIO | peak RSS GB |")
     print("|---|---|---|---|---|---|---|")
     try:

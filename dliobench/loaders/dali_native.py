@@ -32,7 +32,7 @@ import numpy as np
 
 from dliobench.formats import tfrecord
 from dliobench.loaders.base import Batch, SampleReader
-from dliobench.loaders.dali import Feed, fn, host_samples, pipeline_def, release
+from dliobench.loaders.dali_base import Feed, fn, host_samples, pipeline_def, release
 from dliobench.sharding import ShardSpec
 
 SHUFFLE_BUFFER = 1024  # DALI's default initial_fill

@@ -37,6 +37,8 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
     checks = [c for t in traces for c in t.checks]
     run["exactly_once"] = bool(checks) and all(c.exactly_once for c in checks)
     run["undelivered_samples"] = sum(c.undelivered for c in checks)
+    counted = [em["steps"] for table in tables for em, _ in table.values() if em["steps"]]
+    run["min_counted_steps"] = min(counted) if counted else 0
     per_epoch = []
     for e in epochs:
         parts = [[table[e][0]] for table in tables if e in table]
@@ -70,12 +72,25 @@ def per_node(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool) -> dict[str, Any]:
-    """Could these reads have come from RAM rather than storage?"""
+READAHEAD_SHARE_WARN = 0.2
+
+
+def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
+            min_counted_steps: int = 0) -> dict[str, Any]:
+    """Could these reads have come from RAM rather than storage, or before the window?
+
+    ``readahead_share``: the largest share of an epoch's counted batches that the loader may
+    have read before the counted window opened (its prefetch queue plus the batch in flight),
+    which rates then count as if read in no time.
+    """
     odirect = config.reader.odirect
     # MLPerf Storage's rule: a dataset of at least 5x host memory keeps the cache marginal.
     small = dataset_bytes < 5 * host_memory
+    readahead = max(1, config.reader.prefetch_size) + 1
+    share = min(1.0, readahead / min_counted_steps) if min_counted_steps else None
     return {
+        "readahead_share": share,
+        "window_too_short": share is not None and share > READAHEAD_SHARE_WARN,
         "dataset_bytes": dataset_bytes,
         "host_memory_bytes": host_memory,
         "dataset_to_memory_ratio": dataset_bytes / host_memory if host_memory else None,
@@ -106,7 +121,8 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "machine": {"hosts": sorted({t.host for t in traces}), **machine},
         "storage": sysinfo.storage(config.dataset.data_folder),
         "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
-                           evicted=config.storage.drop_cache),
+                           evicted=config.storage.drop_cache,
+                           min_counted_steps=run["min_counted_steps"]),
         "metrics": run,
         "epochs": per_epoch,
         "ranks": per_rank,

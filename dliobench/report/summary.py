@@ -61,6 +61,14 @@ def print_summary(result: dict[str, Any], run_dir: str, console: Console | None 
     for deviation in result.get("deviations", []):
         console.print(f"[yellow]deviation:[/] {deviation}")
     honesty = result["honesty"]
+    if honesty.get("window_too_short"):
+        console.print(
+            f"[yellow]note:[/] an epoch counted only {m.get('min_counted_steps')} step(s) "
+            f"while the loader reads up to {result['config']['reader']['prefetch_size']} "
+            f"batch(es) ahead: up to {honesty['readahead_share']:.0%} of the counted batches "
+            "may have been read before the window opened, inflating samples/s and bytes/s. "
+            "Add files (dataset.num_files_train) or lower metric.exclude_start_steps."
+        )
     if honesty["page_cache_possible"]:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is under "

@@ -37,6 +37,9 @@ def test_run_writes_result_and_timeline(workdir: Path, write_workload: Callable[
     assert m["bytes"] == pytest.approx(12 * sizes[0], rel=0.01)  # every byte of 12 files
     assert result["storage"]["fs_type"] and result["storage"]["mount"]
     assert result["honesty"]["page_cache_possible"] is True
+    # 3 counted steps per epoch, prefetch 2: every counted batch may have been read earlier
+    assert result["honesty"]["readahead_share"] == 1.0
+    assert result["honesty"]["window_too_short"] is True
     assert len(result["epochs"]) == 2 and len(result["ranks"]) == 1
     with open(workdir / "reports" / result["run_id"] / "timeline.csv") as handle:
         rows = list(csv.DictReader(handle))
@@ -59,6 +62,17 @@ def test_au_zero_when_compute_is_zero(workdir: Path, write_workload: Callable[..
     m = last_result(workdir / "reports")["metrics"]
     assert m["au"] < 0.05
     assert 0 < m["samples_per_s"] < float("inf")
+
+
+def test_long_enough_window_is_not_flagged(workdir: Path, write_workload: Callable[..., Path],
+                                           run_cli: Callable[..., int]) -> None:
+    path = write_workload(tiny_workload(dataset={"num_files_train": 40},
+                                        train={"epochs": 1}))
+    assert run_cli("run", str(path), "--no-progress") == 0
+    result = last_result(workdir / "reports")
+    assert result["metrics"]["min_counted_steps"] == 19  # 20 steps, the first left out
+    assert result["honesty"]["readahead_share"] == pytest.approx(3 / 19)
+    assert result["honesty"]["window_too_short"] is False
 
 
 def test_dlio_style_workload_runs_with_size_overrides(

@@ -1,0 +1,92 @@
+"""What the DALI loader's feeds share: DALI's API, worker errors, host copies, shutdown."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from dliobench.errors import DlioBenchError, MissingExtraError
+from dliobench.loaders.base import Batch
+
+try:
+    import nvidia.dali.fn as dali_fn
+    from nvidia.dali import pipeline_def as dali_pipeline_def
+    from nvidia.dali.types import BatchInfo, SampleInfo  # noqa: F401 - for dali_source
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("NVIDIA DALI", "dali") from exc
+
+# Used untyped: DALI's stubs reject documented calls (device_id=None for a CPU-only
+# pipeline, reader outputs by feature name).
+fn: Any = dali_fn
+pipeline_def: Any = dali_pipeline_def
+
+_ERROR_MARK = "dliobench error, exit code "
+
+
+def worker_error(exc: DlioBenchError) -> RuntimeError:
+    """What a worker raises for ``exc``: DALI hands only ``RuntimeError(str(exc))`` over."""
+    return RuntimeError(f"{_ERROR_MARK}{exc.exit_code}: {exc}")
+
+
+def unwrap_worker_error(exc: BaseException) -> DlioBenchError | None:
+    """The dliobench error a worker raised, from DALI's exception, to show in one line."""
+    text = str(exc.__cause__ or "")
+    if not text.startswith(_ERROR_MARK):
+        return None
+    code, _, message = text[len(_ERROR_MARK):].partition(": ")
+    error = DlioBenchError(message)
+    error.exit_code = int(code)
+    return error
+
+
+def host_samples(data: Any) -> list[np.ndarray]:
+    """The samples of a DALI CPU TensorList, copied out of DALI's reusable buffers."""
+    if data.is_dense_tensor():
+        return list(data.as_array())  # one copy of the whole batch
+    return [np.array(sample) for sample in data]
+
+
+def start_method(context: str, deviations: list[str]) -> str:
+    """DALI's worker start method for ``reader.multiprocessing_context`` (fork or spawn)."""
+    if context in ("fork", "spawn"):
+        return context
+    deviations.append(f"DALI's Python workers have no '{context}' start method; they use spawn")
+    return "spawn"
+
+
+def release(pipe: Any) -> None:
+    """Stop a pipeline now: its executor, then its Python worker processes.
+
+    DALI has no public close; this is what its ``__del__`` and its pool's finalizer do when
+    the pipeline is collected, in the same order (the reverse can fail in DALI's shutdown).
+    """
+    shutdown = getattr(pipe, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    pool = getattr(pipe, "_py_pool", None)
+    if pool is not None:
+        pool.close()
+
+
+class Feed(Protocol):
+    """Runs one DALI pipeline epoch by epoch: the external source's or a DALI reader's."""
+
+    @property
+    def deviations(self) -> list[str]:
+        """How the delivered samples depart from the plan, in words."""
+
+    def start(self, ids: np.ndarray) -> None:
+        """Begin an epoch whose plan is ``ids``."""
+
+    def left(self) -> int:
+        """Pipeline runs left in DALI's epoch."""
+
+    def skip(self) -> None:
+        """Run the pipeline once and discard the batch."""
+
+    def next_batch(self) -> Batch | None:
+        """The epoch's next batch, or None when there is none to hand on."""
+
+    def close(self) -> None:
+        """Release the pipeline, its worker processes and files."""
