@@ -6,13 +6,14 @@ Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them
 from __future__ import annotations
 
 import io
-import mmap
 import os
 from pathlib import Path
 from typing import Any
 
 import crc32c
 import numpy as np
+
+from dliobench import bufferpool
 
 ALIGN = 4096
 
@@ -51,7 +52,7 @@ def _read_direct(path: Path, offset: int, length: int) -> tuple[memoryview, int]
     start = offset - offset % ALIGN
     end = offset + length
     span = -(-(end - start) // ALIGN) * ALIGN
-    buf = mmap.mmap(-1, max(span, ALIGN))  # anonymous maps are page aligned
+    buf = bufferpool.POOL.take(max(span, ALIGN))  # page aligned, reused when free
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
     try:
         got = _read_fully(fd, memoryview(buf)[:span], start)
