@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
+import dlio_peer
+
 REPO = Path(__file__).resolve().parent.parent
 DD_ARGS = ["bs=4M", "count=512", "oflag=direct"]
 RANDOM_SOURCE = Path("/dev/shm/dliobench-gen-random.bin")  # dd's random bytes, from memory
@@ -247,17 +249,10 @@ def dliobench_name(nprocs: int) -> str:
 def dlio_cmd(args: argparse.Namespace, shape: Shape, folder: Path, out: Path,
              nprocs: int) -> list[str]:
     """DLIO 2.0.0's own launcher and generation-only workflow for ``shape``."""
-    bindir = Path(args.dlio_venv) / "bin"
-    workload = "++workload"
-    return [str(bindir / "mpirun"), "--allow-run-as-root", "--oversubscribe", "--bind-to",
-            "none", "-np", str(nprocs), str(bindir / "dlio_benchmark"), "workload=unet3d_a100",
-            f"{workload}.workflow.generate_data=True", f"{workload}.workflow.train=False",
-            f"{workload}.workflow.checkpoint=False", f"{workload}.dataset.format=npz",
-            f"{workload}.dataset.num_samples_per_file=1",
-            f"{workload}.dataset.data_folder={folder}",
-            f"{workload}.dataset.num_files_train={shape.files}",
-            f"{workload}.dataset.record_length={shape.record_bytes}",
-            f"{workload}.dataset.record_length_stdev=0", f"{workload}.output.folder={out}"]
+    return dlio_peer.command(args.dlio_venv, nprocs, {
+        "workflow.generate_data": True, "workflow.train": False, "workflow.checkpoint": False,
+        **dlio_peer.npz_dataset(folder, shape.files, shape.record_bytes),
+        "output.folder": out})
 
 
 def dlio_phase_seconds(log: str) -> float:

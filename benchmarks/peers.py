@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import dlio_peer
+
 REPO = Path(__file__).resolve().parent.parent
 # Reads peak RSS of the largest descendant (mpirun's ranks included) after the command ends.
 RSS_WRAPPER = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
@@ -66,18 +68,12 @@ def run(cmd: list[str]) -> tuple[float, int, str]:
 def dlio(args: argparse.Namespace, shape: Shape, ranks: int, folder: Path, out: Path,
          *extra: str) -> list[str]:
     """A DLIO 2.0.0 command line for this shape (unet3d_a100 workload, pytorch reader)."""
-    bindir = Path(args.dlio_venv) / "bin"
-    w = "++workload"
-    return [str(bindir / "mpirun"), "--allow-run-as-root", "--oversubscribe", "--bind-to",
-            "none", "-np", str(ranks), str(bindir / "dlio_benchmark"), "workload=unet3d_a100",
-            f"{w}.dataset.data_folder={folder}", f"{w}.dataset.num_files_train={shape.files}",
-            f"{w}.dataset.num_samples_per_file=1", f"{w}.dataset.format=npz",
-            f"{w}.dataset.record_length={shape.record_bytes}", f"{w}.dataset.record_length_stdev=0",
-            f"{w}.dataset.record_length_resize={shape.resize}",
-            f"{w}.reader.batch_size={shape.batch}",
-            f"{w}.reader.read_threads={shape.threads}", f"{w}.train.computation_time=0",
-            f"{w}.train.epochs={shape.epochs}", f"{w}.workflow.checkpoint=False",
-            f"{w}.output.folder={out}", *extra]
+    return dlio_peer.command(args.dlio_venv, ranks, {
+        **dlio_peer.npz_dataset(folder, shape.files, shape.record_bytes),
+        "dataset.record_length_resize": shape.resize, "reader.batch_size": shape.batch,
+        "reader.read_threads": shape.threads, "train.computation_time": 0,
+        "train.epochs": shape.epochs, "workflow.checkpoint": False, "output.folder": out},
+        *extra)
 
 
 def ours(shape: Shape, ranks: int, folder: Path, out: Path, *extra: str) -> list[str]:

@@ -170,7 +170,9 @@ def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
         spec = SweepSpec(name=workload.stem, workload=workload, overrides=[], axes={})
     from dataclasses import replace
 
-    return replace(spec, overrides=[*spec.overrides, *overrides],
+    from dliobench.sweep import with_overrides
+
+    return replace(with_overrides(spec, overrides),
                    output=Path(args.output) if args.output else spec.output)
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dliobench.permutation import Permutation
+
 
 @dataclass(frozen=True)
 class ShardSpec:
@@ -52,8 +54,9 @@ def _expand(files: np.ndarray, samples_per_file: int) -> np.ndarray:
 def rank_samples(spec: ShardSpec, epoch: int) -> np.ndarray:
     """This rank's sample ids for an epoch, in delivery order.
 
-    Sample sharding splits the (shuffled) global sample list into contiguous near-equal parts;
-    file sharding gives each rank whole files and shuffles samples within its share. Ranks
+    Sample sharding splits the (shuffled) global sample list into contiguous near-equal parts,
+    each rank computing only its own part of it (``permutation``); file sharding gives each
+    rank whole files and shuffles samples within its share. Ranks
     get at most one sample (or file) more than each other: nothing is dropped here.
     """
     seed = epoch_seed(spec, epoch)
@@ -64,10 +67,21 @@ def rank_samples(spec: ShardSpec, epoch: int) -> np.ndarray:
         if spec.sample_shuffle:
             ids = ids[_permutation(ids.size, seed, 1000 + spec.rank)]
         return ids
-    ids = _expand(files, spec.samples_per_file)
-    if spec.sample_shuffle:
-        ids = ids[_permutation(ids.size, seed, 2)]
-    return np.array_split(ids, spec.size)[spec.rank]
+    total = spec.num_files * spec.samples_per_file
+    start, stop = _share(total, spec.size, spec.rank)
+    if spec.sample_shuffle:  # this rank's slice of the global order, never the whole of it
+        positions = Permutation(total, [seed, 2]).slice(start, stop)
+    else:
+        positions = np.arange(start, stop, dtype=np.int64)
+    return files[positions // spec.samples_per_file] * spec.samples_per_file \
+        + positions % spec.samples_per_file
+
+
+def _share(total: int, parts: int, index: int) -> tuple[int, int]:
+    """Bounds of part ``index`` when ``total`` items are split like ``np.array_split``."""
+    base, extra = divmod(total, parts)
+    start = index * base + min(index, extra)
+    return start, start + base + (index < extra)
 
 
 def rank_sample_count(spec: ShardSpec) -> int:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,26 @@ def _resolve(sweep_file: Path, workload: Any) -> Path:
     if not path.is_absolute() and not path.exists():
         path = sweep_file.parent.parent / path
     return path
+
+
+def with_overrides(spec: SweepSpec, overrides: list[str]) -> SweepSpec:
+    """``spec`` with command-line overrides added for every point.
+
+    An override of a key that an axis sets would lose to the axis on every point without a
+    word, so it is an error.
+    """
+    from dliobench.config import parse_overrides
+
+    axis_items = [f"{name.strip()}=0" for axis in spec.axes if axis not in ("ranks", "workload")
+                  for name in axis.split(",")]
+    axis_keys = set(parse_overrides(axis_items).values)
+    clash = sorted(set(parse_overrides(overrides).values) & axis_keys)
+    if clash:
+        raise ConfigError(
+            f"{', '.join(clash)} is set by an axis of the sweep, which would override the "
+            "command line on every point; remove it from the command line or from the axes "
+            "(to move every point's data to another file system, set storage.storage_root)")
+    return replace(spec, overrides=[*spec.overrides, *overrides])
 
 
 def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:

@@ -10,6 +10,7 @@ in place between them. ``np.load`` reads the result like any npz.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 
@@ -24,6 +25,7 @@ _LOCAL = struct.Struct("<IHHHHHIIIHH")
 _ZIP64 = struct.Struct("<HHQQ")
 
 
+@functools.lru_cache(maxsize=256)  # ~13 us each: a fifth of a small file's Python work
 def array_header(shape: tuple[int, ...]) -> bytes:
     """numpy's own .npy header (what ``np.save`` writes) for a C-ordered uint8 array."""
     out = io.BytesIO()

@@ -97,12 +97,16 @@ class SampleReader:
         return ranges, nbytes
 
     def _resize(self, sample: np.ndarray) -> np.ndarray:
-        """Hand compute a buffer of the preprocessed size, as DLIO's resize does."""
+        """Hand compute a buffer of the preprocessed size, as DLIO's resize does.
+
+        It starts with the sample's bytes; the rest is left as allocated (emulated compute
+        never looks at it, and zeroing 2 MiB per sample cost the PyTorch loader 14 % of its
+        samples/s at DLIO's unet3d resize).
+        """
         if not self.resize_bytes:
             return sample
         out = np.empty(self.resize_bytes, dtype=np.uint8)
         flat = sample.reshape(-1).view(np.uint8)
         n = min(self.resize_bytes, flat.size)
         out[:n] = flat[:n]
-        out[n:] = 0
         return out

@@ -64,7 +64,7 @@ def native_feed(reader: SampleReader, spec: ShardSpec | None, batch_size: int,
 
 
 def resize(sample: np.ndarray, size: int) -> np.ndarray:
-    """``sample`` as ``size`` bytes (cut or zero-padded), as ``SampleReader`` resizes; 0: as is."""
+    """``sample`` as ``size`` bytes (cut, or padded), as ``SampleReader`` resizes; 0: as is."""
     if not size:
         return sample
     out = np.zeros(size, dtype=np.uint8)

@@ -150,7 +150,18 @@ def factors_of(settings: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[
 
     A key whose value follows from another group's (reader.file_access=shared only where
     num_files_train=1, in a layout sweep) joins that group: it is not a setting of its own.
+    Paths (a data folder per run) never absorb other keys: a folder that follows from the
+    other factors (one per layout and tier) is left out; one that does not is a factor.
     """
+    plain = _merge(settings, [k for k in keys if k not in PATH_KEYS])
+    joint = _partition([tuple(repr(s.get(f[0])) for f in plain) for s in settings])
+    paths = [f for f in _merge(settings, [k for k in keys if k in PATH_KEYS])
+             if not (plain and _refines(joint, _partition([s.get(f[0]) for s in settings])))]
+    return plain + paths
+
+
+def _merge(settings: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[tuple[str, ...]]:
+    """Group ``keys`` by partition; a partition implied by a finer one joins it."""
     groups: dict[tuple[int, ...], list[str]] = {}
     for key in keys:
         groups.setdefault(_partition([s.get(key) for s in settings]), []).append(key)

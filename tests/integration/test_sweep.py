@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dliobench.sweep import load_sweep, points
+from dliobench.errors import ConfigError
+from dliobench.sweep import load_sweep, points, with_overrides
 from tests.conftest import tiny_workload
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -29,6 +30,18 @@ def test_linked_axes_vary_together(tmp_path: Path) -> None:
     got = points(load_sweep(path))
     assert got == [(1, {"a": 1, "b": "x", "c": True}), (1, {"a": 2, "b": "y", "c": True}),
                    (2, {"a": 1, "b": "x", "c": True}), (2, {"a": 2, "b": "y", "c": True})]
+
+
+def test_override_of_an_axis_key_is_refused(run_cli: Callable[..., int],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    spec = load_sweep(CONFIGS / "layout_comparison.yaml")
+    with pytest.raises(ConfigError, match=r"dataset\.data_folder is set by an axis"):
+        with_overrides(spec, ["++workload.dataset.data_folder=/elsewhere"])
+    assert with_overrides(spec, ["storage.storage_root=/elsewhere"]).overrides[-1] == \
+        "storage.storage_root=/elsewhere"
+    assert run_cli("sweep", str(CONFIGS / "layout_comparison.yaml"),
+                   "dataset.data_folder=/elsewhere") == 2
+    assert "set by an axis" in capsys.readouterr().err
 
 
 def test_sweep_runs_points_and_survives_a_failure(

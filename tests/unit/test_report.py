@@ -207,3 +207,25 @@ def test_a_key_implied_by_another_joins_its_setting() -> None:
             {"files": 256, "spf": 1, "access": "multi", "threads": 4}]
     factors = factors_of(runs, ["access", "files", "spf", "threads"])
     assert sorted(map(sorted, factors)) == [["access", "files", "spf"], ["threads"]]
+
+
+def test_a_data_folder_per_run_does_not_hide_the_tier() -> None:
+    runs = [{"dataset.num_files_train": files, "storage.storage_root": tier,
+             "dataset.data_folder": f"{tier}/layout-{files}"}
+            for tier in ("/local", "/slow") for files in (1, 16, 256)]
+    keys = differing_keys(runs)
+    assert factors_of(runs, keys) == [("dataset.num_files_train",), ("storage.storage_root",)]
+    only_folders = [{"dataset.data_folder": "/a", "x": 1}, {"dataset.data_folder": "/b", "x": 1}]
+    assert factors_of(only_folders, ["dataset.data_folder"]) == [("dataset.data_folder",)]
+    labels = run_set_labels(runs)
+    assert labels[4] == "num_files_train=16; storage_root=/slow"
+    assert len(set(labels)) == 6 and not any("[" in label for label in labels)
+
+
+def run_set_labels(settings: list[dict[str, object]]) -> list[str]:
+    """Labels the report would give runs with these settings."""
+    from dliobench.report.tables import _labels
+
+    rows = [{"run_id": f"r{i}", "ranks": 1, **s} for i, s in enumerate(settings)]
+    frame = pd.DataFrame(rows)
+    return _labels(frame, factors_of(settings, differing_keys(settings)))
