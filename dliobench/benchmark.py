@@ -57,8 +57,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     try:
         trace = train(reads, world, comm, ready.files, ready.sizes, show_progress, run_id, seed)
     except BaseException as exc:
-        if world.is_root:
-            _write_partial(config, run_id, run_dir, exc, started, ready.total_bytes, extra)
+        _write_partial(config, world, run_id, run_dir, exc, started, ready.total_bytes, extra)
         if staged is not None and not config.storage.keep_staged and world.local_rank == 0:
             shutil.rmtree(staged.folder, ignore_errors=True)  # no barrier: the job is failing
         raise
@@ -87,14 +86,23 @@ def _stage(config: Config, world: World, comm: Comm, ready: dataset_mod.ReadyDat
     return staged
 
 
-def _write_partial(config: Config, run_id: str, run_dir: Path, exc: BaseException,
-                   started: str, dataset_bytes: int, extra: dict[str, Any]) -> None:
-    """Write what this rank measured before the run ended early, marked partial."""
+def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
+                   exc: BaseException, started: str, dataset_bytes: int,
+                   extra: dict[str, Any]) -> None:
+    """Write what this rank measured before the run ended early, marked partial.
+
+    Under MPI a failing rank aborts the job, so the other ranks' measurements are lost; the
+    failing rank's own are kept. Rank 0's result replaces another rank's; another rank's
+    never replaces one already there.
+    """
     trace = getattr(exc, "dliobench_trace", None)
     if trace is None:
         return
     result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
-                          extra)
+                          {**extra, "ranks_launched": world.size})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not write_json_atomic(run_dir / "result.json", result, replace=world.is_root):
+        return
     write_csv(run_dir / "timeline.csv", [trace.timeline])
-    write_json_atomic(run_dir / "result.json", result)
-    log.warning("the run ended early; what it measured is in %s (status: partial)", run_dir)
+    log.warning("the run ended early; what rank %d measured is in %s (status: partial)",
+                world.rank, run_dir)

@@ -32,8 +32,12 @@ def config_dict(config: Config) -> dict[str, Any]:
     return out
 
 
-def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
-    """Write JSON so that readers see the old file or the complete new one, never half."""
+def write_json_atomic(path: Path, doc: dict[str, Any], replace: bool = True) -> bool:
+    """Write JSON so that readers see the old file or the complete new one, never half.
+
+    With ``replace=False`` an existing file is kept (and False returned): a file another
+    process wrote first wins.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w") as handle:
@@ -41,7 +45,16 @@ def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)  # atomic, and fails if the file exists
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise DlioBenchError(f"cannot write {path}: {exc.strerror}; free space or choose "

@@ -72,6 +72,11 @@ def test_failing_rank_names_itself_and_ends_the_job(workdir: Path,
     assert time.monotonic() - start < 60
     assert "rank 1 of 2" in proc.stderr and "img_0000007.npz" in proc.stderr
     assert "Traceback" not in proc.stderr
+    result = last_result(workdir / "reports")  # what the failing rank measured is kept
+    assert result["status"] == "partial" and result["ranks_launched"] == 2
+    assert [r["rank"] for r in result["ranks"]] == [1]
+    assert "img_0000007.npz" in " ".join(result["errors"])
+    assert result["metrics"]["samples"] >= 0
 
 
 def _rank_pid(marker: str, rank: int) -> int | None:
