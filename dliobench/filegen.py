@@ -21,7 +21,7 @@ import numpy as np
 from dliobench import datafill, filewrite, storage
 from dliobench.errors import DatasetError
 from dliobench.formats import Format
-from dliobench.formats.base import ContiguousFormat
+from dliobench.formats.base import ContiguousFormat, FileFormat
 from dliobench.layout import DataFile
 
 TAIL_ROOM = filewrite.BLOCK  # room after the samples for a format's tail (npz: ~170 bytes)
@@ -43,21 +43,29 @@ class Fill:
 
 
 def write_file(fmt: Format, root: Path, f: DataFile, fill: Fill) -> tuple[int, int]:
-    """Write one file atomically (durable at the next sync); return its size and CRC-32C."""
-    final = root / f.relpath
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    """Write one file atomically (durable at the next sync); return its size and CRC-32C.
+
+    Paths are plain strings here: pathlib's parsing cost ~30 us per file, a sixth of the
+    Python work of a 64 KiB file.
+    """
+    final = os.path.join(root, f.relpath)
+    folder, name = os.path.split(final)
+    tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}")
     try:
         if isinstance(fmt, ContiguousFormat):
             size, crc = _write_assembled(fmt, tmp, f, fill)
         else:
             samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
             datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
-            fmt.write(tmp, samples)
+            fmt.write(Path(tmp), samples)
             del samples
-            size, crc = tmp.stat().st_size, storage.file_crc32c(tmp)
-        fmt.commit(tmp, final)
+            size, crc = os.stat(tmp).st_size, storage.file_crc32c(Path(tmp))
+        if isinstance(fmt, FileFormat) and not fmt.side_suffixes:
+            os.replace(tmp, final)
+        else:
+            fmt.commit(Path(tmp), Path(final))
     except OSError as exc:
-        for leftover in [tmp, *fmt.side_files(tmp)]:
+        for leftover in [Path(tmp), *fmt.side_files(Path(tmp))]:
             leftover.unlink(missing_ok=True)
         if exc.errno == errno.ENOSPC:
             raise DatasetError(
@@ -68,7 +76,7 @@ def write_file(fmt: Format, root: Path, f: DataFile, fill: Fill) -> tuple[int, i
     return size, crc
 
 
-def _write_assembled(fmt: ContiguousFormat, tmp: Path, f: DataFile,
+def _write_assembled(fmt: ContiguousFormat, tmp: str, f: DataFile,
                      fill: Fill) -> tuple[int, int]:
     """Fill the samples in place in this thread's aligned buffer, frame them, write once.
 
@@ -90,5 +98,6 @@ def _write_assembled(fmt: ContiguousFormat, tmp: Path, f: DataFile,
     view[head + nbytes:end] = tail
     crc = crc32c.crc32c(view[:end])
     filewrite.write_whole(tmp, view, end, fill.direct and end >= DIRECT_MIN_BYTES)
-    fmt.write_side_files(tmp, f.num_samples, f.sample_bytes)
+    if fmt.side_suffixes:
+        fmt.write_side_files(Path(tmp), f.num_samples, f.sample_bytes)
     return end, crc

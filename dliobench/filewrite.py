@@ -42,7 +42,7 @@ class AlignedBuffer:
             self._map = None
 
 
-def write_whole(path: Path, data: memoryview, size: int, direct: bool = True) -> bool:
+def write_whole(path: str | Path, data: memoryview, size: int, direct: bool = True) -> bool:
     """Create ``path`` holding the first ``size`` bytes of ``data``; True if O_DIRECT was used.
 
     With ``direct``, ``data`` must come from ``AlignedBuffer.view`` (page aligned, whole
@@ -65,7 +65,7 @@ def write_whole(path: Path, data: memoryview, size: int, direct: bool = True) ->
     return False
 
 
-def _write_direct(path: Path, data: memoryview, size: int) -> None:
+def _write_direct(path: str | Path, data: memoryview, size: int) -> None:
     padded = -(-size // BLOCK) * BLOCK
     if len(data) < padded:
         raise ValueError("an O_DIRECT write needs a buffer of whole blocks (AlignedBuffer)")
