@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -37,6 +35,8 @@ import sys
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+
+import benchinfo
 
 REPO = Path(__file__).resolve().parent.parent
 RECORD_BYTES = 146_600_628  # workloads/unet3d.yaml, MLPerf Storage's mean sample size
@@ -69,15 +69,6 @@ def run(cmd: list[str], src: str | None = None) -> subprocess.CompletedProcess[s
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
                            f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return proc
-
-
-def drop_caches() -> None:
-    """Flush dirty pages and drop the page cache (warn once if not root)."""
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError as exc:
-        print(f"warning: cannot drop caches ({exc}); run as root", file=sys.stderr)
 
 
 def dataset_args(args: argparse.Namespace) -> list[str]:
@@ -137,7 +128,7 @@ def run_dliobench(args: argparse.Namespace, series: Series) -> None:
     """One dliobench run: record metrics.bytes_per_s and the default-window rate."""
     out = args.root / "runs"
     cmd = dliobench_cmd(args, series.ranks, series.threads, out)
-    drop_caches()
+    benchinfo.drop_caches()
     run(cmd, args.src)
     newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
     result = json.loads((newest / "result.json").read_text())
@@ -173,7 +164,7 @@ def fio_cmd(folder: Path, files: list[Path], jobs: int, rw: str, bs: str,
 
 def run_fio(series: Series, cmd: list[str]) -> None:
     """One fio run: record bw_bytes, bytes, IOPS and completion-latency percentiles."""
-    drop_caches()
+    benchinfo.drop_caches()
     out = run(cmd).stdout
     job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
     pct = job["clat_ns"].get("percentile", {})
@@ -187,7 +178,7 @@ def run_fio(series: Series, cmd: list[str]) -> None:
 
 def run_dd(series: Series, files: list[Path]) -> None:
     """dd each page-cached file to /dev/null in turn; rate from dd's own bytes and seconds."""
-    drop_caches()
+    benchinfo.drop_caches()
     for path in files:  # warm: the measured pass reads from the page cache
         run(["dd", f"if={path}", "of=/dev/null", "bs=4M"])
     nbytes = seconds = 0.0
@@ -280,26 +271,18 @@ def ctx_table(series: list[Series]) -> list[str]:
 
 def machine_info(args: argparse.Namespace) -> list[str]:
     """Markdown lines: date, machine, file system, device queue, code, fio version, load."""
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     df = run(["df", "-T", str(args.root)]).stdout.splitlines()[-1].split()
     dev = Path(df[0]).name
     queue = Path("/sys/block") / dev / "queue"
     qinfo = ", ".join(f"{k} {(queue / k).read_text().strip()}" for k in
                       ("max_sectors_kb", "nr_requests", "scheduler") if (queue / k).exists())
-    src = str(args.src or REPO)
-    commit = run(["git", "-C", src, "log", "-1", "--format=%h (%cI)"]).stdout.strip()
-    dirty = run(["git", "-C", src, "status", "--porcelain", "dliobench"]).stdout.strip()
-    return [f"- date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
-            f"- machine: {platform.node()}, {os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB RAM, "
-            f"{platform.platform()}, Python {platform.python_version()}",
+    return [*benchinfo.machine_lines(),
             f"- file system: {args.root} on {df[0]} ({df[1]}); {dev}: {qinfo}",
             f"- {run(['fio', '--version']).stdout.strip()}",
-            f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
-            f"- dliobench: {src}, commit {commit}"
-            f"{' with uncommitted changes in dliobench/' if dirty else ''}",
+            *benchinfo.code_lines(args.src or REPO),
             f"- dataset: {args.files} npz files x {RECORD_BYTES:,} bytes "
             f"({args.files * RECORD_BYTES / 1e9:.2f} GB), {args.reps} repetitions",
-            f"- load at the end: `{run(['uptime']).stdout.strip()}`"]
+            benchinfo.load_line()]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

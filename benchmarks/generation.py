@@ -27,7 +27,6 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import re
 import resource
 import shutil
@@ -40,11 +39,12 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
+import benchinfo
 import dlio_peer
 
 REPO = Path(__file__).resolve().parent.parent
 DD_ARGS = ["bs=4M", "count=512", "oflag=direct"]
-RANDOM_SOURCE = Path("/dev/shm/dliobench-gen-random.bin")  # dd's random bytes, from memory
+RANDOM_SOURCE = Path(f"/dev/shm/dliobench-gen-random-{os.getpid()}.bin")  # dd random: from RAM
 DLIO_STAMP = r"\[INFO\] (\S+) {}"
 LEGEND = (
     "GB/s = bytes of the files written / time (10^9 bytes/s). Time: dd's own figure; "
@@ -118,15 +118,6 @@ def timed_sync() -> float:
     t0 = time.perf_counter()
     os.sync()
     return time.perf_counter() - t0
-
-
-def quiesce() -> None:
-    """Flush dirty pages and drop the page cache so runs start alike."""
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError as exc:
-        print(f"warning: cannot drop caches ({exc}); run as root", file=sys.stderr)
 
 
 def tree_bytes(folder: Path) -> int:
@@ -303,7 +294,7 @@ def measure(args: argparse.Namespace, shape: Shape) -> list[Sample]:
             work = Path(args.root) / f"{shape.name}-{name.replace(' ', '').replace('=', '')}-{rep}"
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
-            quiesce()
+            benchinfo.drop_caches()
             if args.quiet_below < 1:
                 wait_quiet(args.quiet_below, args.quiet_timeout)
             try:
@@ -321,21 +312,11 @@ def measure(args: argparse.Namespace, shape: Shape) -> list[Sample]:
 
 
 def machine_info(args: argparse.Namespace, root: Path) -> list[str]:
-    """Markdown lines describing the machine, file system, code and load."""
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """Markdown lines: date, machine, file system, code, load."""
     df = run(["df", "-T", str(root)]).stdout.splitlines()[-1].split()
-    src = str(args.src or REPO)
-    commit = run(["git", "-C", src, "log", "-1", "--format=%h (%cI)"]).stdout.strip()
-    dirty = run(["git", "-C", src, "status", "--porcelain", "dliobench"]).stdout.strip()
-    uptime = run(["uptime"]).stdout.strip()
-    return [f"- date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
-            f"- machine: {platform.node()}, {os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB RAM, "
-            f"{platform.platform()}, Python {platform.python_version()}",
+    return [*benchinfo.machine_lines(),
             f"- file system: {root} on {df[0]} ({df[1]}), mounted at {df[-1]}",
-            f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
-            f"- dliobench: {src}, commit {commit}"
-            f"{' with uncommitted changes in dliobench/' if dirty else ''}",
-            f"- load at the end: `{uptime}`"]
+            *benchinfo.code_lines(args.src or REPO), benchinfo.load_line()]
 
 
 def table(samples: list[Sample]) -> list[str]:

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -39,6 +37,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import benchinfo
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,20 +165,11 @@ def table(configs: list[Config]) -> list[str]:
 
 def machine_info(args: argparse.Namespace) -> list[str]:
     """Markdown lines: date, machine, code, load, workload shape."""
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    src = str(args.src or REPO)
-    commit = run(["git", "-C", src, "log", "-1", "--format=%h (%cI)"]).stdout.strip()
-    dirty = run(["git", "-C", src, "status", "--porcelain", "dliobench"]).stdout.strip()
-    return [f"- date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
-            f"- machine: {platform.node()}, {os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB RAM, "
-            f"{platform.platform()}, Python {platform.python_version()}",
-            f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
-            f"- dliobench: {src}, commit {commit}"
-            f"{' with uncommitted changes in dliobench/' if dirty else ''}",
+    return [*benchinfo.machine_lines(), *benchinfo.code_lines(args.src or REPO),
             f"- dataset: {args.files} npz files x {SAMPLE_BYTES:,} bytes, page-cached; batch "
             f"{args.batch}, {args.threads} read threads, {args.steps} steps per run, "
             f"{args.reps} repetitions",
-            f"- load at the end: `{run(['uptime']).stdout.strip()}`"]
+            benchinfo.load_line()]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

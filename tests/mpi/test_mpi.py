@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,17 @@ from tests.conftest import last_result, tiny_workload
 
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (install the mpi extra)")
+
+
+@pytest.fixture
+def aborted_job_cleanup() -> Iterator[None]:
+    """Remove the shared-memory segments an aborted MPICH job leaves in /dev/shm (2 MB each;
+    MPI_Abort does not unlink them), so that the fault tests do not fill it up."""
+    shm = Path("/dev/shm")
+    before = set(shm.glob("mpich_shm_*"))
+    yield
+    for leftover in set(shm.glob("mpich_shm_*")) - before:
+        leftover.unlink(missing_ok=True)
 
 
 def mpi_cmd(ranks: int, *args: str) -> list[str]:
@@ -58,8 +69,8 @@ def test_ranks_share_the_dataset_and_one_result(ranks: int, workdir: Path,
     assert manifest.exists() and len(list((workdir / "data/tiny/train").iterdir())) == 24
 
 
-def test_failing_rank_names_itself_and_ends_the_job(workdir: Path,
-                                                   write_workload: Callable[..., Path]) -> None:
+def test_failing_rank_names_itself_and_ends_the_job(
+        workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     path = write_workload(tiny_workload(dataset={"num_files_train": 8}, train={"epochs": 1}))
     assert mpirun(2, "generate", str(path), "--no-progress").returncode == 0
     victim = workdir / "data/tiny/train/img_0000007.npz"  # read by rank 1 (no shuffle)
@@ -93,8 +104,8 @@ def _rank_pid(marker: str, rank: int) -> int | None:
     return None
 
 
-def test_killed_rank_ends_the_job_without_hanging(workdir: Path,
-                                                  write_workload: Callable[..., Path]) -> None:
+def test_killed_rank_ends_the_job_without_hanging(
+        workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     path = write_workload(tiny_workload(train={"epochs": 50, "computation_time": 0.02}),
                           "killme.yaml")
     proc = subprocess.Popen(mpi_cmd(2, "run", str(path), "--no-progress"),

@@ -1,0 +1,45 @@
+"""What every benchmark report states about itself, and the cache drop before each run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _out(cmd: list[str]) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+
+
+def machine_lines() -> list[str]:
+    """Markdown lines: date and machine."""
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return [f"- date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
+            f"- machine: {platform.node()}, {os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB RAM, "
+            f"{platform.platform()}, Python {platform.python_version()}"]
+
+
+def code_lines(src: str | Path) -> list[str]:
+    """Markdown lines: the command that ran, and the dliobench commit measured in ``src``."""
+    commit = _out(["git", "-C", str(src), "log", "-1", "--format=%h (%cI)"])
+    dirty = _out(["git", "-C", str(src), "status", "--porcelain", "dliobench"])
+    return [f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+            f"- dliobench: {src}, commit {commit}"
+            f"{' with uncommitted changes in dliobench/' if dirty else ''}"]
+
+
+def load_line() -> str:
+    """Markdown line: the load average when the report was made."""
+    return f"- load at the end: `{_out(['uptime'])}`"
+
+
+def drop_caches() -> None:
+    """Flush dirty pages and drop the page cache (warn if not root)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as exc:
+        print(f"warning: cannot drop caches ({exc}); run as root", file=sys.stderr)
