@@ -19,6 +19,7 @@ import crc32c
 import numpy as np
 
 from dliobench import datafill, filewrite, storage
+from dliobench.config_schema import DatasetConfig
 from dliobench.errors import DatasetError
 from dliobench.formats import Format
 from dliobench.formats.base import ContiguousFormat, FileFormat
@@ -40,6 +41,12 @@ class Fill:
     seed: int
     compressibility: float
     direct: bool  # O_DIRECT writes where the format allows
+
+    @classmethod
+    def for_dataset(cls, dataset: DatasetConfig) -> Fill:
+        """The fill of ``dataset``'s files (its seed, compressibility and write mode)."""
+        return cls(datafill.base_buffer(dataset.generation_seed), dataset.generation_seed,
+                   dataset.compressibility, dataset.write_odirect)
 
 
 def write_file(fmt: Format, root: Path, f: DataFile, fill: Fill) -> tuple[int, int]:

@@ -7,28 +7,21 @@ an interrupted or repeated generation writes only what is missing.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import logging
-import multiprocessing
 import os
 import shutil
-import signal
 import time
-from collections.abc import Callable
 from concurrent.futures import (
     FIRST_EXCEPTION,
-    Executor,
     Future,
-    ProcessPoolExecutor,
     ThreadPoolExecutor,
     wait,
 )
 from dataclasses import dataclass
 from pathlib import Path
 
-from dliobench import datafill, filegen, lustre, progress, storage
-from dliobench.config_schema import Config, DatasetConfig
+from dliobench import lustre, progress, storage, writers
+from dliobench.config_schema import Config
 from dliobench.errors import DatasetError
 from dliobench.formats import Format, format_for
 from dliobench.layout import DataFile, dataset_files, train_dir
@@ -37,7 +30,6 @@ from dliobench.world import Comm, World
 
 log = logging.getLogger(__name__)
 MANIFEST_EVERY_S = 2.0
-PROCESS_MIN_FILES = 512  # fewer: worker processes' start-up (~0.3 s) outweighs their gain
 
 
 @dataclass(frozen=True)
@@ -83,18 +75,6 @@ def _remove_stale_temps(root: Path) -> None:
     if root.exists():
         for stale in root.rglob(".*.tmp-*"):
             stale.unlink(missing_ok=True)
-
-
-def _workers(todo: list[DataFile]) -> int:
-    """Threads to write with: one more than the cores, unless their buffers crowd memory.
-
-    Each thread alternates filling its buffer (CPU) and waiting for its write (device); the
-    extra thread keeps the device busy while the others fill (2 cores, 146.6 MB npz files:
-    1.41-1.47 GB/s with 3 threads, 1.15-1.34 with 2, 1.31-1.40 with 4).
-    """
-    largest = max(f.payload_bytes for f in todo)
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(1, min((os.cpu_count() or 1) + 1, 8, len(todo), memory // 4 // max(largest, 1)))
 
 
 def verify(config: Config, manifest: Manifest, show_progress: bool) -> list[str]:
@@ -177,9 +157,10 @@ def _write_all(fmt: Format, root: Path, todo: list[DataFile], manifest: Manifest
     written: dict[str, tuple[int, int]] = {}
     total = sum(f.payload_bytes for f in todo)
     desc = f"generating {len(todo)} {fmt.name} files"
-    pool, write, workers = _writers(fmt, root, todo, config, world)
+    pool, write, workers = writers.pool_for(fmt, root, todo, config.dataset, world)
     with pool:  # submitted before the progress bar's thread starts: writer processes fork
-        pending = {pool.submit(write, batch): batch for batch in _batches(todo, workers)}
+        pending = {pool.submit(write, batch): batch
+                   for batch in writers.batches(todo, workers)}
         try:
             _wait_all(pending, written, manifest, config, world, desc, total, show_progress)
         except BaseException:
@@ -209,77 +190,6 @@ def _wait_all(pending: dict[Future[dict[str, tuple[int, int]]], list[DataFile]],
             if world.size == 1 and time.monotonic() - last_save > MANIFEST_EVERY_S:
                 _save_durable(manifest, written, config)
                 last_save = time.monotonic()
-
-
-Writer = Callable[[list[DataFile]], dict[str, tuple[int, int]]]
-
-
-def _writers(fmt: Format, root: Path, todo: list[DataFile], config: Config,
-             world: World) -> tuple[Executor, Writer, int]:
-    """Threads, or on one rank with many small files, one process per core.
-
-    Large files leave the GIL free (copies, CRCs and writes release it), so threads suffice.
-    Small files are mostly Python work per file, and threads then queue for the GIL: 20,000
-    files of 64 KiB took 3.7 s with 1 thread, 5.7 s with 3, 3.0 s with 2 processes. Under MPI
-    the ranks are the processes, and each writes small files with one thread.
-    """
-    dataset = config.dataset
-    cores = os.cpu_count() or 1
-    small = max(f.payload_bytes for f in todo) < filegen.DIRECT_MIN_BYTES
-    if world.size == 1 and small and len(todo) >= PROCESS_MIN_FILES and cores > 1:
-        # fork, as PyTorch's DataLoader does: "spawn" would re-run the caller's main module
-        pool = ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_start_process,
-                                   initargs=(dataset, root, os.getpid()))
-        return pool, _write_batch_in_process, cores
-    fill = filegen.Fill(datafill.base_buffer(dataset.generation_seed),
-                        dataset.generation_seed, dataset.compressibility, dataset.write_odirect)
-    workers = 1 if small else _workers(todo)  # 2 ranks, 64 KiB: 2.6 s with 1 thread, 3.4 s with 3
-    threads = ThreadPoolExecutor(workers, thread_name_prefix="gen")
-    return threads, functools.partial(_write_batch, fmt, root, fill), workers
-
-
-def _batches(todo: list[DataFile], workers: int) -> list[list[DataFile]]:
-    """Files in groups, so that small files do not cost a task each (large ones do)."""
-    per = max(1, min(64, len(todo) // (8 * workers), (64 << 20) // max(todo[0].payload_bytes, 1)))
-    return [todo[i:i + per] for i in range(0, len(todo), per)]
-
-
-def _write_batch(fmt: Format, root: Path, fill: filegen.Fill,
-                 files: list[DataFile]) -> dict[str, tuple[int, int]]:
-    return {f.relpath: filegen.write_file(fmt, root, f, fill) for f in files}
-
-
-_process_job: tuple[Format, Path, filegen.Fill] | None = None
-
-
-def _start_process(dataset: DatasetConfig, root: Path, parent: int) -> None:
-    """Set up a writer process: it dies with its parent, leaves Ctrl-C to it (the parent
-    cancels what is queued and waits for the batches under way), builds its own base buffer."""
-    global _process_job
-    _die_with_parent()
-    if os.getppid() != parent:  # the parent died before the request above took effect
-        os._exit(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    fill = filegen.Fill(datafill.base_buffer(dataset.generation_seed),
-                        dataset.generation_seed, dataset.compressibility, dataset.write_odirect)
-    _process_job = (format_for(dataset), root, fill)
-
-
-def _write_batch_in_process(files: list[DataFile]) -> dict[str, tuple[int, int]]:
-    assert _process_job is not None, "writer process not started"
-    fmt, root, fill = _process_job
-    return _write_batch(fmt, root, fill, files)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (a killed generate leaves no
-    writers behind to race the resumed one); a no-op elsewhere."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _save_durable(manifest: Manifest, written: dict[str, tuple[int, int]],

@@ -14,8 +14,7 @@ import crc32c
 import numpy as np
 import pytest
 
-from dliobench import datafill, filegen, filewrite
-from dliobench import generate as generate_module
+from dliobench import datafill, filegen, filewrite, writers
 from dliobench.config import load
 from dliobench.config_schema import FORMATS
 from dliobench.formats import get_format
@@ -96,7 +95,7 @@ def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str
 
 
 def test_writer_processes_write_the_same_bytes(tmp_path: Path) -> None:
-    files = generate_module.PROCESS_MIN_FILES + 10  # enough small files for writer processes
+    files = writers.PROCESS_MIN_FILES + 10  # enough small files for writer processes
     cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", "dataset.format=npz",
                          f"dataset.num_files_train={files}", "dataset.record_length_bytes=1000",
                          "dataset.record_length_bytes_stdev=300", "dataset.generation_seed=4"])
