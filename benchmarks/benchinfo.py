@@ -9,6 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run(cmd: list[str], src: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command (in ``src`` with it on PYTHONPATH when given); raise with its output."""
+    env = {**os.environ, "LC_ALL": "C", **({"PYTHONPATH": src} if src else {})}
+    proc = subprocess.run(cmd, cwd=src or REPO, capture_output=True, text=True, env=env,
+                          check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
 
 def _out(cmd: list[str]) -> str:
     return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()

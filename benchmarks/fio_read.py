@@ -26,17 +26,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import benchinfo
+from benchinfo import run
 
 REPO = Path(__file__).resolve().parent.parent
 RECORD_BYTES = 146_600_628  # workloads/unet3d.yaml, MLPerf Storage's mean sample size
@@ -58,17 +57,6 @@ class Series:
     def median(self, key: str = "") -> float:
         """Median rate, or median of an extra figure."""
         return statistics.median(self.extra[key] if key else self.rates)
-
-
-def run(cmd: list[str], src: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a command (in ``src`` with it on PYTHONPATH when given); raise with its output."""
-    env = {**os.environ, "LC_ALL": "C", **({"PYTHONPATH": src} if src else {})}
-    proc = subprocess.run(cmd, cwd=src or REPO, capture_output=True, text=True, env=env,
-                          check=False)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
-                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return proc
 
 
 def dataset_args(args: argparse.Namespace) -> list[str]:

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import benchinfo
 import numpy as np
+from benchinfo import run
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_BYTES = 65536
@@ -63,17 +62,6 @@ class Config:
     def median(self, key: str) -> float:
         """Median over runs of one figure."""
         return statistics.median(self.figures[key])
-
-
-def run(cmd: list[str], src: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a command (in ``src`` with it on PYTHONPATH when given); raise with its output."""
-    env = {**os.environ, "LC_ALL": "C", **({"PYTHONPATH": src} if src else {})}
-    proc = subprocess.run(cmd, cwd=src or REPO, capture_output=True, text=True, env=env,
-                          check=False)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
-                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return proc
 
 
 def dataset_args(args: argparse.Namespace) -> list[str]:
