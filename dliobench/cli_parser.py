@@ -71,8 +71,8 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     _add_report_parser(sub, commands)
     p = sub.add_parser("generate", help="write the dataset only",
                        description="Write the files of the workload's dataset that are not on "
-                       "disk yet; safe to interrupt and repeat. npz, npy and indexed_binary files "
-                       "of 1 MiB or more bypass the page cache (O_DIRECT; "
+                       "disk yet; safe to interrupt and repeat. npz, npy, tfrecord and "
+                       "indexed_binary files of 1 MiB or more bypass the page cache (O_DIRECT; "
                        "dataset.write_odirect=false turns it off); many small files are written "
                        "by one process per core. Under mpiexec the ranks split the files.")
     _add_workload_args(p)

@@ -71,8 +71,9 @@ class DatasetConfig:
         "shrink it (like fio's buffer_compress_percentage / 100)", minimum=0, maximum=0.99,
     )
     write_odirect: bool = key(
-        True, "bool", "write generated npz, npy and indexed_binary files of 1 MiB or more with "
-        "O_DIRECT, bypassing the page cache (buffered where the file system refuses it)",
+        True, "bool", "write generated npz, npy, tfrecord and indexed_binary files of 1 MiB or "
+        "more with O_DIRECT, bypassing the page cache (buffered where the file system refuses "
+        "it)",
     )
 
 

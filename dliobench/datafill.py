@@ -30,11 +30,16 @@ def file_uid(seed: int, file_index: int) -> int:
 
 def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int,
          compressibility: float = 0.0) -> None:
-    """Fill the flat uint8 array ``out`` with the bytes of file ``file_index``.
+    """Fill the uint8 array ``out`` with the bytes of file ``file_index``, in C order.
 
     ``compressibility`` c zeroes the first c of every 2 KiB stride after its stamp, so a
     compressor shrinks the data by about c (fio's buffer_compress_percentage / 100).
     """
+    if not out.flags.c_contiguous:  # e.g. samples between record framing: fill, then place
+        dense = np.empty(out.shape, dtype=np.uint8)
+        fill(dense, base, seed, file_index, compressibility)
+        out[...] = dense
+        return
     flat = out.reshape(-1)
     n = flat.size
     start = (file_index * 7919 * 4096) % base.size

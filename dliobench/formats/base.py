@@ -9,6 +9,7 @@ to ``decode``. A format whose library must do its own I/O (HDF5 through h5py) im
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -77,12 +78,36 @@ class FileFormat:
         os.replace(tmp, final)
 
 
-class ContiguousFormat(FileFormat):
-    """A format whose data file is head bytes, the samples' bytes back to back, tail bytes.
+Fill = Callable[[np.ndarray], None]  # writes the sample bytes into a (num_samples, bytes) array
 
-    The generator assembles such a file in one reused buffer (filling the samples in place)
-    and writes it with one O_DIRECT call; ``write`` is the same file through ordinary I/O.
+
+class AssembledFormat(FileFormat):
+    """A format that lays a whole data file out in a caller's buffer.
+
+    The generator assembles such a file in one reused page-aligned buffer (the samples filled
+    in place) and writes it with one O_DIRECT call; ``write`` gives the same bytes through
+    ordinary I/O.
     """
+
+    def assembled_size(self, num_samples: int, sample_bytes: int) -> int | None:
+        """Bytes ``assemble`` may use for such a file, or None if it cannot assemble it."""
+        return None
+
+    def assemble(self, out: memoryview, num_samples: int, sample_bytes: int,
+                 fill: Fill) -> int:
+        """Lay the file out at the start of ``out``; ``fill`` writes the sample bytes into
+        the (num_samples, sample_bytes) array it is given. Returns the file's size."""
+        raise NotImplementedError
+
+    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
+        """Write the data file's side files, if the format has any."""
+
+
+TAIL_ROOM = 4096  # room after the samples for a contiguous format's tail (npz: ~170 bytes)
+
+
+class ContiguousFormat(AssembledFormat):
+    """A format whose data file is head bytes, the samples' bytes back to back, tail bytes."""
 
     def head_size(self, num_samples: int, sample_bytes: int) -> int:
         """Bytes before the first sample (they may depend on the shape, not on the data)."""
@@ -92,8 +117,25 @@ class ContiguousFormat(FileFormat):
         """The head (``head_size`` bytes) and tail around the (num_samples, bytes) array."""
         return b"", b""
 
-    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
-        """Write the data file's side files, if the format has any."""
+    def assembled_size(self, num_samples: int, sample_bytes: int) -> int | None:
+        """Head, samples and room for the tail."""
+        return self.head_size(num_samples, sample_bytes) + num_samples * sample_bytes \
+            + TAIL_ROOM
+
+    def assemble(self, out: memoryview, num_samples: int, sample_bytes: int,
+                 fill: Fill) -> int:
+        """Fill the samples in place after the head, then write head and tail around them."""
+        head = self.head_size(num_samples, sample_bytes)
+        nbytes = num_samples * sample_bytes
+        samples = np.frombuffer(out, np.uint8, nbytes, head).reshape(num_samples, sample_bytes)
+        fill(samples)
+        head_bytes, tail = self.envelope(samples)
+        if len(head_bytes) != head or len(tail) > TAIL_ROOM:
+            raise AssertionError(f"{self.name}: envelope does not match head_size/TAIL_ROOM")
+        end = head + nbytes + len(tail)
+        out[:head] = head_bytes
+        out[head + nbytes:end] = tail
+        return end
 
     def write(self, path: Path, samples: np.ndarray) -> None:
         """Write head, samples and tail as one file, then its side files."""

@@ -18,7 +18,7 @@ import crc32c
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.formats.base import AssembledFormat, ByteRange, Fill
 from dliobench.formats.tfexample import ProtoError, example_prefix, find_image
 
 _LEN = struct.Struct("<Q")
@@ -42,6 +42,11 @@ def frame(sample: memoryview) -> tuple[bytes, bytes]:
     head = length + _CRC.pack(masked_crc(length)) + prefix
     data_crc = masked_crc(sample, crc32c.crc32c(prefix))
     return head, _CRC.pack(data_crc)
+
+
+def _record_size(sample_bytes: int) -> int:
+    """Bytes of one framed record holding a sample of ``sample_bytes``."""
+    return _FRAMING + len(example_prefix(sample_bytes)) + sample_bytes
 
 
 def index_path(path: Path) -> Path:
@@ -110,7 +115,7 @@ def read_index(path: Path, file_size: int, num_samples: int) -> np.ndarray:
     return table
 
 
-class TFRecordFormat(FileFormat):
+class TFRecordFormat(AssembledFormat):
     """Samples as tf.train.Example records in a TFRecord file, with a DALI index file."""
 
     name = "tfrecord"
@@ -121,17 +126,40 @@ class TFRecordFormat(FileFormat):
     def write(self, path: Path, samples: np.ndarray) -> None:
         """Write the records and ``<path>.idx`` (the sample bytes are not copied)."""
         rows = np.ascontiguousarray(samples, dtype=np.uint8)
-        lines = []
-        offset = 0
         with open(path, "wb") as handle:
             for row in rows:
                 sample = memoryview(row)
                 head, foot = frame(sample)
                 handle.writelines((head, sample, foot))
-                size = len(head) + len(sample) + len(foot)
-                lines.append(f"{offset} {size}\n")
-                offset += size
-        index_path(path).write_text("".join(lines), encoding="ascii")
+        self.write_side_files(path, *rows.shape)
+
+    def assembled_size(self, num_samples: int, sample_bytes: int) -> int | None:
+        """Records of one size, back to back."""
+        return num_samples * _record_size(sample_bytes)
+
+    def assemble(self, out: memoryview, num_samples: int, sample_bytes: int,
+                 fill: Fill) -> int:
+        """The records in place: one shared head (length, its CRC, the Example's prefix)
+        broadcast to every record, the samples filled between, each data CRC after."""
+        prefix = example_prefix(sample_bytes)
+        stride = _record_size(sample_bytes)
+        records = np.frombuffer(out, np.uint8, num_samples * stride).reshape(num_samples, stride)
+        length = _LEN.pack(len(prefix) + sample_bytes)
+        head = length + _CRC.pack(masked_crc(length)) + prefix
+        records[:, :len(head)] = np.frombuffer(head, np.uint8)
+        samples = records[:, len(head):len(head) + sample_bytes]
+        fill(samples)
+        prefix_crc = crc32c.crc32c(prefix)
+        crcs = np.fromiter((masked_crc(row, prefix_crc) for row in samples), dtype="<u4",
+                           count=num_samples)
+        records[:, len(head) + sample_bytes:] = crcs.view(np.uint8).reshape(num_samples, 4)
+        return num_samples * stride
+
+    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
+        """``<path>.idx``: one ``offset size`` line per record."""
+        stride = _record_size(sample_bytes)
+        index_path(path).write_text(
+            "".join(f"{k * stride} {stride}\n" for k in range(num_samples)), encoding="ascii")
 
     def layout(self, path: Path, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:

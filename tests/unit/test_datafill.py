@@ -41,3 +41,13 @@ def test_compressibility_is_what_was_asked() -> None:
     datafill.fill(out, datafill.base_buffer(0), 0, 1, compressibility=0.5)
     ratio = len(zlib.compress(out.tobytes(), 1)) / out.size
     assert 0.45 < ratio < 0.56
+
+
+def test_a_strided_view_gets_the_bytes_a_dense_array_gets() -> None:
+    base = datafill.base_buffer(3)
+    dense = np.empty((5, 3000), dtype=np.uint8)
+    datafill.fill(dense, base, 3, 11)
+    framed = np.zeros((5, 3010), dtype=np.uint8)  # samples between 6 and 4 framing bytes
+    datafill.fill(framed[:, 6:3006], base, 3, 11)
+    assert np.array_equal(framed[:, 6:3006], dense)
+    assert not framed[:, :6].any() and not framed[:, 3006:].any()
