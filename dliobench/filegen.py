@@ -1,10 +1,10 @@
 """Write one data file: fill its samples, frame them in its format, write it atomically.
 
-Formats whose files are the samples back to back between a head and a tail (npz, npy,
-indexed_binary) are assembled in one page-aligned buffer per thread, reused from file to
-file, with the samples filled in place, and written in one O_DIRECT call; the CRC-32C comes
-from the bytes in memory. Other formats write through their own ``write`` and are read back
-for the CRC.
+Formats that lay their files out themselves (npz, npy, indexed_binary, tfrecord:
+``AssembledFormat``) are assembled in one page-aligned buffer per thread, reused from file
+to file, with the samples filled in place, and written in one O_DIRECT call; the CRC-32C
+comes from the bytes in memory. Other formats (hdf5, images) write through their own
+``write`` and are read back for the CRC.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dliobench import datafill, filewrite, storage
 from dliobench.config_schema import DatasetConfig
 from dliobench.errors import DatasetError
 from dliobench.formats import Format
-from dliobench.formats.base import AssembledFormat, FileFormat
+from dliobench.formats.base import AssembledFormat
 from dliobench.layout import DataFile
 
 _buffers = threading.local()  # one reused AlignedBuffer per writer thread
@@ -59,21 +59,17 @@ def write_file(fmt: Format, root: Path, f: DataFile, fill: Fill) -> tuple[int, i
     folder, name = os.path.split(final)
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}")
     try:
-        bound = None
-        if isinstance(fmt, AssembledFormat):
-            bound = fmt.assembled_size(f.num_samples, f.sample_bytes)
-        if isinstance(fmt, AssembledFormat) and bound is not None:
-            size, crc = _write_assembled(fmt, tmp, f, fill, bound)
+        assembled = fmt if isinstance(fmt, AssembledFormat) else None
+        bound = assembled.assembled_size(f.num_samples, f.sample_bytes) if assembled else None
+        if assembled is not None and bound is not None:
+            size, crc = _write_assembled(assembled, tmp, f, fill, bound)
         else:
             samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
             datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
             fmt.write(Path(tmp), samples)
             del samples
             size, crc = os.stat(tmp).st_size, storage.file_crc32c(Path(tmp))
-        if isinstance(fmt, FileFormat) and not fmt.side_suffixes:
-            os.replace(tmp, final)
-        else:
-            fmt.commit(Path(tmp), Path(final))
+        fmt.commit(tmp, final)
     except OSError as exc:
         for leftover in [Path(tmp), *fmt.side_files(Path(tmp))]:
             leftover.unlink(missing_ok=True)

@@ -38,7 +38,7 @@ class Format(Protocol):
         Side files (an index) go next to ``path`` with ``path``'s name plus a suffix.
         """
 
-    def commit(self, tmp: Path, final: Path) -> None:
+    def commit(self, tmp: str | Path, final: str | Path) -> None:
         """Move a file written at ``tmp`` (and its side files) to ``final``.
 
         The data file is renamed last: its presence means the whole set is complete.
@@ -70,11 +70,10 @@ class FileFormat:
         """``path`` plus each suffix in ``side_suffixes``."""
         return [path.with_name(path.name + s) for s in self.side_suffixes]
 
-    def commit(self, tmp: Path, final: Path) -> None:
-        """Rename side files, then the data file."""
-        for side_tmp, side_final in zip(self.side_files(tmp), self.side_files(final),
-                                        strict=True):
-            os.replace(side_tmp, side_final)
+    def commit(self, tmp: str | Path, final: str | Path) -> None:
+        """Rename side files, then the data file (plain string paths: this runs per file)."""
+        for suffix in self.side_suffixes:
+            os.replace(f"{tmp}{suffix}", f"{final}{suffix}")
         os.replace(tmp, final)
 
 
@@ -101,6 +100,22 @@ class AssembledFormat(FileFormat):
 
     def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
         """Write the data file's side files, if the format has any."""
+
+    def write(self, path: Path, samples: np.ndarray) -> None:
+        """The same file as the generator's, assembled in ordinary memory and written."""
+        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
+        bound = self.assembled_size(*rows.shape)
+        if bound is None:
+            raise NotImplementedError(f"{self.name} cannot assemble a file of {rows.shape}")
+        buf = memoryview(bytearray(bound))
+
+        def put(out: np.ndarray) -> None:
+            out[...] = rows
+
+        end = self.assemble(buf, *rows.shape, put)
+        with open(path, "wb") as handle:
+            handle.write(buf[:end])
+        self.write_side_files(path, *rows.shape)
 
 
 TAIL_ROOM = 4096  # room after the samples for a contiguous format's tail (npz: ~170 bytes)
@@ -136,13 +151,3 @@ class ContiguousFormat(AssembledFormat):
         out[:head] = head_bytes
         out[head + nbytes:end] = tail
         return end
-
-    def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write head, samples and tail as one file, then its side files."""
-        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
-        head, tail = self.envelope(rows)
-        with open(path, "wb") as handle:
-            handle.write(head)
-            handle.write(rows.data)
-            handle.write(tail)
-        self.write_side_files(path, *rows.shape)

@@ -35,13 +35,10 @@ def masked_crc(data: bytes | memoryview, crc: int = 0) -> int:
     return (((value >> 15) | (value << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def frame(sample: memoryview) -> tuple[bytes, bytes]:
-    """The bytes written before and after ``sample`` to make it one TFRecord record."""
-    prefix = example_prefix(len(sample))
-    length = _LEN.pack(len(prefix) + len(sample))
-    head = length + _CRC.pack(masked_crc(length)) + prefix
-    data_crc = masked_crc(sample, crc32c.crc32c(prefix))
-    return head, _CRC.pack(data_crc)
+def _record_head(sample_bytes: int) -> bytes:
+    """What precedes the sample in its record: length, the length's CRC, the Example prefix."""
+    length = _LEN.pack(len(example_prefix(sample_bytes)) + sample_bytes)
+    return length + _CRC.pack(masked_crc(length)) + example_prefix(sample_bytes)
 
 
 def _record_size(sample_bytes: int) -> int:
@@ -123,16 +120,6 @@ class TFRecordFormat(AssembledFormat):
     head_bytes = 0  # the layout comes from the index side file
     side_suffixes = (INDEX_SUFFIX,)
 
-    def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write the records and ``<path>.idx`` (the sample bytes are not copied)."""
-        rows = np.ascontiguousarray(samples, dtype=np.uint8)
-        with open(path, "wb") as handle:
-            for row in rows:
-                sample = memoryview(row)
-                head, foot = frame(sample)
-                handle.writelines((head, sample, foot))
-        self.write_side_files(path, *rows.shape)
-
     def assembled_size(self, num_samples: int, sample_bytes: int) -> int | None:
         """Records of one size, back to back."""
         return num_samples * _record_size(sample_bytes)
@@ -141,15 +128,13 @@ class TFRecordFormat(AssembledFormat):
                  fill: Fill) -> int:
         """The records in place: one shared head (length, its CRC, the Example's prefix)
         broadcast to every record, the samples filled between, each data CRC after."""
-        prefix = example_prefix(sample_bytes)
         stride = _record_size(sample_bytes)
         records = np.frombuffer(out, np.uint8, num_samples * stride).reshape(num_samples, stride)
-        length = _LEN.pack(len(prefix) + sample_bytes)
-        head = length + _CRC.pack(masked_crc(length)) + prefix
+        head = _record_head(sample_bytes)
         records[:, :len(head)] = np.frombuffer(head, np.uint8)
         samples = records[:, len(head):len(head) + sample_bytes]
         fill(samples)
-        prefix_crc = crc32c.crc32c(prefix)
+        prefix_crc = crc32c.crc32c(example_prefix(sample_bytes))
         crcs = np.fromiter((masked_crc(row, prefix_crc) for row in samples), dtype="<u4",
                            count=num_samples)
         records[:, len(head) + sample_bytes:] = crcs.view(np.uint8).reshape(num_samples, 4)
