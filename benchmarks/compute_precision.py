@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from dliobench.compute import busy_wait
+from dliobench.run.accelerator import busy_wait
 
 DURATIONS_S = (0.0005, 0.0035, 0.0055, 0.05, 0.224, 0.323)
 

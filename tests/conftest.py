@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dliobench.cli import main
+from dliobench.cli.main import main
 
 
 @pytest.fixture

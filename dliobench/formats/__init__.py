@@ -1,40 +1,45 @@
-"""Data formats by name. Each module holds one format; modules load on first use."""
+"""Data formats by name: the registry owns the names. Each module holds one format and
+exposes it as ``FORMAT``; modules load on first use.
+
+A new format is one module here plus one line in ``REGISTRY``: the configuration's choices,
+``dliobench keys`` and the contract test suites all read their list of formats from it.
+"""
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from dliobench.config_schema import FORMATS, DatasetConfig
 from dliobench.errors import ConfigError
 from dliobench.formats.base import ByteRange, Format
 
-_MODULES = {name: f"dliobench.formats.{name}" for name in FORMATS}
+if TYPE_CHECKING:
+    from dliobench.config.schema import DatasetConfig
+
+REGISTRY: dict[str, str] = {
+    "npz": "dliobench.formats.npz",
+    "npy": "dliobench.formats.npy",
+    "hdf5": "dliobench.formats.hdf5",
+    "tfrecord": "dliobench.formats.tfrecord",
+    "jpeg": "dliobench.formats.jpeg",
+    "png": "dliobench.formats.png",
+    "indexed_binary": "dliobench.formats.indexed_binary",
+}
+FORMATS: tuple[str, ...] = tuple(REGISTRY)
 
 
 def get_format(name: str) -> Format:
-    """The format registered under ``name``."""
-    if name not in _MODULES:
-        raise ConfigError(f"dataset.format: unknown format '{name}'; known: {', '.join(_MODULES)}")
-    module = importlib.import_module(_MODULES[name])
-    fmt: Format = module.FORMAT
+    """The format registered under ``name``, with its default options."""
+    if name not in REGISTRY:
+        raise ConfigError(f"dataset.format: unknown format '{name}'; known: {', '.join(REGISTRY)}")
+    fmt: Format = importlib.import_module(REGISTRY[name]).FORMAT
     return fmt
 
 
 def format_for(dataset: DatasetConfig) -> Format:
-    """The format of a dataset, with its options (HDF5 chunking and compression)."""
-    hdf5_options = dataset.enable_chunking or dataset.compression != "none"
-    if dataset.format == "hdf5" and hdf5_options:
-        from dliobench.formats.hdf5 import Hdf5Format
-
-        compressed = dataset.compression != "none"
-        return Hdf5Format.from_options(
-            enable_chunking=dataset.enable_chunking, chunk_size=dataset.chunk_size,
-            compression=dataset.compression, compression_level=dataset.compression_level,
-            chunk_samples=1 if compressed and not dataset.enable_chunking else 0)
-    if hdf5_options:
-        raise ConfigError("dataset.enable_chunking and dataset.compression apply to the hdf5 "
-                          f"format only, not {dataset.format}")
-    return get_format(dataset.format)
+    """The format of a dataset, with the options its configuration sets (HDF5 chunking and
+    compression); the run's ``Plan`` is the one caller."""
+    return get_format(dataset.format).configured(dataset)
 
 
-__all__ = ["ByteRange", "Format", "format_for", "get_format"]
+__all__ = ["FORMATS", "REGISTRY", "ByteRange", "Format", "format_for", "get_format"]

@@ -2,8 +2,9 @@
 
 Formats normally never touch storage when reading: the loader reads the bytes (buffered or
 O_DIRECT, whole file or a sample's byte range), counts them at the read call, and hands them
-to ``decode``. A format whose library must do its own I/O (HDF5 through h5py) implements
-``read_sample`` instead and counts its bytes itself, through ``storage.CountingFile``.
+to ``decode``. A format whose library must do its own I/O (HDF5 through h5py) sets
+``reads_itself`` and implements ``read_sample`` instead, counting its bytes itself through
+``storage.CountingFile``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from dliobench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dliobench.config.schema import DatasetConfig
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,16 @@ class Format(Protocol):
     name: str
     extension: str
     head_bytes: int  # bytes from the start of a file that ``layout`` needs
+    max_samples_per_file: int | None  # None: any number
+    lossy: bool  # a decoded sample is not the written bytes (JPEG)
+    checksummed: bool  # a flipped payload byte is detected when the sample is decoded
+    reads_itself: bool  # the format's library does its own I/O: use ``read_sample``
+
+    def configured(self, dataset: DatasetConfig) -> Format:
+        """This format with the options the dataset's configuration sets for it.
+
+        Raises ConfigError for options the format does not have.
+        """
 
     def write(self, path: Path, samples: np.ndarray) -> None:
         """Write the (num_samples, sample_bytes) uint8 array as one file at ``path``.
@@ -59,12 +75,33 @@ class Format(Protocol):
         Raises CorruptSampleError when the bytes are truncated or damaged.
         """
 
+    def read_sample(self, path: Path, file_size: int, num_samples: int, index: int,
+                    odirect: bool) -> tuple[np.ndarray, int]:
+        """Sample ``index`` of the file and the bytes read for it (``reads_itself`` only)."""
+
 
 class FileFormat:
-    """Shared behaviour of formats: commit of a data file and its side files."""
+    """Shared behaviour of formats: commit of a data file and its side files, and the
+    defaults of the descriptive members (one sample or many, lossless, no checksum)."""
 
     name: str
     side_suffixes: tuple[str, ...] = ()
+    max_samples_per_file: int | None = None
+    lossy = False
+    checksummed = False
+    reads_itself = False
+
+    def configured(self, dataset: DatasetConfig) -> Format:
+        """This format: it takes no options (HDF5's chunking and compression are refused)."""
+        if dataset.enable_chunking or dataset.compression != "none":
+            raise ConfigError("dataset.enable_chunking and dataset.compression apply to the "
+                              f"hdf5 format only, not {dataset.format}")
+        return self  # type: ignore[return-value]  # every subclass is a Format
+
+    def read_sample(self, path: Path, file_size: int, num_samples: int, index: int,
+                    odirect: bool) -> tuple[np.ndarray, int]:
+        """Formats whose bytes the loader reads do not read samples themselves."""
+        raise NotImplementedError(f"{self.name} samples are read by the loader")
 
     def side_files(self, path: Path) -> list[Path]:
         """``path`` plus each suffix in ``side_suffixes``."""

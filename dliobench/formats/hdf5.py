@@ -35,13 +35,17 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
 
-from dliobench import storage
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
 from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.storage import posix as storage
+
+if TYPE_CHECKING:
+    from dliobench.config.schema import DatasetConfig
 
 DATASET = "records"
 LABELS = "labels"
@@ -75,8 +79,7 @@ class Hdf5Format(FileFormat):
     name = "hdf5"
     extension = "hdf5"
     head_bytes = 0  # h5py reads the file itself (read_sample)
-    lossy = False
-    max_samples_per_file: int | None = None
+    reads_itself = True
 
     def __init__(self, chunk_samples: int = 0, chunk_bytes: int = 0,
                  compression: str | None = None, compression_level: int = 4,
@@ -129,6 +132,16 @@ class Hdf5Format(FileFormat):
         chunk_bytes = chunk_size if enable_chunking and not chunk_samples else 0
         return cls(chunk_samples=chunk_samples, chunk_bytes=chunk_bytes, compression=codec,
                    compression_level=compression_level)
+
+    def configured(self, dataset: DatasetConfig) -> Hdf5Format:
+        """The format for the dataset's chunking and compression keys (self when unset)."""
+        if not (dataset.enable_chunking or dataset.compression != "none"):
+            return self
+        compressed = dataset.compression != "none"
+        return Hdf5Format.from_options(
+            enable_chunking=dataset.enable_chunking, chunk_size=dataset.chunk_size,
+            compression=dataset.compression, compression_level=dataset.compression_level,
+            chunk_samples=1 if compressed and not dataset.enable_chunking else 0)
 
     def chunk_shape(self, num_samples: int, sample_bytes: int) -> tuple[int, int] | None:
         """The chunk shape of a file of this many samples (None: contiguous)."""

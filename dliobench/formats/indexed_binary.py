@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dliobench import storage
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats.base import ByteRange, ContiguousFormat
+from dliobench.storage import posix as storage
 
 OFFSETS_SUFFIX = ".off.idx"
 SIZES_SUFFIX = ".sz.idx"

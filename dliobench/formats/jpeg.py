@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from PIL import ImageFile, JpegImagePlugin
 
-from dliobench.formats.image import ImageFormat
+from dliobench.formats._image import ImageFormat
 
 
 class JpegFormat(ImageFormat):

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats import npyheader
+from dliobench.formats import _npyheader as npyheader
+from dliobench.formats._npzwrite import array_header
 from dliobench.formats.base import ByteRange, ContiguousFormat
-from dliobench.formats.npzwrite import array_header
 
 
 class NpyFormat(ContiguousFormat):

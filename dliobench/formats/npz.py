@@ -15,7 +15,8 @@ import numpy as np
 from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides large-sample speed
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats import npyheader, npzwrite
+from dliobench.formats import _npyheader as npyheader
+from dliobench.formats import _npzwrite as npzwrite
 from dliobench.formats.base import ByteRange, ContiguousFormat
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
@@ -41,6 +42,7 @@ class NpzFormat(ContiguousFormat):
 
     name = "npz"
     extension = "npz"
+    checksummed = True  # the zip entry's CRC-32
     head_bytes = 4096
 
     def head_size(self, num_samples: int, sample_bytes: int) -> int:

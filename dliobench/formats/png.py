@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from PIL import ImageFile, PngImagePlugin
 
-from dliobench.formats.image import ImageFormat
+from dliobench.formats._image import ImageFormat
 
 
 class PngFormat(ImageFormat):

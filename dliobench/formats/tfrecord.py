@@ -18,8 +18,8 @@ import crc32c
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.formats._tfexample import ProtoError, example_prefix, find_image
 from dliobench.formats.base import AssembledFormat, ByteRange, Fill
-from dliobench.formats.tfexample import ProtoError, example_prefix, find_image
 
 _LEN = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -117,6 +117,7 @@ class TFRecordFormat(AssembledFormat):
 
     name = "tfrecord"
     extension = "tfrecord"
+    checksummed = True  # each record's masked CRC-32C
     head_bytes = 0  # the layout comes from the index side file
     side_suffixes = (INDEX_SUFFIX,)
 

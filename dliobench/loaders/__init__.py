@@ -1,47 +1,45 @@
-"""Loaders by name (``reader.data_loader``)."""
+"""Loaders by name (``reader.data_loader``): the registry owns the names.
+
+Each loader module exposes ``build(plan, reader) -> Loader``; a new loader is one module plus
+one line in ``REGISTRY``, and the configuration's choices, ``dliobench keys`` and the loader
+contract suite all read their list from it. Modules load on first use (their extras may be
+missing).
+"""
 
 from __future__ import annotations
 
-from dliobench.config_schema import Config
+import importlib
+from typing import TYPE_CHECKING
+
 from dliobench.errors import ConfigError
-from dliobench.formats import format_for
-from dliobench.layout import DataFile, train_dir
 from dliobench.loaders.base import Batch, Loader, SampleReader
-from dliobench.sharding import ShardSpec
+
+if TYPE_CHECKING:
+    from dliobench.plan import Plan
+
+REGISTRY: dict[str, str] = {
+    "native": "dliobench.loaders.native",
+    "pytorch": "dliobench.loaders.pytorch",
+    "dali": "dliobench.loaders.dali",
+}
+LOADERS: tuple[str, ...] = tuple(REGISTRY)
 
 
-def make_loader(config: Config, files: list[DataFile], sizes: list[int],
-                spec: ShardSpec | None = None) -> Loader:
-    """The loader the configuration names, reading ``files`` (with on-disk ``sizes``).
-
-    ``spec`` (this rank's sharding) is for loaders that shard by themselves (DALI's readers).
-    """
-    reader_cfg = config.reader
-    root = train_dir(config.dataset)
-    reader = SampleReader(format_for(config.dataset), [root / f.relpath for f in files],
-                          sizes, config.dataset.num_samples_per_file,
-                          config.dataset.record_length_bytes_resize, reader_cfg.odirect)
-    if reader_cfg.data_loader == "native":
-        from dliobench.loaders.native import NativeLoader
-
-        return NativeLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
-                            reader_cfg.prefetch_size, reader_cfg.drop_last)
-    if reader_cfg.data_loader == "pytorch":
-        from dliobench.loaders.pytorch import PyTorchLoader
-
-        return PyTorchLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
-                             reader_cfg.prefetch_size, reader_cfg.drop_last,
-                             reader_cfg.multiprocessing_context, reader_cfg.persistent_workers,
-                             reader_cfg.pin_memory)
-    if reader_cfg.data_loader == "dali":
-        from dliobench.loaders.dali import DaliLoader
-
-        return DaliLoader(reader, reader_cfg.batch_size, reader_cfg.read_threads,
-                          reader_cfg.prefetch_size, reader_cfg.drop_last,
-                          reader_cfg.multiprocessing_context,
-                          native_reader=reader_cfg.dali_native_reader, spec=spec)
-    raise ConfigError(f"reader.data_loader={reader_cfg.data_loader} is unknown; use native, "
-                      "pytorch or dali")
+def sample_reader(plan: Plan) -> SampleReader:
+    """The reader every loader reads and counts through, for the plan's files."""
+    dataset = plan.config.dataset
+    return SampleReader(plan.fmt, plan.paths(), plan.sizes, dataset.num_samples_per_file,
+                        dataset.record_length_bytes_resize, plan.config.reader.odirect)
 
 
-__all__ = ["Batch", "Loader", "SampleReader", "make_loader"]
+def make_loader(plan: Plan) -> Loader:
+    """The loader the plan's configuration names, reading the plan's files on this rank."""
+    name = plan.config.reader.data_loader
+    if name not in REGISTRY:
+        raise ConfigError(f"reader.data_loader={name} is unknown; use {', '.join(REGISTRY)}")
+    loader: Loader = importlib.import_module(REGISTRY[name]).build(plan, sample_reader(plan))
+    return loader
+
+
+__all__ = ["LOADERS", "REGISTRY", "Batch", "Loader", "SampleReader", "make_loader",
+           "sample_reader"]

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from dliobench import storage
 from dliobench.errors import CorruptSampleError
 from dliobench.formats import ByteRange, Format
+from dliobench.storage import posix as storage
 
 
 @dataclass
@@ -31,8 +31,14 @@ class Batch:
 class Loader(Protocol):
     """Delivers a rank's batches of one epoch, in the order ``sharding`` gives."""
 
-    def epoch(self, ids: np.ndarray) -> Iterator[Batch]:
-        """Batches of the sample ids ``ids`` (already sharded and ordered for this rank)."""
+    @property
+    def deviations(self) -> list[str]:
+        """How this loader departs from the run's plan, in words for the result (often none);
+        still readable after ``close``."""
+
+    def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
+        """Batches of the sample ids ``ids`` (already sharded and ordered for this rank);
+        closing the generator leaves the epoch early."""
 
     def close(self) -> None:
         """Release threads, processes and open files."""
@@ -59,10 +65,9 @@ class SampleReader:
         """The sample's decoded (and resized) data and the bytes read to get it."""
         file_index, k = divmod(int(sample_id), self.samples_per_file)
         path = self.paths[file_index]
-        custom = getattr(self.fmt, "read_sample", None)
-        if custom is not None:  # the format's library does its own (counted) I/O
-            sample, nbytes = custom(path, self.sizes[file_index], self.samples_per_file, k,
-                                    self.odirect)
+        if self.fmt.reads_itself:  # the format's library does its own (counted) I/O
+            sample, nbytes = self.fmt.read_sample(path, self.sizes[file_index],
+                                                  self.samples_per_file, k, self.odirect)
         elif self.samples_per_file == 1:
             data, nbytes = storage.read_range(path, 0, self.sizes[file_index], self.odirect)
             if len(data) < self.sizes[file_index]:

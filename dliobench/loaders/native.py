@@ -11,12 +11,16 @@ from __future__ import annotations
 import queue
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dliobench.dataset.sharding import batches
 from dliobench.loaders.base import Batch, SampleReader
-from dliobench.sharding import batches
+
+if TYPE_CHECKING:
+    from dliobench.plan import Plan
 
 
 class _Slot:
@@ -48,8 +52,19 @@ class _Slot:
         self.done.set()
 
 
+def build(plan: Plan, reader: SampleReader) -> NativeLoader:
+    """The native loader as the plan's ``reader`` section configures it."""
+    r = plan.config.reader
+    return NativeLoader(reader, r.batch_size, r.read_threads, r.prefetch_size, r.drop_last)
+
+
 class NativeLoader:
     """``reader.data_loader: native``: a pool of reader threads over a ``SampleReader``."""
+
+    @property
+    def deviations(self) -> list[str]:
+        """None: this loader follows the plan exactly."""
+        return []
 
     def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
                  prefetch_size: int, drop_last: bool) -> None:
@@ -82,7 +97,7 @@ class NativeLoader:
             self._work.put((slot, position, sample_id))
         return slot
 
-    def epoch(self, ids: np.ndarray) -> Iterator[Batch]:
+    def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
         """Batches of ``ids`` in order."""
         plan = batches(ids, self.batch_size, self.drop_last)
         if not self._threads:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dliobench.errors import MissingExtraError
 from dliobench.loaders.base import Batch, SampleReader
+
+if TYPE_CHECKING:
+    from dliobench.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +69,20 @@ def collate(items: list[tuple[torch.Tensor, int, int]]) -> tuple[Any, int, torch
     return data, sum(n for _, n, _ in items), torch.tensor([i for _, _, i in items])
 
 
+def build(plan: Plan, reader: SampleReader) -> PyTorchLoader:
+    """The PyTorch loader as the plan's ``reader`` section configures it."""
+    r = plan.config.reader
+    return PyTorchLoader(reader, r.batch_size, r.read_threads, r.prefetch_size, r.drop_last,
+                         r.multiprocessing_context, r.persistent_workers, r.pin_memory)
+
+
 class PyTorchLoader:
     """``reader.data_loader: pytorch``."""
+
+    @property
+    def deviations(self) -> list[str]:
+        """None: this loader follows the plan exactly."""
+        return []
 
     def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
                  prefetch_size: int, drop_last: bool, multiprocessing_context: str,
@@ -87,7 +102,7 @@ class PyTorchLoader:
             num_workers=workers, drop_last=drop_last, collate_fn=collate, pin_memory=pin,
             **extra)
 
-    def epoch(self, ids: np.ndarray) -> Iterator[Batch]:
+    def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
         """Batches of ``ids`` through the DataLoader's workers."""
         assert self._loader is not None, "loader is closed"
         self._sampler.ids = np.asarray(ids, dtype=np.int64)

@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dliobench import datafill
-from dliobench.config_schema import FORMATS
+from dliobench.dataset import fill as datafill
 from dliobench.errors import CorruptSampleError
-from dliobench.formats import get_format
+from dliobench.formats import FORMATS, get_format
 from dliobench.loaders.base import SampleReader
 
 # Formats describe themselves: ``lossy`` (decoded sample is not the written bytes, e.g. JPEG),
@@ -24,8 +23,7 @@ from dliobench.loaders.base import SampleReader
 
 def traits(name: str) -> tuple[bool, bool, int | None]:
     fmt = get_format(name)
-    return (getattr(fmt, "lossy", False), getattr(fmt, "checksummed", True),
-            getattr(fmt, "max_samples_per_file", None))
+    return fmt.lossy, fmt.checksummed, fmt.max_samples_per_file
 
 
 def samples(n: int, size: int, seed: int = 5) -> np.ndarray:

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dliobench.config import load
+from dliobench.comm.world import World
+from dliobench.config.load import load
 from dliobench.errors import ConfigError
-from dliobench.runner import check_run
-from dliobench.world import World
+from dliobench.plan import check_run
 from tests.conftest import last_result, tiny_workload
 
 BIG = ["dataset.num_files_train=40", "dataset.record_length_bytes=8MiB",

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dliobench.config import load
-from dliobench.config_schema import FORMATS
+from dliobench.config.load import load
 from dliobench.errors import ConfigError
-from dliobench.formats import format_for, get_format
+from dliobench.formats import FORMATS, format_for, get_format
 from tests.conftest import last_result, tiny_workload
 
 
@@ -18,7 +17,7 @@ from tests.conftest import last_result, tiny_workload
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_format_trains(fmt: str, odirect: bool, workdir: Path,
                        write_workload: Callable[..., Path], run_cli: Callable[..., int]) -> None:
-    per_file = 1 if getattr(get_format(fmt), "max_samples_per_file", None) == 1 else 3
+    per_file = 1 if get_format(fmt).max_samples_per_file == 1 else 3
     doc = tiny_workload(dataset={"format": fmt, "num_samples_per_file": per_file,
                                  "record_length_bytes": 20000},
                         reader={"odirect": odirect, "sample_shuffle": "seed"})

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from dliobench.errors import ConfigError
-from dliobench.sweep import load_sweep, points, with_overrides
+from dliobench.report.sweep import load_sweep, points, with_overrides
 from tests.conftest import tiny_workload
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -19,7 +19,8 @@ import pytest
 from tests.conftest import last_result, tiny_workload
 
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (install the mpi extra)")
+pytestmark = [pytest.mark.mpi,
+              pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (install the mpi extra)")]
 
 
 @pytest.fixture
@@ -87,7 +88,12 @@ def test_failing_rank_names_itself_and_ends_the_job(
     assert result["status"] == "partial" and result["ranks_launched"] == 2
     assert [r["rank"] for r in result["ranks"]] == [1]
     assert "img_0000007.npz" in " ".join(result["errors"])
-    assert result["metrics"]["samples"] >= 0
+    # rank 1's first batch came before the damaged sample: that step reaches the user
+    rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
+    steps = [dict(zip(rows[0].split(","), row.split(","), strict=True)) for row in rows[1:]]
+    assert [(s["rank"], s["epoch"], s["step"], s["samples"]) for s in steps] == [
+        ("1", "0", "0", "2")]
+    assert int(steps[0]["bytes"]) > 0 and float(steps[0]["compute_s"]) >= 0.05
 
 
 def _rank_pid(marker: str, rank: int) -> int | None:

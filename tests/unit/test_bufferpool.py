@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dliobench import storage
-from dliobench.bufferpool import GRANULE, BufferPool
+from dliobench.storage import posix as storage
+from dliobench.storage.buffers import GRANULE, BufferPool
 
 
 def test_buffer_is_lent_until_its_last_view_dies() -> None:

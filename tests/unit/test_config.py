@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dliobench.config import load
+from dliobench.config.load import load
 from dliobench.errors import ConfigError
 
 # Our own fixtures, written in the key names of DLIO 2.0.0 (PyPI) and of DLIO's main branch.

@@ -14,10 +14,11 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
+from dliobench.dataset.sharding import ShardSpec, rank_samples
 from dliobench.errors import DlioBenchError
+from dliobench.formats import get_format
 from dliobench.loaders.base import SampleReader
-from dliobench.loaders.dali import DaliLoader, start_method
-from dliobench.sharding import ShardSpec, rank_samples
+from dliobench.loaders.dali.loader import DaliLoader, start_method
 
 NATIVE = {"npy": 1, "tfrecord": 3, "jpeg": 1, "png": 1}  # format -> samples per file
 FILES = 5
@@ -25,8 +26,8 @@ RECORD = 900
 
 
 def write_dataset(root: Path, name: str, per_file: int) -> SampleReader:
-    """FILES files of ``name`` (skipped when that format's module does not exist yet)."""
-    fmt = pytest.importorskip(f"dliobench.formats.{name}").FORMAT
+    """FILES files of format ``name``."""
+    fmt = get_format(name)
     rng = np.random.default_rng(7)
     root.mkdir(parents=True, exist_ok=True)
     paths = []

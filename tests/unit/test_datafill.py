@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dliobench import datafill
+from dliobench.dataset import fill as datafill
 
 
 def make(seed: int, index: int, size: int) -> np.ndarray:

@@ -14,19 +14,23 @@ import crc32c
 import numpy as np
 import pytest
 
-from dliobench import datafill, filegen, filewrite, writers
-from dliobench.config import load
-from dliobench.config_schema import FORMATS
-from dliobench.formats import get_format
-from dliobench.generate import generate
-from dliobench.layout import dataset_files, train_dir
-from dliobench.manifest import Manifest
-from dliobench.world import LocalComm, World
+from dliobench.comm.world import LocalComm, World
+from dliobench.config.load import load
+from dliobench.dataset import file_writer as filegen
+from dliobench.dataset import fill as datafill
+from dliobench.dataset import writer_pool as writers
+from dliobench.dataset.generate import generate
+from dliobench.dataset.layout import dataset_files, train_dir
+from dliobench.dataset.manifest import Manifest
+from dliobench.formats import FORMATS, get_format
+from dliobench.plan import resolve
+from dliobench.storage import write as filewrite
+from dliobench.storage.buffers import AlignedBuffer
 
 
 @pytest.mark.parametrize("size", [1, 4095, 4096, 4097, 3 * 4096 + 17])
 def test_direct_write_keeps_exact_size_and_bytes(tmp_path: Path, size: int) -> None:
-    buffer = filewrite.AlignedBuffer()
+    buffer = AlignedBuffer()
     view = buffer.view(size)
     payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
     view[:size] = payload.tobytes()
@@ -36,7 +40,7 @@ def test_direct_write_keeps_exact_size_and_bytes(tmp_path: Path, size: int) -> N
 
 
 def test_buffer_is_reused_and_grows(tmp_path: Path) -> None:
-    buffer = filewrite.AlignedBuffer()
+    buffer = AlignedBuffer()
     first = buffer.view(10_000)
     assert len(first) == 12288
     first[:3] = b"abc"
@@ -56,7 +60,7 @@ def test_refused_o_direct_falls_back_to_buffered(tmp_path: Path,
         return real_open(path, flags, mode)
 
     monkeypatch.setattr(os, "open", refusing_open)
-    view = filewrite.AlignedBuffer().view(5000)
+    view = AlignedBuffer().view(5000)
     view[:5000] = b"x" * 5000
     assert not filewrite.write_whole(tmp_path / "f", view, 5000)
     assert (tmp_path / "f").read_bytes() == b"x" * 5000
@@ -68,12 +72,13 @@ def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(filegen, "DIRECT_MIN_BYTES", 0)  # small files take O_DIRECT too
     fmt = get_format(fmt_name)
-    per_file = getattr(fmt, "max_samples_per_file", None) or 3
+    per_file = fmt.max_samples_per_file or 3
     cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", f"dataset.format={fmt_name}",
                          "dataset.num_files_train=3", f"dataset.num_samples_per_file={per_file}",
                          "dataset.record_length_bytes=12345", "dataset.generation_seed=9",
                          f"dataset.write_odirect={str(odirect).lower()}"])
-    generate(cfg, World.single(), LocalComm(), show_progress=False)
+    generate(resolve(cfg, World.single(), LocalComm()), World.single(), LocalComm(),
+             show_progress=False)
     manifest = Manifest.load(cfg.dataset.data_folder)
     assert manifest is not None
     root = train_dir(cfg.dataset)
@@ -99,7 +104,8 @@ def test_writer_processes_write_the_same_bytes(tmp_path: Path) -> None:
     cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", "dataset.format=npz",
                          f"dataset.num_files_train={files}", "dataset.record_length_bytes=1000",
                          "dataset.record_length_bytes_stdev=300", "dataset.generation_seed=4"])
-    generate(cfg, World.single(), LocalComm(), show_progress=False)
+    generate(resolve(cfg, World.single(), LocalComm()), World.single(), LocalComm(),
+             show_progress=False)
     manifest = Manifest.load(cfg.dataset.data_folder)
     assert manifest is not None and len(manifest.files) == files
     root, fmt, base = train_dir(cfg.dataset), get_format("npz"), datafill.base_buffer(4)

@@ -9,12 +9,12 @@ import h5py
 import numpy as np
 import pytest
 
-from dliobench import storage
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
 from dliobench.formats import get_format
 from dliobench.formats.hdf5 import FORMAT as FMT
 from dliobench.formats.hdf5 import Hdf5Format
 from dliobench.loaders.base import SampleReader
+from dliobench.storage import posix as storage
 
 
 def test_registered_format_is_the_contiguous_default() -> None:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
-from dliobench import storage
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import get_format
-from dliobench.formats.image import image_shape
+from dliobench.formats._image import image_shape
 from dliobench.formats.jpeg import JpegFormat
+from dliobench.storage import posix as storage
 
 IMAGE_FORMATS = ["jpeg", "png"]
 RESNET50_RECORD = 114_660
@@ -50,9 +50,9 @@ def test_empty_record_is_refused() -> None:
 @pytest.mark.parametrize("name", IMAGE_FORMATS)
 def test_traits_declared(name: str) -> None:
     fmt = get_format(name)
-    assert getattr(fmt, "max_samples_per_file", None) == 1
-    assert getattr(fmt, "lossy", None) is (name == "jpeg")
-    assert getattr(fmt, "checksummed", None) is (name == "png")
+    assert fmt.max_samples_per_file == 1
+    assert fmt.lossy is (name == "jpeg")
+    assert fmt.checksummed is (name == "png")
 
 
 @pytest.mark.parametrize("name", IMAGE_FORMATS)

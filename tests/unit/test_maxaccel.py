@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dliobench import maxaccel
-from dliobench.sweep import PointOutcome, SweepSpec
+from dliobench.report import maxaccel
+from dliobench.report.sweep import PointOutcome, SweepSpec
 
 
 def fake_storage(capacity: int, calls: list[int]):  # type: ignore[no-untyped-def]

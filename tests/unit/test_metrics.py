@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dliobench.metrics import combine_ranks, epoch_metrics, window
+from dliobench.results.metrics import combine_ranks, epoch_metrics, window
 
 
 def timeline(waits: list[float], computes: list[float], samples: int = 4,
@@ -79,7 +79,7 @@ def test_combine_ranks_means_au_and_sums_rates() -> None:
 
 
 def test_stragglers_are_the_slow_ranks() -> None:
-    from dliobench.metrics import stragglers
+    from dliobench.results.metrics import stragglers
 
     ranks = [{"rank": 0, "samples_per_s": 100.0}, {"rank": 1, "samples_per_s": 98.0},
              {"rank": 2, "samples_per_s": 60.0}, {"rank": 3, "samples_per_s": None}]

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dliobench import storage
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats import get_format, npyheader
+from dliobench.formats import _npyheader as npyheader
+from dliobench.formats import get_format
 from dliobench.loaders.base import SampleReader
+from dliobench.storage import posix as storage
 
 FMT = get_format("npy")
 

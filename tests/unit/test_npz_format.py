@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dliobench import storage
 from dliobench.errors import CorruptSampleError
 from dliobench.formats import get_format
+from dliobench.storage import posix as storage
 
 FMT = get_format("npz")
 

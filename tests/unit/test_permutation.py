@@ -7,8 +7,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from dliobench.permutation import Permutation
-from dliobench.sharding import ShardSpec, rank_samples
+from dliobench.dataset.permutation import Permutation
+from dliobench.dataset.sharding import ShardSpec, rank_samples
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 1000, 4097])

@@ -7,8 +7,6 @@ import csv
 import json
 import re
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -17,11 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from dliobench.cli import main
-from dliobench.report.tables import counted_steps, differing_keys, factors_of
+from dliobench.cli.main import main
+from dliobench.report.factors import differing_keys, factors_of
+from dliobench.report.tables import counted_steps
 from tests.conftest import tiny_workload
-
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
 
 def _workload(root: Path) -> Path:
@@ -152,25 +149,6 @@ def test_report_trace_writes_traces_after_the_fact(runs: Path, tmp_path: Path) -
     assert "Not drawn: there is only one run" in page
 
 
-@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (install the mpi extra)")
-def test_two_ranks_trace_and_scaling(tmp_path: Path) -> None:
-    assert MPIEXEC is not None
-    workload = _workload(tmp_path)
-    base = ["run", str(workload), "--no-progress", "--output", str(tmp_path / "runs"),
-            "train.allreduce_bytes=64KiB"]
-    assert main(base) == 0
-    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "dliobench", *base,
-                           "--trace"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / "trace.json").exists())
-    names = _check_trace(run_dir)
-    assert sorted(names) == [0, 1] and names[1].startswith("rank 1 (")
-    out = _report(tmp_path)
-    assert (out / "scaling.png").exists() and (out / "timeline.png").exists()
-    assert not (out / "comparison.png").exists()  # the runs differ in the rank count only
-    assert "Not drawn: the runs do not differ" in (out / "report.html").read_text()
-
-
 def test_unknown_timeline_run_and_empty_folder_are_errors(runs: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:
@@ -199,7 +177,7 @@ def test_counted_steps_skip_the_first_and_last_of_each_epoch_per_rank() -> None:
 
 
 def test_a_key_implied_by_another_joins_its_setting() -> None:
-    from dliobench.report.tables import factors_of
+    from dliobench.report.factors import factors_of
 
     runs = [{"files": 256, "spf": 1, "access": "multi", "threads": 1},
             {"files": 16, "spf": 16, "access": "multi", "threads": 1},

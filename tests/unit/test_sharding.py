@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dliobench.sharding import (
+from dliobench.dataset.sharding import (
     ShardSpec,
     batches,
     delivered_exactly_once,

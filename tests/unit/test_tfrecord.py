@@ -13,12 +13,12 @@ import crc32c
 import numpy as np
 import pytest
 
-from dliobench import storage
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats.tfexample import example_prefix, find_image, parse_image, varint
+from dliobench.formats._tfexample import example_prefix, find_image, parse_image, varint
 from dliobench.formats.tfrecord import FORMAT as FMT
 from dliobench.formats.tfrecord import index_path, masked_crc
 from dliobench.loaders.base import SampleReader
+from dliobench.storage import posix as storage
 
 
 def mask(crc: int) -> int:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from dliobench import benchmark
-from dliobench.config import load
-from dliobench.world import ThreadGroup, World
+from dliobench.comm.world import ThreadGroup, World
+from dliobench.config.load import load
+from dliobench.run import session as benchmark
 
 
 def run_ranks(size: int, overrides: list[str]) -> list[Any]:

@@ -1,0 +1,284 @@
+"""The command line: the only argv parser; one function per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from dliobench.cli import parser as cli_parser
+from dliobench.errors import ConfigError, DlioBenchError
+
+if TYPE_CHECKING:
+    from dliobench.comm.world import Comm, World
+    from dliobench.config.schema import Config
+    from dliobench.report.sweep import SweepSpec
+
+log = logging.getLogger("dliobench")
+T = TypeVar("T")
+
+DEFAULT_WORKLOAD = "default"
+
+
+def _workload_path(name: str) -> Path:
+    """A workload given as a path, or as a name looked up in ./workloads and the source tree."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    for folder in (Path("workloads"), Path(__file__).resolve().parent.parent / "workloads"):
+        candidate = folder / f"{name}.yaml"
+        if candidate.exists():
+            return candidate
+    raise ConfigError(f"no workload named '{name}': give a path to a YAML file or one of the "
+                      "names in workloads/ (unet3d, default, ...)")
+
+
+def _split(items: list[str]) -> tuple[Path, list[str]]:
+    """The workload (first item without '=') and the overrides."""
+    if items and "=" not in items[0]:
+        return _workload_path(items[0]), items[1:]
+    return _workload_path(DEFAULT_WORKLOAD), items
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, list[str]]:
+    from dliobench.config import load as config_mod
+
+    path, overrides = _split(args.workload)
+    cfg, warnings = config_mod.load(path, overrides, getattr(args, "accelerator", None))
+    for w in warnings:
+        log.warning(w)
+    return cfg, warnings
+
+
+def _world() -> tuple[World, Comm]:
+    """MPI's world when an MPI launcher started us, else the one-rank embedded default."""
+    from dliobench.comm import mpi
+    from dliobench.comm.world import LocalComm, World
+
+    if mpi.launched_by_mpi():
+        return mpi.detect()
+    return World.single(), LocalComm()
+
+
+def _on_every_rank(world: World, comm: Comm, work: Callable[[], T]) -> T:
+    """Run ``work``; under MPI a failing rank names itself and ends the whole job at once."""
+    try:
+        return work()
+    except BaseException as exc:
+        if world.size > 1:
+            code = exc.exit_code if isinstance(exc, DlioBenchError) else 1
+            reason = str(exc) or type(exc).__name__
+            print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
+                  f"{reason}", file=sys.stderr, flush=True)
+            comm.abort(code)
+        raise
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Generate the dataset if needed, train, write results, print the summary."""
+    from dliobench.results.summary import print_summary
+    from dliobench.run import session as benchmark
+
+    cfg, warnings = _load(args)
+    if args.output:
+        from dataclasses import replace
+
+        cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
+    world, comm = _world()
+    outcome = _on_every_rank(world, comm, lambda: benchmark.run(
+        cfg, world, comm, warnings, show_progress=not args.no_progress))
+    if outcome.result is not None and outcome.run_dir is not None:
+        print_summary(outcome.result, str(outcome.run_dir))
+        if args.trace:
+            from dliobench.results.trace import write_trace
+            print(f"trace: {write_trace(outcome.run_dir)} (open in https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Turn result folders into report.html, PNGs and runs.csv (and trace.json with --trace)."""
+    from dliobench.report.html import write_report
+    from dliobench.report.tables import find_run_dirs
+    from dliobench.results.trace import write_trace
+
+    if args.trace:
+        for run_dir in find_run_dirs(args.runs):
+            try:
+                print(f"trace: {write_trace(run_dir)}")
+            except DlioBenchError as exc:  # e.g. a partial run without steps: skip it
+                log.warning("%s", exc)
+    page = write_report(args.runs, Path(args.out) if args.out else None, args.timeline_run)
+    print(f"report: {page}")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write the dataset only (what is missing of it)."""
+    from dliobench.dataset.generate import generate
+    from dliobench.plan import resolve
+
+    cfg, _ = _load(args)
+    world, comm = _world()
+    done = _on_every_rank(world, comm, lambda: generate(
+        resolve(cfg, world, comm), world, comm, show_progress=not args.no_progress,
+        check=args.verify))
+    if not world.is_root:
+        return 0
+    if done.files_written:
+        rate = done.bytes_written / done.seconds / 1e9 if done.seconds else 0.0
+        print(f"wrote {done.files_written} of {done.files_total} files, "
+              f"{done.bytes_written / 1e9:.3f} GB in {done.seconds:.1f} s ({rate:.2f} GB/s) "
+              f"to {cfg.dataset.data_folder}")
+    else:
+        print(f"all {done.files_total} files are already in {cfg.dataset.data_folder}")
+    return 0
+
+
+def cmd_datasize(args: argparse.Namespace) -> int:
+    """Print how many files an honest run needs (MLPerf Storage's rule)."""
+    from dliobench.dataset.datasize import MEMORY_FACTOR, MIN_STEPS, required_files
+    from dliobench.results.sysinfo import host_memory_bytes
+
+    cfg, _ = _load(args)
+    memory = int(args.host_memory_gb * 1e9) if args.host_memory_gb else host_memory_bytes()
+    size = required_files(cfg, args.accelerators, args.hosts, memory)
+    accel = cfg.train.accelerator or "emulated"
+    print(f"{cfg.name} with {args.accelerators} {accel} accelerator(s) on {args.hosts} host(s) "
+          f"of {memory / 1e9:.1f} GB: dataset.num_files_train={size.files} "
+          f"({size.bytes / 1e9:,.1f} GB)")
+    print(f"  {MEMORY_FACTOR}x host memory needs {size.files_for_memory} files; "
+          f"{MIN_STEPS} steps per accelerator need {size.files_for_steps} files "
+          f"(the {size.deciding_rule} rule decides)")
+    return 0
+
+
+def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
+    """A sweep file, or a workload (with overrides) to sweep over ranks only."""
+    import yaml
+
+    from dliobench.report.sweep import SweepSpec, load_sweep
+
+    first, overrides = args.sweep[0], args.sweep[1:]
+    path = Path(first)
+    doc = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if isinstance(doc, dict) and "workload" in doc:
+        spec = load_sweep(path)
+    else:
+        workload = _workload_path(first)
+        spec = SweepSpec(name=workload.stem, workload=workload, overrides=[], axes={})
+    from dataclasses import replace
+
+    from dliobench.report.sweep import with_overrides
+
+    return replace(with_overrides(spec, overrides),
+                   output=Path(args.output) if args.output else spec.output)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run a sweep (or the max-accelerator search) and report."""
+    from dliobench.report.maxaccel import find_max_accelerators
+    from dliobench.report.sweep import run_sweep
+
+    spec = _sweep_spec(args)
+    if args.find_max_accelerators:
+        search = find_max_accelerators(spec, args.accelerator or "", args.max_accelerators,
+                                       args.timeout)
+        print(search.sentence(spec.workload.stem.split("_")[0]))
+        print(f"runs: {search.folder} ({len(search.probes)} probes)")
+        _sweep_report(search.folder, any(p.run_dir for p in search.probes))
+        return 0 if search.best is not None else 1
+    folder, outcomes = run_sweep(spec, args.timeout)
+    failed = [o for o in outcomes if o.error]
+    for o in outcomes:
+        au = o.result["metrics"]["au"] if o.result else None
+        status = f"error: {o.error}" if o.error else (
+            f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}")
+        print(f"{o.name}: {status}")
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} points ran; runs in {folder}")
+    _sweep_report(folder, len(failed) < len(outcomes))
+    return 1 if failed else 0
+
+
+def _sweep_report(folder: Path, any_run: bool) -> None:
+    """End a sweep with its report (in the sweep folder)."""
+    if not any_run:
+        return
+    from dliobench.report.html import write_report
+
+    print(f"report: {write_report([folder], folder / 'report')}")
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """List every configuration key with its default and meaning."""
+    from dliobench.config.load import ALIASES, FIELDS
+
+    by_key: dict[str, list[str]] = {}
+    for alias, canonical in ALIASES.items():
+        by_key.setdefault(canonical, []).append(alias)
+    for name, f in sorted(FIELDS.items()):
+        meta = f.metadata
+        choices = f" ({'|'.join(meta['choices'])})" if meta["choices"] else ""
+        aka = f"  [also: {', '.join(sorted(by_key[name]))}]" if name in by_key else ""
+        print(f"{name} = {f.default!r}{choices}\n    {meta['help']}{aka}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print the resolved configuration as YAML."""
+    import yaml
+
+    from dliobench.results.files import config_dict
+
+    cfg, _ = _load(args)
+    print(yaml.safe_dump(config_dict(cfg), sort_keys=False), end="")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run, "report": cmd_report, "generate": cmd_generate, "datasize": cmd_datasize,
+    "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of all subcommands."""
+    return cli_parser.build(COMMANDS)
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    from dliobench.comm.mpi import LAUNCHER_RANK_VARS
+
+    level = logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO
+    if any(os.environ.get(v, "0") != "0" for v in LAUNCHER_RANK_VARS):
+        level = max(level, logging.ERROR)  # under MPI, rank 0 speaks for the job
+    handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False)
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dliobench`` command; returns the exit code."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and (not hasattr(args, "workload") or any(x.startswith("-") for x in extra)):
+        parser.error("unrecognized arguments: " + " ".join(extra))
+    if extra:  # overrides given after options: `run W --no-progress a.b=c`
+        args.workload += extra
+    _setup_logging(args.verbose, args.quiet)
+    try:
+        return int(args.func(args))
+    except DlioBenchError as exc:
+        print(f"dliobench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("dliobench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

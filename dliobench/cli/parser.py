@@ -1,0 +1,157 @@
+"""The argument parser of the ``dliobench`` command: subcommands, options and their help."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+
+from dliobench import __version__
+
+Commands = Mapping[str, Callable[[argparse.Namespace], int]]
+SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
+OVERRIDES_HELP = (
+    "configuration overrides as section.key=value, e.g. dataset.num_files_train=16 "
+    "train.epochs=2 (DLIO's ++workload.section.key=value also works); `dliobench keys` lists "
+    "every key"
+)
+
+
+def _add_workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", nargs="*", metavar="[WORKLOAD] [KEY=VALUE ...]",
+                   help="workload YAML file or name in workloads/ (default: 'default'), "
+                   "then " + OVERRIDES_HELP)
+    p.add_argument("--accelerator", metavar="NAME",
+                   help="accelerator profile of the workload (a100, h100, ...); same as "
+                   "train.accelerator=NAME")
+
+
+def _add_report_parser(sub: SubParsers,
+                       commands: Commands) -> None:
+    """The `report` subcommand: result folders in, report folder out."""
+    p = sub.add_parser("report", help="tables and plots from result folders",
+                       description="Read result folders (never rerun anything) and write "
+                       "report.html (self-contained), the plots as PNG and runs.csv: scaling "
+                       "with ranks, differing settings compared, wait-latency CDF, per-rank "
+                       "step timeline.")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run folders, or folders holding run folders (reports/, a sweep)")
+    p.add_argument("-o", "--out", metavar="OUT",
+                   help="output folder (default: reports/report-<timestamp>/)")
+    p.add_argument("--timeline-run", metavar="RUN_ID",
+                   help="run whose per-rank step timeline is drawn (default: the newest)")
+    p.add_argument("--trace", action="store_true",
+                   help="also write trace.json (Chrome/Perfetto) into each run folder")
+    p.set_defaults(func=commands["report"])
+
+
+def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench run`."""
+    p = sub.add_parser("run", help="generate (if missing) and train, then report",
+                       description="Generate the dataset if it is missing "
+                       "(workflow.generate_data), run the emulated training, write "
+                       "<output.folder>/<run-id>/result.json and timeline.csv, print a summary.")
+    _add_workload_args(p)
+    p.add_argument("--output", metavar="DIR", help="root folder of results (output.folder)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
+                   "timeline as a Chrome/Perfetto trace")
+    p.set_defaults(func=commands["run"])
+
+
+def _add_generate_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench generate`."""
+    p = sub.add_parser("generate", help="write the dataset only",
+                       description="Write the files of the workload's dataset that are not on "
+                       "disk yet; safe to interrupt and repeat. npz, npy, tfrecord and "
+                       "indexed_binary files of 1 MiB or more bypass the page cache (O_DIRECT; "
+                       "dataset.write_odirect=false turns it off); many small files are written "
+                       "by one process per core. Under mpiexec the ranks split the files.")
+    _add_workload_args(p)
+    p.add_argument("--verify", action="store_true",
+                   help="re-read every file, compare its CRC-32C with the manifest, and write "
+                   "damaged files again")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(func=commands["generate"])
+
+
+def _add_datasize_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench datasize`."""
+    p = sub.add_parser("datasize", help="how many files an honest run needs",
+                       description="Compute dataset.num_files_train so that the dataset is at "
+                       "least 5x the memory of the participating hosts and gives at least 500 "
+                       "steps per accelerator per epoch (MLPerf Storage's rule).")
+    _add_workload_args(p)
+    p.add_argument("--accelerators", type=int, default=1, metavar="N",
+                   help="emulated accelerators (ranks) in the run (default 1)")
+    p.add_argument("--hosts", type=int, default=1, metavar="H",
+                   help="hosts the ranks run on (default 1)")
+    p.add_argument("--host-memory-gb", type=float, metavar="GB",
+                   help="memory per host in GB (default: this host's)")
+    p.set_defaults(func=commands["datasize"])
+
+
+def _add_sweep_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench sweep`."""
+    p = sub.add_parser(
+        "sweep", help="run a grid of runs (or find how many accelerators storage sustains)",
+        description="Run every point of a sweep file's axes (ranks through the MPI launcher) "
+        "into one sweep folder, continuing past failed points. With "
+        "--find-max-accelerators, search (doubling, then bisection) for the largest number of "
+        "emulated accelerators (ranks) whose AU stays at the workload's floor.",
+        epilog="sweep file keys: workload, overrides (list), axes (key: [values], 'ranks' for "
+        "rank counts), launcher (default 'mpiexec -n {ranks}'), output, name. Examples ship "
+        "in configs/.")
+    p.add_argument("sweep", nargs="+", metavar="SWEEP_OR_WORKLOAD [KEY=VALUE ...]",
+                   help="a sweep file (configs/*.yaml), or with --find-max-accelerators also "
+                   "a workload file or name, then overrides for every run")
+    p.add_argument("--find-max-accelerators", action="store_true",
+                   help="search for the most accelerators the storage sustains at the AU floor")
+    p.add_argument("--accelerator", metavar="NAME", help="accelerator profile for the search")
+    p.add_argument("--max-accelerators", type=int, default=64, metavar="N",
+                   help="upper bound of the search (default 64)")
+    p.add_argument("--timeout", type=float, metavar="S", help="give up on a point after S s")
+    p.add_argument("--output", metavar="DIR", help="root of sweep folders (default "
+                   "reports/sweeps)")
+    p.set_defaults(func=commands["sweep"])
+
+
+def _add_show_config_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench show-config`."""
+    p = sub.add_parser("show-config", help="print the resolved configuration",
+                       description="Print the configuration a run would use, after defaults, "
+                       "the workload file, overrides and the accelerator profile.")
+    _add_workload_args(p)
+    p.set_defaults(func=commands["show-config"])
+
+
+def _add_keys_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench keys`."""
+    p = sub.add_parser("keys", help="list every configuration key",
+                       description="List every configuration key, its default, allowed values "
+                       "and DLIO spellings accepted for it.")
+    p.set_defaults(func=commands["keys"])
+
+
+def build(commands: Commands) -> argparse.ArgumentParser:
+    """The argument parser of all subcommands, each calling its function in ``commands``."""
+    parser = argparse.ArgumentParser(
+        prog="dliobench",
+        description="Emulate deep-learning training I/O: generate a dataset in the workload's "
+        "format, read it with real loaders while emulated accelerators compute, and report "
+        "accelerator utilization (AU), throughput and per-step wait latency.",
+        epilog="examples:\n  dliobench run workloads/unet3d.yaml dataset.num_files_train=16 "
+        "train.epochs=2\n  dliobench generate unet3d --accelerator h100\n  dliobench keys",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dliobench {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_run_parser(sub, commands)
+    _add_report_parser(sub, commands)
+    _add_generate_parser(sub, commands)
+    _add_datasize_parser(sub, commands)
+    _add_sweep_parser(sub, commands)
+    _add_show_config_parser(sub, commands)
+    _add_keys_parser(sub, commands)
+    return parser

@@ -1,0 +1,82 @@
+"""MPI through mpi4py: the only module that imports it.
+
+``detect()`` tells whether this process was started by an MPI launcher (mpiexec, mpirun,
+srun) and, if so, returns the ``World`` and an ``MPIComm``; otherwise the caller runs as the
+one-rank embedded default without importing MPI at all.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import Any, TypeVar
+
+import numpy as np
+
+from dliobench.comm.world import World
+from dliobench.errors import MissingExtraError
+
+T = TypeVar("T")
+# Variables launchers set in every rank's environment (MPICH/Hydra, Open MPI, PMIx, Slurm).
+LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def launched_by_mpi() -> bool:
+    """True when an MPI launcher started this process."""
+    return any(v in os.environ for v in (*LAUNCHER_SIZE_VARS, *LAUNCHER_RANK_VARS))
+
+
+class MPIComm:
+    """The Comm protocol over an mpi4py communicator."""
+
+    def __init__(self, comm: Any) -> None:
+        self._comm = comm
+
+    def barrier(self) -> None:
+        """Block until every rank arrives."""
+        self._comm.Barrier()
+
+    def bcast(self, value: T, root: int = 0) -> T:
+        """Root's value on every rank."""
+        out: T = self._comm.bcast(value, root=root)
+        return out
+
+    def gather(self, value: Any, root: int = 0) -> list[Any] | None:
+        """One value per rank on root."""
+        out: list[Any] | None = self._comm.gather(value, root=root)
+        return out
+
+    def allgather(self, value: Any) -> list[Any]:
+        """One value per rank everywhere."""
+        out: list[Any] = self._comm.allgather(value)
+        return out
+
+    def allreduce_buffer(self, buffer: np.ndarray) -> None:
+        """Sum a numeric buffer over all ranks in place (a real MPI_Allreduce)."""
+        from mpi4py import MPI
+
+        self._comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+
+    def abort(self, code: int) -> None:
+        """End every rank of the job now (used when one rank fails)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._comm.Abort(code)
+
+
+def detect() -> tuple[World, MPIComm]:
+    """Initialise MPI and describe this rank's place: rank, size, node-local rank, nodes."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise MissingExtraError("mpi4py", "mpi") from exc
+    comm = MPI.COMM_WORLD
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    host = socket.gethostname()
+    hosts = comm.allgather(host)
+    world = World(rank=comm.Get_rank(), size=comm.Get_size(), local_rank=node.Get_rank(),
+                  local_size=node.Get_size(), node_count=len(set(hosts)), host=host)
+    node.Free()
+    return world, MPIComm(comm)

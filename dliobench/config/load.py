@@ -1,0 +1,260 @@
+"""Workload YAML + ``a.b=c`` overrides -> a validated, frozen ``Config``.
+
+Layers, later ones winning: the defaults in ``config_schema``, the workload file, the
+command-line overrides. DLIO 2.0.0 and DLIO main spellings are accepted as aliases; DLIO keys
+we know but do not implement produce one warning; anything else is a ``ConfigError`` that
+names the key and suggests the closest known one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dliobench.config import values as cv
+from dliobench.config.dlio import (
+    LOADER_ALIASES,
+    SECTION_ALIASES,
+    UNSUPPORTED_DLIO_KEYS,
+    is_unsupported,
+)
+from dliobench.config.profiles import apply_profile, merge_profiles
+from dliobench.config.schema import SECTIONS, Config
+from dliobench.errors import ConfigError
+
+IGNORED_TOP_LEVEL = ("framework",)
+
+
+def _schema() -> tuple[dict[str, dataclasses.Field[Any]], dict[str, str]]:
+    """All canonical dotted keys with their fields, and alias -> canonical key."""
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    aliases: dict[str, str] = {}
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            name = f"{section}.{f.name}"
+            fields[name] = f
+            for alias in f.metadata["aliases"]:
+                aliases[alias if "." in alias else f"{section}.{alias}"] = name
+    aliases["output.metric.exclude_start_steps"] = "metric.exclude_start_steps"
+    aliases["output.metric.exclude_end_steps"] = "metric.exclude_end_steps"
+    aliases["output.metric.au"] = "metric.au"
+    aliases["model.model_size"] = "model.model_size_bytes"
+    return fields, aliases
+
+
+FIELDS, ALIASES = _schema()
+
+
+def known_keys() -> list[str]:
+    """Every canonical key, sorted; for help texts and suggestions."""
+    return sorted(FIELDS)
+
+
+class _Layer:
+    """The keys one source sets, canonicalised, plus its warnings."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.values: dict[str, Any] = {}
+        self.accelerators: dict[str, Any] = {}
+        self.unsupported: list[str] = []
+        self.warnings: list[str] = []
+
+    def set(self, dotted: str, value: Any) -> None:
+        """Record one key, resolving aliases and refusing unknown keys."""
+        name = ALIASES.get(dotted, dotted)
+        if name in FIELDS:
+            self.values[name] = value
+        elif is_unsupported(name):
+            if value not in (None, False, 0, "", "none", "off", [], {}):
+                self.unsupported.append(dotted)
+        else:
+            raise ConfigError(f"unknown key '{dotted}' in {self.origin}{_suggest(dotted)}")
+
+
+def _suggest(name: str) -> str:
+    """'; did you mean ...?' with the closest known key, or a pointer to the list."""
+    candidates = [*FIELDS, *ALIASES, *UNSUPPORTED_DLIO_KEYS]
+    leaf = name.rsplit(".", 1)[-1]
+    same_leaf = [k for k in FIELDS if k.rsplit(".", 1)[-1] == leaf]
+    close = same_leaf or difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{ALIASES.get(close[0], close[0])}'?"
+    return "; `dliobench keys` lists the known keys"
+
+
+def _flatten(layer: _Layer, prefix: str, value: Any) -> None:
+    """Walk nested sections into dotted keys, stopping at keys whose value may be a mapping."""
+    if isinstance(value, dict) and ALIASES.get(prefix, prefix) not in FIELDS:
+        for sub, subvalue in value.items():
+            _flatten(layer, f"{prefix}.{sub}" if prefix else str(sub), subvalue)
+    else:
+        layer.set(prefix, value)
+
+
+def layer_from_mapping(data: Any, origin: str) -> _Layer:
+    """Turn a parsed workload document into a layer."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin} must be a YAML mapping of sections (dataset:, reader:, ...)")
+    layer = _Layer(origin)
+    for top, value in data.items():
+        top = SECTION_ALIASES.get(str(top), str(top))
+        if top in IGNORED_TOP_LEVEL:
+            continue
+        if top == "accelerators":
+            if not isinstance(value, dict):
+                raise ConfigError(f"accelerators in {origin} must map names to profiles")
+            layer.accelerators.update(value)
+        elif top == "model" and not isinstance(value, dict):
+            layer.set("model.name", value)
+        elif top in SECTIONS or is_unsupported(top):
+            if value is not None and not isinstance(value, dict):
+                raise ConfigError(f"section '{top}' in {origin} must be a mapping of keys")
+            _flatten(layer, top, value or {})
+        else:
+            raise ConfigError(f"unknown section '{top}' in {origin}{_suggest(top)}")
+    return layer
+
+
+def read_workload(path: str | Path) -> _Layer:
+    """Read a workload YAML file into a layer; a missing or malformed file is a ConfigError."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"workload file {path} does not exist; give a path to a YAML file "
+                          "(examples live in workloads/)") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read workload file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"workload file {path} is not valid YAML{where}") from None
+    layer = layer_from_mapping(data, str(path))
+    layer.values.setdefault("model.name", path.stem.split("_")[0] if path.stem else "")
+    return layer
+
+
+def parse_overrides(items: list[str]) -> _Layer:
+    """``section.key=value`` items (DLIO's ``++workload.`` prefix accepted) into a layer."""
+    layer = _Layer("the command line")
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"override '{item}' must look like section.key=value")
+        name = name.strip().lstrip("+")
+        name = name.removeprefix("workload.")
+        section, dot, rest = name.partition(".")
+        name = SECTION_ALIASES.get(section, section) + dot + rest
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        if name == "model" and not isinstance(value, dict):
+            name = "model.name"
+        if name.startswith("accelerators."):
+            _, acc, field_name = [*name.split("."), "", ""][:3]
+            layer.accelerators.setdefault(acc, {})[field_name] = value
+            continue
+        _flatten(layer, name, value)
+    return layer
+
+
+def _convert(name: str, value: Any) -> Any:
+    """Convert one raw value to its key's kind and check its bounds."""
+    meta = FIELDS[name].metadata
+    kind = meta["kind"]
+    if kind == "int":
+        out: Any = cv.to_int(name, value)
+    elif kind == "size":
+        out = cv.to_size(name, value)
+    elif kind in ("float", "seconds"):
+        out = cv.to_float(name, value)
+    elif kind == "bool":
+        out = cv.to_bool(name, value)
+    elif kind == "choice":
+        out = cv.to_choice(name, value, meta["choices"])
+    elif kind == "shuffle":
+        out = cv.to_shuffle(name, value, meta["choices"])
+    else:
+        out = cv.to_str(name, value)
+    low, high = meta["minimum"], meta["maximum"]
+    if low is not None and out < low:
+        raise ConfigError(f"{name}: {value!r} is too small; it must be at least {low:g}")
+    if high is not None and out > high:
+        raise ConfigError(f"{name}: {value!r} is too large; it must be at most {high:g}")
+    return out
+
+
+def _merge(layers: list[_Layer]) -> tuple[dict[str, Any], dict[str, int], list[str]]:
+    """Merge layers into raw values, remembering which layer set each key."""
+    raw: dict[str, Any] = {}
+    origin: dict[str, int] = {}
+    warnings: list[str] = []
+    for index, layer in enumerate(layers):
+        for name, value in layer.values.items():
+            if name == "train.computation_time" and isinstance(value, dict):
+                mean, stdev = cv.to_seconds(name, value)
+                raw["train.computation_time_stdev"] = stdev
+                origin["train.computation_time_stdev"] = index
+                value = mean
+            raw[name], origin[name] = value, index
+        if layer.unsupported:
+            warnings.append(
+                f"{layer.origin} sets DLIO keys dliobench does not implement yet, ignored: "
+                + ", ".join(sorted(layer.unsupported))
+            )
+    loader = str(raw.get("reader.data_loader", "native")).lower()
+    if loader in LOADER_ALIASES:
+        raw["reader.data_loader"] = LOADER_ALIASES[loader]
+        warnings.append(
+            f"reader.data_loader={loader} runs with dliobench's {LOADER_ALIASES[loader]} loader "
+            "(same files, sharding and batching; no TensorFlow or DALI-native involved)"
+        )
+    return raw, origin, warnings
+
+
+def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
+    """Merge layers, apply aliases and the accelerator profile, convert and validate."""
+    raw, origin, warnings = _merge(layers)
+    profiles = merge_profiles([(layer.origin, layer.accelerators) for layer in layers])
+    apply_profile(raw, origin, profiles)
+    sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    for name, value in raw.items():
+        section, field_name = name.split(".", 1)
+        sections[section][field_name] = _convert(name, value)
+    built = {name: SECTIONS[name](**values) for name, values in sections.items()}
+    root, folder = built["storage"].storage_root, built["dataset"].data_folder
+    if root and not Path(folder).is_absolute():  # DLIO joins storage_root and data_folder
+        built["dataset"] = dataclasses.replace(built["dataset"],
+                                               data_folder=str(Path(root) / folder))
+    config = Config(**built, accelerators=profiles, source=source)
+    _check(config)
+    return config, warnings
+
+
+def _check(config: Config) -> None:
+    """Cross-key rules that no single key can express."""
+    train = config.train
+    if train.total_training_steps == 0 or train.total_training_steps < -1:
+        raise ConfigError("train.total_training_steps must be a positive number of steps, "
+                          "or -1 to run all epochs")
+    if config.dataset.num_subfolders_train > config.dataset.num_files_train:
+        raise ConfigError("dataset.num_subfolders_train must not exceed dataset.num_files_train")
+
+
+def load(path: str | Path | None, overrides: list[str] | None = None,
+         accelerator: str | None = None) -> tuple[Config, list[str]]:
+    """Load a workload file (or only the defaults) with overrides; return config and warnings."""
+    layers = [read_workload(path)] if path else []
+    extra = list(overrides or [])
+    if accelerator:
+        extra.append(f"train.accelerator={accelerator}")
+    layers.append(parse_overrides(extra))
+    return resolve(layers, source=str(path or ""))

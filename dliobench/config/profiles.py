@@ -1,0 +1,57 @@
+"""Accelerator profiles: the ``accelerators:`` section (compute time per batch, AU floor) and
+how the chosen one (``train.accelerator``) supplies ``train.computation_time`` and
+``metric.au`` unless those are set as late or later."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dliobench.config import values as cv
+from dliobench.config.schema import AcceleratorProfile
+from dliobench.errors import ConfigError
+
+
+def merge_profiles(sections: list[tuple[str, dict[str, Any]]]) -> dict[str, AcceleratorProfile]:
+    """The ``accelerators`` sections of the layers ((origin, section), later ones winning),
+    merged and checked."""
+    merged: dict[str, dict[str, Any]] = {}
+    for origin, section in sections:
+        for name, profile in section.items():
+            if not isinstance(profile, dict):
+                raise ConfigError(f"accelerators.{name} in {origin} must be a mapping "
+                                  "{computation_time: S, au: F}")
+            merged.setdefault(str(name), {}).update(profile)
+    out = {}
+    for name, p in merged.items():
+        unknown = set(p) - {"computation_time", "au", "computation_time_stdev"}
+        if unknown or "computation_time" not in p or "au" not in p:
+            raise ConfigError(f"accelerators.{name} must have computation_time and au "
+                              "(optionally computation_time_stdev), nothing else")
+        mean, stdev = cv.to_seconds(f"accelerators.{name}.computation_time", p["computation_time"])
+        out[name] = AcceleratorProfile(
+            computation_time=mean,
+            au=cv.to_float(f"accelerators.{name}.au", p["au"]),
+            computation_time_stdev=cv.to_float(
+                f"accelerators.{name}.computation_time_stdev",
+                p.get("computation_time_stdev", stdev or 0.0),
+            ),
+        )
+    return out
+
+
+def apply_profile(raw: dict[str, Any], origin: dict[str, int],
+                   profiles: dict[str, AcceleratorProfile]) -> None:
+    """Let the chosen accelerator supply compute time and AU floor, unless set as late."""
+    name = str(raw.get("train.accelerator") or "")
+    if not name:
+        return
+    if name not in profiles:
+        have = ", ".join(sorted(profiles)) or "none"
+        raise ConfigError(f"train.accelerator: this workload has no '{name}' profile; "
+                          f"it has: {have}")
+    profile, level = profiles[name], origin["train.accelerator"]
+    for key_name, value in (("train.computation_time", profile.computation_time),
+                            ("train.computation_time_stdev", profile.computation_time_stdev),
+                            ("metric.au", profile.au)):
+        if origin.get(key_name, -1) < level:
+            raw[key_name], origin[key_name] = value, level

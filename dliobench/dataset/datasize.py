@@ -1,0 +1,41 @@
+"""How large a dataset must be for honest numbers (MLPerf Storage's sizing rule).
+
+At least 5x the memory of the participating hosts, so the page cache cannot hold a
+meaningful part of it, and at least 500 steps per accelerator per epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dliobench.config.schema import Config
+
+MEMORY_FACTOR = 5
+MIN_STEPS = 500
+
+
+@dataclass(frozen=True)
+class DatasetSize:
+    """The files a run needs and which rule decided it."""
+
+    files: int
+    files_for_memory: int
+    files_for_steps: int
+    bytes: int
+
+    @property
+    def deciding_rule(self) -> str:
+        """Which of the two rules sets the size."""
+        return "memory" if self.files_for_memory >= self.files_for_steps else "steps"
+
+
+def required_files(config: Config, accelerators: int, hosts: int,
+                   host_memory_bytes: int) -> DatasetSize:
+    """Files needed for ``accelerators`` ranks on ``hosts`` hosts of the given memory each."""
+    per_file = config.dataset.record_length_bytes * config.dataset.num_samples_per_file
+    for_memory = math.ceil(MEMORY_FACTOR * hosts * host_memory_bytes / per_file)
+    samples = MIN_STEPS * config.reader.batch_size * accelerators
+    for_steps = math.ceil(samples / config.dataset.num_samples_per_file)
+    files = max(for_memory, for_steps)
+    return DatasetSize(files, for_memory, for_steps, files * per_file)

@@ -1,0 +1,62 @@
+"""Which files make up a dataset, where they live and how big their samples are.
+
+Everything here is a pure function of the dataset configuration, so every rank (and every
+later run) computes the same list. File i's sample size depends only on the seed and i, so a
+dataset of N files is a prefix of one of M > N files: runs may use fewer files than exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dliobench.config.schema import DatasetConfig
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file of the training set."""
+
+    index: int
+    relpath: str
+    num_samples: int
+    sample_bytes: int
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of sample data in the file (headers excluded)."""
+        return self.num_samples * self.sample_bytes
+
+
+def train_dir(dataset: DatasetConfig) -> Path:
+    """The folder holding the training files."""
+    return Path(dataset.data_folder) / "train"
+
+
+def sample_sizes(dataset: DatasetConfig) -> np.ndarray:
+    """Bytes per sample of every file: normal(mean, stdev), at least 1 byte."""
+    mean, stdev = dataset.record_length_bytes, dataset.record_length_bytes_stdev
+    if stdev == 0:
+        return np.full(dataset.num_files_train, mean, dtype=np.int64)
+    rng = np.random.default_rng([dataset.generation_seed, 0x512E])
+    draws = rng.normal(mean, stdev, dataset.num_files_train)
+    return np.maximum(np.rint(draws), 1).astype(np.int64)
+
+
+def relpath(dataset: DatasetConfig, index: int, extension: str) -> str:
+    """Path of file ``index`` relative to the training folder."""
+    name = f"{dataset.file_prefix}_{index:07d}.{extension}"
+    if dataset.num_subfolders_train:
+        return f"{index % dataset.num_subfolders_train:04d}/{name}"
+    return name
+
+
+def dataset_files(dataset: DatasetConfig, extension: str) -> list[DataFile]:
+    """Every training file, in index order."""
+    sizes = sample_sizes(dataset)
+    return [
+        DataFile(i, relpath(dataset, i, extension), dataset.num_samples_per_file, int(sizes[i]))
+        for i in range(dataset.num_files_train)
+    ]

@@ -1,0 +1,101 @@
+"""The pool that writes a generation's files: threads, or processes for many small files.
+
+Large files leave the GIL free (copies, CRCs and O_DIRECT writes release it), so a thread
+more than the cores keeps the device busy. Many small files are mostly Python work per
+file, so on one rank they get one process per core; under MPI the ranks are the processes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+from dliobench.comm.world import World
+from dliobench.config.schema import DatasetConfig
+from dliobench.dataset import file_writer as filegen
+from dliobench.dataset.layout import DataFile
+from dliobench.formats import Format
+
+PROCESS_MIN_FILES = 512  # fewer: worker processes' start-up (~0.3 s) outweighs their gain
+Writer = Callable[[list[DataFile]], dict[str, tuple[int, int]]]
+
+
+def pool_for(fmt: Format, root: Path, todo: list[DataFile], dataset: DatasetConfig,
+             world: World) -> tuple[Executor, Writer, int]:
+    """The executor, the function it runs on a batch of files, and its worker count.
+
+    With threads, small files queue for the GIL: 20,000 files of 64 KiB took 3.7 s with 1
+    thread, 5.7 s with 3, 3.0 s with 2 processes; each rank under MPI writes them with one.
+    """
+    cores = os.cpu_count() or 1
+    small = max(f.payload_bytes for f in todo) < filegen.DIRECT_MIN_BYTES
+    if world.size == 1 and small and len(todo) >= PROCESS_MIN_FILES and cores > 1:
+        # fork, as PyTorch's DataLoader does: "spawn" would re-run the caller's main module
+        pool = ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_start_process,
+                                   initargs=(fmt, dataset, root, os.getpid()))
+        return pool, _write_batch_in_process, cores
+    fill = filegen.Fill.for_dataset(dataset)
+    workers = 1 if small else _threads(todo)  # 2 ranks, 64 KiB: 2.6 s with 1 thread, 3.4 s with 3
+    threads = ThreadPoolExecutor(workers, thread_name_prefix="gen")
+    return threads, functools.partial(_write_batch, fmt, root, fill), workers
+
+
+def batches(todo: list[DataFile], workers: int) -> list[list[DataFile]]:
+    """Files in groups, so that small files do not cost a task each (large ones do)."""
+    per = max(1, min(64, len(todo) // (8 * workers), (64 << 20) // max(todo[0].payload_bytes, 1)))
+    return [todo[i:i + per] for i in range(0, len(todo), per)]
+
+
+def _write_batch(fmt: Format, root: Path, fill: filegen.Fill,
+                 files: list[DataFile]) -> dict[str, tuple[int, int]]:
+    return {f.relpath: filegen.write_file(fmt, root, f, fill) for f in files}
+
+
+_process_job: tuple[Format, Path, filegen.Fill] | None = None
+
+
+def _start_process(fmt: Format, dataset: DatasetConfig, root: Path, parent: int) -> None:
+    """Set up a writer process: it dies with its parent, leaves Ctrl-C to it (the parent
+    cancels what is queued and waits for the batches under way), builds its own base buffer."""
+    global _process_job
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fill = filegen.Fill.for_dataset(dataset)
+    _process_job = (fmt, root, fill)
+
+
+def _write_batch_in_process(files: list[DataFile]) -> dict[str, tuple[int, int]]:
+    assert _process_job is not None, "writer process not started"
+    fmt, root, fill = _process_job
+    return _write_batch(fmt, root, fill, files)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (a killed generate leaves no
+    writers behind to race the resumed one); a no-op elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _threads(todo: list[DataFile]) -> int:
+    """Threads to write with: one more than the cores, unless their buffers crowd memory.
+
+    Each thread alternates filling its buffer (CPU) and waiting for its write (device); the
+    extra thread keeps the device busy while the others fill (2 cores, 146.6 MB npz files:
+    1.41-1.47 GB/s with 3 threads, 1.15-1.34 with 2, 1.31-1.40 with 4).
+    """
+    largest = max(f.payload_bytes for f in todo)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min((os.cpu_count() or 1) + 1, 8, len(todo), memory // 4 // max(largest, 1)))

@@ -1,0 +1,94 @@
+"""How many emulated accelerators can this storage feed? (MLPerf Storage's question)
+
+One emulated accelerator is one rank. Double the ranks while AU stays at or above the
+workload's floor, then bisect between the last success and the first failure, bounded by
+``--max-accelerators``. Every probe is a full run kept in the sweep folder.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dliobench.report.sweep import PointOutcome, SweepSpec, run_point, save_summary, sweep_folder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MaxSearch:
+    """The answer and the runs that led to it."""
+
+    folder: Path
+    accelerator: str
+    best: PointOutcome | None = None
+    probes: list[PointOutcome] = field(default_factory=list)
+
+    def sentence(self, workload: str) -> str:
+        """The one-line answer."""
+        if self.best is None or self.best.result is None:
+            last = self.probes[0] if self.probes else None
+            why = last.error if last and last.error else _au_text(last)
+            return (f"this storage cannot sustain even one {self.accelerator} accelerator for "
+                    f"{workload} at its AU floor ({why})")
+        m = self.best.result["metrics"]
+        return (f"this storage sustains {self.best.ranks} {self.accelerator} accelerator(s) for "
+                f"{workload}: {_figure(m['samples_per_s'], 1, ' samples/s')}, "
+                f"{_figure(m['bytes_per_s'], 1e-9, ' GB/s', 3)} "
+                f"(AU {_figure(m['au'], 100, ' %')})")
+
+
+def _figure(value: float | None, scale: float, unit: str, digits: int = 1) -> str:
+    """A measured figure for a sentence ("n/a" when the run could not count it)."""
+    return "n/a" if value is None else f"{value * scale:,.{digits}f}{unit}"
+
+
+def _au_text(outcome: PointOutcome | None) -> str:
+    if outcome is None or outcome.result is None:
+        return "no run"
+    au = outcome.result["metrics"]["au"]
+    floor = outcome.result["config"]["metric"]["au"]
+    return f"AU {'n/a' if au is None else f'{100 * au:.1f} %'} < floor {100 * floor:.0f} %"
+
+
+def sustained(outcome: PointOutcome) -> bool:
+    """True when the run completed with AU at or above its workload's floor."""
+    if outcome.result is None:
+        return False
+    au = outcome.result["metrics"]["au"]
+    return au is not None and au >= outcome.result["config"]["metric"]["au"]
+
+
+def find_max_accelerators(spec: SweepSpec, accelerator: str, max_accelerators: int,
+                          timeout: float | None = None) -> MaxSearch:
+    """Doubling then bisection over rank counts; returns the largest sustained count."""
+    search = MaxSearch(sweep_folder(spec), accelerator)
+    settings = {"train.accelerator": accelerator} if accelerator else {}
+    tried: dict[int, bool] = {}
+
+    def probe(n: int) -> bool:
+        outcome = run_point(spec, n, settings, search.folder, timeout)
+        search.probes.append(outcome)
+        tried[n] = sustained(outcome)
+        if tried[n] and (search.best is None or n > search.best.ranks):
+            search.best = outcome
+        log.info("%d accelerator(s): %s", n, "sustained" if tried[n] else "not sustained")
+        save_summary(search.folder, spec, search.probes,
+                     {"search": {"accelerator": accelerator, "max": max_accelerators,
+                                 "best": search.best.ranks if search.best else 0}})
+        return tried[n]
+
+    low, high, n = 0, None, 1
+    while n <= max_accelerators and probe(n):
+        low, n = n, n * 2
+    if n > max_accelerators and low < max_accelerators and probe(max_accelerators):
+        low = max_accelerators
+    high = next((k for k in sorted(tried) if k > low and not tried[k]), None)
+    while high is not None and high - low > 1:
+        mid = (low + high) // 2
+        if probe(mid):
+            low = mid
+        else:
+            high = mid
+    return search

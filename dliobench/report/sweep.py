@@ -1,0 +1,220 @@
+"""Sweeps: run a workload over a grid of settings and rank counts, then report.
+
+A sweep file names a workload, fixed overrides and axes; every combination is one point, run
+as its own ``dliobench run`` process (through the MPI launcher when it has more than one
+rank), so a failing point is reported and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dliobench.errors import ConfigError
+from dliobench.results.files import read_result, write_json
+from dliobench.results.schema import RunResult
+
+log = logging.getLogger(__name__)
+DEFAULT_LAUNCHER = "mpiexec -n {ranks}"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep file."""
+
+    name: str
+    workload: Path
+    overrides: list[str]
+    axes: dict[str, list[Any]]
+    launcher: str = DEFAULT_LAUNCHER
+    output: Path = Path("reports/sweeps")
+
+
+@dataclass
+class PointOutcome:
+    """What one point of a sweep produced."""
+
+    name: str
+    ranks: int
+    settings: dict[str, Any]
+    run_dir: str | None = None
+    error: str | None = None
+    result: RunResult | None = field(default=None, repr=False)
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    """Read and check a sweep file."""
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"sweep file {path} does not exist") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"sweep file {path} is not valid YAML") from None
+    unknown = set(doc) - {"name", "workload", "overrides", "axes", "launcher", "output"}
+    if unknown or "workload" not in doc:
+        raise ConfigError(f"sweep file {path}: expected keys workload, overrides, axes, "
+                          f"launcher, output, name (unknown: {', '.join(sorted(unknown)) or '-'})")
+    axes = doc.get("axes") or {}
+    if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
+        raise ConfigError(f"sweep file {path}: axes must map keys to non-empty lists")
+    workload = _resolve(path, doc["workload"])
+    for axis, values in axes.items():  # workloads may be an axis too
+        names = [n.strip() for n in axis.split(",")]
+        if "workload" in names:
+            at = names.index("workload")
+            axes[axis] = [_resolve(path, v) if len(names) == 1 else
+                          [*v[:at], _resolve(path, v[at]), *v[at + 1:]] for v in values]
+    return SweepSpec(name=str(doc.get("name") or path.stem), workload=workload,
+                     overrides=[str(o) for o in doc.get("overrides") or []], axes=axes,
+                     launcher=str(doc.get("launcher") or DEFAULT_LAUNCHER),
+                     output=Path(doc.get("output") or "reports/sweeps"))
+
+
+def _resolve(sweep_file: Path, workload: Any) -> Path:
+    """A workload path as written, or relative to the repository root (configs/..)."""
+    path = Path(str(workload))
+    if not path.is_absolute() and not path.exists():
+        path = sweep_file.parent.parent / path
+    return path
+
+
+def with_overrides(spec: SweepSpec, overrides: list[str]) -> SweepSpec:
+    """``spec`` with command-line overrides added for every point.
+
+    An override of a key that an axis sets would lose to the axis on every point without a
+    word, so it is an error.
+    """
+    from dliobench.config.load import parse_overrides
+
+    axis_items = [f"{name.strip()}=0" for axis in spec.axes if axis not in ("ranks", "workload")
+                  for name in axis.split(",")]
+    axis_keys = set(parse_overrides(axis_items).values)
+    clash = sorted(set(parse_overrides(overrides).values) & axis_keys)
+    if clash:
+        raise ConfigError(
+            f"{', '.join(clash)} is set by an axis of the sweep, which would override the "
+            "command line on every point; remove it from the command line or from the axes "
+            "(to move every point's data to another file system, set storage.storage_root)")
+    return replace(spec, overrides=[*spec.overrides, *overrides])
+
+
+def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:
+    """Every (ranks, {key: value}) combination of the axes; ``ranks`` defaults to 1.
+
+    An axis named ``a,b`` varies keys together: each of its values is a list [a, b].
+    """
+    keys = [k for k in spec.axes if k != "ranks"]
+    out = []
+    for ranks in spec.axes.get("ranks", [1]):
+        for values in itertools.product(*(spec.axes[k] for k in keys)):
+            settings: dict[str, Any] = {}
+            for axis, value in zip(keys, values, strict=True):
+                names = [n.strip() for n in axis.split(",")]
+                if len(names) == 1:
+                    settings[axis] = value
+                elif isinstance(value, list) and len(value) == len(names):
+                    settings.update(zip(names, value, strict=True))
+                else:
+                    raise ConfigError(f"axis '{axis}': each value must list {len(names)} "
+                                      f"values, got {value!r}")
+            out.append((int(ranks), settings))
+    return out
+
+
+def point_name(ranks: int, settings: dict[str, Any]) -> str:
+    """A folder-safe name of a point, e.g. ``r4-reader.data_loader=pytorch``."""
+    parts = [f"r{ranks}", *(Path(str(v)).stem if k == "workload" else f"{k}={v}"
+                            for k, v in settings.items())]
+    return "-".join(parts).replace("/", "_").replace(" ", "")
+
+
+def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) -> list[str]:
+    """The argv of one point: the launcher for ranks > 1, then ``dliobench run``."""
+    workload = settings.get("workload", spec.workload)
+    keys = (f"{k}={v}" for k, v in settings.items() if k != "workload")
+    run = [sys.executable, "-m", "dliobench", "run", str(workload), *spec.overrides, *keys,
+           "--output", str(out), "--no-progress"]
+    if ranks == 1:
+        return run
+    launcher = shlex.split(spec.launcher.format(ranks=ranks))
+    local = Path(sys.executable).parent / launcher[0]
+    if local.exists():  # the venv's own mpiexec (the mpich wheel) before any other
+        launcher[0] = str(local)
+    elif shutil.which(launcher[0]) is None:
+        raise ConfigError(f"launcher '{launcher[0]}' not found; install the mpi extra or set "
+                          "`launcher:` in the sweep file (e.g. 'srun -n {ranks}')")
+    return [*launcher, *run]
+
+
+def run_point(spec: SweepSpec, ranks: int, settings: dict[str, Any], folder: Path,
+              timeout: float | None = None) -> PointOutcome:
+    """Run one point; its run lands in ``folder/<point name>/<run-id>``."""
+    name = point_name(ranks, settings)
+    out = folder / name
+    outcome = PointOutcome(name, ranks, settings)
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(command(spec, ranks, settings, out), capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        outcome.error = f"timed out after {timeout:.0f} s"
+        return outcome
+    runs = sorted(p for p in out.glob("*/result.json")) if out.exists() else []
+    if proc.returncode != 0 or not runs:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if "error" in ln.lower()]
+        outcome.error = (lines[-1] if lines else proc.stderr.strip()[-300:]) or \
+            f"exit code {proc.returncode}"
+        return outcome
+    outcome.run_dir = str(runs[-1].parent)
+    outcome.result = read_result(runs[-1].parent)
+    log.info("%s: AU %s in %.1f s", name, _pct(outcome.result["metrics"]["au"]),
+             time.monotonic() - started)
+    return outcome
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def save_summary(folder: Path, spec: SweepSpec, outcomes: list[PointOutcome],
+                 extra: dict[str, Any] | None = None) -> Path:
+    """Write ``sweep.json``: the spec and every point's run folder or error."""
+    doc = {"name": spec.name, "workload": str(spec.workload), "overrides": spec.overrides,
+           "axes": spec.axes, "points": [
+               {"name": o.name, "ranks": o.ranks, "settings": o.settings,
+                "run_dir": o.run_dir, "error": o.error,
+                "au": o.result["metrics"]["au"] if o.result else None} for o in outcomes]}
+    doc.update(extra or {})
+    path = folder / "sweep.json"
+    write_json(path, doc)
+    return path
+
+
+def sweep_folder(spec: SweepSpec) -> Path:
+    """A fresh folder for this sweep's runs."""
+    folder = spec.output / f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
+    folder.mkdir(parents=True, exist_ok=False)
+    return folder
+
+
+def run_sweep(spec: SweepSpec, timeout: float | None = None) -> tuple[Path, list[PointOutcome]]:
+    """Run every point (failures are recorded, not fatal) and write sweep.json."""
+    folder = sweep_folder(spec)
+    outcomes = []
+    for ranks, settings in points(spec):
+        outcome = run_point(spec, ranks, settings, folder, timeout)
+        if outcome.error:
+            log.warning("%s failed: %s", outcome.name, outcome.error)
+        outcomes.append(outcome)
+        save_summary(folder, spec, outcomes)
+    return folder, outcomes

@@ -1,0 +1,177 @@
+"""Build ``result.json`` from the traces every rank measured (DESIGN.md, "Result files")."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, cast
+
+import numpy as np
+
+from dliobench.config.schema import Config
+from dliobench.results import metrics, sysinfo
+from dliobench.results.files import config_dict
+from dliobench.results.measured import RankTrace
+from dliobench.results.schema import (
+    SCHEMA_VERSION,
+    EpochMetrics,
+    Honesty,
+    NodeMetrics,
+    RankMetrics,
+    RunMetrics,
+    RunResult,
+)
+
+
+def _epoch_table(config: Config, trace: RankTrace) -> dict[int, tuple[dict[str, Any], np.ndarray]]:
+    """Per epoch of one rank: its metrics and its counted waits."""
+    m = config.metric
+    out = {}
+    for epoch in trace.timeline.epochs():
+        cols = trace.timeline.epoch_arrays(epoch)
+        win = metrics.window(cols["step"].size, m.exclude_start_steps, m.exclude_end_steps)
+        out[epoch] = (metrics.epoch_metrics(cols, m.exclude_start_steps, m.exclude_end_steps),
+                      cols["wait_s"][win])
+    return out
+
+
+def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any],
+                                                                    list[dict[str, Any]],
+                                                                    list[dict[str, Any]]]:
+    """(run metrics, per-epoch metrics, per-rank metrics) from all ranks' traces."""
+    tables = [_epoch_table(config, t) for t in traces]
+    epochs = sorted({e for table in tables for e in table})
+    all_waits = [w for table in tables for _, w in table.values()]
+    waits = np.concatenate(all_waits) if all_waits else np.empty(0)
+    run = metrics.combine_ranks([[em for em, _ in table.values()] for table in tables], waits)
+    checks = [c for t in traces for c in t.checks]
+    run["exactly_once"] = bool(checks) and all(c.exactly_once for c in checks)
+    run["undelivered_samples"] = sum(c.undelivered for c in checks)
+    counted = [em["steps"] for table in tables for em, _ in table.values() if em["steps"]]
+    run["min_counted_steps"] = min(counted) if counted else 0
+    per_epoch = []
+    for e in epochs:
+        parts = [[table[e][0]] for table in tables if e in table]
+        w = [table[e][1] for table in tables if e in table]
+        row = {"epoch": e, **metrics.combine_ranks(parts, np.concatenate(w))}
+        ce = [c for c in checks if c.epoch == e]
+        row["exactly_once"] = all(c.exactly_once for c in ce)
+        row["complete"] = all(c.complete for c in ce)
+        per_epoch.append(row)
+    per_rank = []
+    for trace, table in zip(traces, tables, strict=True):
+        summary = metrics.rank_summary([em for em, _ in table.values()])
+        per_rank.append({"rank": trace.rank, "host": trace.host, **summary,
+                         "epochs": [dataclasses.asdict(c) for c in trace.checks]})
+    run["stragglers"] = metrics.stragglers(per_rank)
+    return run, per_epoch, per_rank
+
+
+def per_node(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Figures per host: its ranks' rates summed and AU averaged."""
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for r in per_rank:
+        hosts.setdefault(r["host"], []).append(r)
+    out = []
+    for host, ranks in sorted(hosts.items()):
+        aus = [r["au"] for r in ranks if r["au"] is not None]
+        out.append({"host": host, "ranks": [r["rank"] for r in ranks],
+                    "au": sum(aus) / len(aus) if aus else None,
+                    "samples_per_s": sum(r["samples_per_s"] or 0.0 for r in ranks),
+                    "bytes_per_s": sum(r["bytes_per_s"] or 0.0 for r in ranks)})
+    return out
+
+
+READAHEAD_SHARE_WARN = 0.2
+
+
+def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
+            min_counted_steps: int = 0) -> Honesty:
+    """Could these reads have come from RAM rather than storage, or before the window?
+
+    ``readahead_share``: the largest share of an epoch's counted batches that the loader may
+    have read before the counted window opened (its prefetch queue plus the batch in flight),
+    which rates then count as if read in no time.
+    """
+    odirect = config.reader.odirect
+    # MLPerf Storage's rule: a dataset of at least 5x host memory keeps the cache marginal.
+    small = dataset_bytes < 5 * host_memory
+    readahead = max(1, config.reader.prefetch_size) + 1
+    share = min(1.0, readahead / min_counted_steps) if min_counted_steps else None
+    return {
+        "readahead_share": share,
+        "window_too_short": share is not None and share > READAHEAD_SHARE_WARN,
+        "dataset_bytes": dataset_bytes,
+        "host_memory_bytes": host_memory,
+        "dataset_to_memory_ratio": dataset_bytes / host_memory if host_memory else None,
+        "odirect": odirect,
+        "evicted": evicted,
+        "page_cache_possible": not odirect and not evicted and small,
+    }
+
+
+def build_result(config: Config, run_id: str, status: str, traces: list[RankTrace],
+                 started: str, finished: str, dataset_bytes: int,
+                 extra: dict[str, Any]) -> RunResult:
+    """The whole result document."""
+    machine = sysinfo.machine()
+    run, per_epoch, per_rank = run_metrics(config, traces)
+    errors = [f"rank {t.rank}: {t.error}" for t in traces if t.error]
+    doc: RunResult = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": status,
+        "dliobench_version": sysinfo.version(),
+        "commit": sysinfo.commit(),
+        "started_at": started,
+        "finished_at": finished,
+        "workload": config.name,
+        "ranks_count": len(traces),
+        "config": config_dict(config),
+        "machine": {"hosts": sorted({t.host for t in traces}), **machine},
+        "storage": sysinfo.storage(config.dataset.data_folder),
+        "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
+                           evicted=config.storage.drop_cache,
+                           min_counted_steps=run["min_counted_steps"]),
+        "metrics": cast(RunMetrics, run),
+        "epochs": cast(list[EpochMetrics], per_epoch),
+        "ranks": cast(list[RankMetrics], per_rank),
+        "nodes": cast(list[NodeMetrics], per_node(per_rank)),
+    }
+    if errors:
+        doc["errors"] = errors
+    deviations = sorted({d for t in traces for d in t.deviations})
+    if deviations:
+        doc["deviations"] = deviations
+    checkpoints = checkpoint_summary(traces)
+    if checkpoints:
+        doc["checkpoint"] = checkpoints
+    doc.update(cast(RunResult, extra))
+    return doc
+
+
+def checkpoint_summary(traces: list[RankTrace]) -> dict[str, Any] | None:
+    """Per checkpoint: bytes summed over ranks, time of the slowest rank, and GB/s from both."""
+    by_index: dict[int, list[Any]] = {}
+    for trace in traces:
+        for event in trace.checkpoints:
+            by_index.setdefault(event.index, []).append(event)
+    if not by_index:
+        return None
+    rows = []
+    for index, events in sorted(by_index.items()):
+        nbytes = sum(e.nbytes for e in events)
+        write_s = max(e.write_s for e in events)
+        reads = [e.read_s for e in events if e.read_s is not None]
+        read_s = max(reads) if reads else None
+        rows.append({"index": index, "epoch": events[0].epoch, "step": events[0].step,
+                     "bytes": nbytes, "write_s": write_s,
+                     "write_bytes_per_s": nbytes / write_s if write_s > 0 else None,
+                     "read_s": read_s,
+                     "read_bytes_per_s": nbytes / read_s if read_s else None})
+    total = sum(r["bytes"] for r in rows)
+    write_total = sum(r["write_s"] for r in rows)
+    read_total = sum(r["read_s"] or 0.0 for r in rows)
+    return {"count": len(rows), "bytes": total,
+            "write_bytes_per_s": total / write_total if write_total > 0 else None,
+            "read_bytes_per_s": total / read_total if read_total > 0 else None,
+            "checkpoints": rows}

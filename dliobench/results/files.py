@@ -1,0 +1,75 @@
+"""A run's ``result.json``: written atomically, read back with its schema version checked.
+
+One module writes and reads it, so every reader (report, sweep, max-accelerator search,
+trace) gets a ``RunResult`` or one sentence saying why the file is not one it can read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Any, cast
+
+from dliobench.config.schema import Config
+from dliobench.errors import DlioBenchError
+from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
+from dliobench.storage.atomic import write_json_atomic
+
+RESULT_NAME = "result.json"
+REQUIRED = ("run_id", "status", "metrics", "config")
+
+
+def new_run_id(workload: str) -> str:
+    """``YYYYmmdd-HHMMSS-<workload>-<6 hex>``."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in workload) or "run"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}-{secrets.token_hex(3)}"
+
+
+def config_dict(config: Config) -> dict[str, Any]:
+    """The resolved configuration as plain data."""
+    out = dataclasses.asdict(config)
+    out.pop("source", None)
+    return out
+
+
+def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool:
+    """Commit ``<run_dir>/result.json``; with ``replace=False`` a result already there wins
+    (False returned)."""
+    return write_json(run_dir / RESULT_NAME, result, replace)
+
+
+def write_json(path: Path, doc: Any, replace: bool = True) -> bool:
+    """Commit one of our small JSON files (a result, a sweep summary) atomically."""
+    try:
+        return write_json_atomic(path, doc, replace=replace)
+    except OSError as exc:
+        raise DlioBenchError(f"cannot write {path}: {exc.strerror}; free space or choose "
+                             "another output.folder") from None
+
+
+def read_result(run_dir: str | Path) -> RunResult:
+    """A run folder's result, or DlioBenchError saying in one sentence why it is not one.
+
+    A result of another schema major version is refused; a newer minor version is read (its
+    extra fields are kept).
+    """
+    path = Path(run_dir) / RESULT_NAME
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DlioBenchError(f"{run_dir}: no {RESULT_NAME} in it, so it is not a dliobench run "
+                             "folder") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DlioBenchError(f"{path} cannot be read ({exc}); leave that folder out") from None
+    version = parse_version(doc.get("schema_version")) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or version is None or any(k not in doc for k in REQUIRED):
+        raise DlioBenchError(f"{path} is not a dliobench result (no schema_version, run_id, "
+                             "status, metrics and config); leave that folder out")
+    if version[0] != SCHEMA_MAJOR:
+        raise DlioBenchError(f"{path} has result schema {doc['schema_version']}; this dliobench "
+                             f"reads schema {SCHEMA_MAJOR}.x: use the dliobench version that "
+                             f"wrote it ({doc.get('dliobench_version', 'unknown')})")
+    return cast(RunResult, doc)

@@ -1,0 +1,52 @@
+"""What a rank measured during training, as plain records: gathered by rank 0 into a result.
+
+These live with the results (not the training loop) so that assembling a result needs
+nothing from the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dliobench.results.timeline import Timeline
+
+
+@dataclass
+class EpochCheck:
+    """Did the epoch deliver the rank's planned samples, each at most once, none foreign?
+
+    ``undelivered`` samples of the rank's shard were left out on purpose: the last partial
+    batch (``reader.drop_last``), steps evened out across ranks, or total_training_steps.
+    """
+
+    epoch: int
+    planned: int
+    delivered: int
+    undelivered: int
+    complete: bool
+    exactly_once: bool
+
+
+@dataclass(frozen=True)
+class CheckpointEvent:
+    """One checkpoint as seen by one rank."""
+
+    index: int
+    epoch: int
+    step: int
+    nbytes: int
+    write_s: float
+    read_s: float | None
+
+
+@dataclass
+class RankTrace:
+    """Everything one rank measured, to be gathered by rank 0."""
+
+    rank: int
+    host: str
+    timeline: Timeline
+    checks: list[EpochCheck] = field(default_factory=list)
+    checkpoints: list[CheckpointEvent] = field(default_factory=list)
+    deviations: list[str] = field(default_factory=list)
+    error: str | None = None

@@ -1,0 +1,133 @@
+"""The ``result.json`` document as types: what a run writes and every reader reads.
+
+The keys are an interface (README, "Result files"): scripts, ``dliobench report``, sweeps and
+the max-accelerator search read them. ``schema_version`` is ``MAJOR`` (an int, as version 1
+always wrote) or ``"MAJOR.MINOR"``: a reader refuses another major version and reads newer
+minor versions, keeping fields it does not know.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+SCHEMA_MAJOR = 1
+SCHEMA_MINOR = 0
+SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
+
+
+class RateMetrics(TypedDict):
+    """Figures over the counted steps (None where there were too few to count)."""
+
+    au: float | None
+    samples_per_s: float | None
+    bytes_per_s: float | None
+    wait_p50_s: float | None
+    wait_p90_s: float | None
+    wait_p99_s: float | None
+    wait_max_s: float | None
+    steps: int
+    samples: int
+    bytes: int
+    compute_s: float
+    comm_s: float
+    first_step_s: float | None
+
+
+class RunMetrics(RateMetrics):
+    """``metrics``: the run's figures over all ranks and epochs."""
+
+    au_min: float | None
+    exactly_once: bool
+    undelivered_samples: int
+    min_counted_steps: int
+    stragglers: list[int]
+
+
+class EpochMetrics(RateMetrics):
+    """One entry of ``epochs``."""
+
+    epoch: int
+    exactly_once: bool
+    complete: bool
+
+
+class RankMetrics(TypedDict):
+    """One entry of ``ranks``."""
+
+    rank: int
+    host: str
+    au: float | None
+    samples: int
+    bytes: int
+    samples_per_s: float | None
+    bytes_per_s: float | None
+    wall_s: float
+    epochs: list[dict[str, Any]]
+
+
+class NodeMetrics(TypedDict):
+    """One entry of ``nodes``."""
+
+    host: str
+    ranks: list[int]
+    au: float | None
+    samples_per_s: float
+    bytes_per_s: float
+
+
+class Honesty(TypedDict):
+    """``honesty``: could the figures come from memory, or from before the window?"""
+
+    readahead_share: float | None
+    window_too_short: bool
+    dataset_bytes: int
+    host_memory_bytes: int
+    dataset_to_memory_ratio: float | None
+    odirect: bool
+    evicted: bool
+    page_cache_possible: bool
+
+
+class _Required(TypedDict):
+    schema_version: int | str
+    run_id: str
+    status: str  # "complete" or "partial"
+    dliobench_version: str
+    commit: str | None
+    started_at: str
+    finished_at: str
+    workload: str
+    ranks_count: int
+    config: dict[str, Any]  # every section of the resolved configuration
+    machine: dict[str, Any]
+    storage: dict[str, Any]
+    honesty: Honesty
+    metrics: RunMetrics
+    epochs: list[EpochMetrics]
+    ranks: list[RankMetrics]
+    nodes: list[NodeMetrics]
+
+
+class RunResult(_Required, total=False):
+    """The whole ``result.json``; the optional keys appear when they apply."""
+
+    errors: list[str]
+    deviations: list[str]
+    warnings: list[str]
+    ranks_launched: int
+    generation: dict[str, Any]
+    staging: dict[str, Any]
+    checkpoint: dict[str, Any]
+
+
+def parse_version(value: object) -> tuple[int, int] | None:
+    """(major, minor) of a ``schema_version`` value, or None if it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value, 0
+    if isinstance(value, str):
+        major, _, minor = value.partition(".")
+        if major.isdigit() and (minor.isdigit() or not minor):
+            return int(major), int(minor or 0)
+    return None

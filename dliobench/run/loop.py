@@ -1,0 +1,140 @@
+"""The training loop: epochs -> steps -> wait for a batch, compute; timed on each rank."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dliobench.comm.world import Comm, World
+from dliobench.config.schema import Config
+from dliobench.dataset import progress
+from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
+from dliobench.loaders import Loader, make_loader
+from dliobench.plan import Plan
+from dliobench.results.measured import EpochCheck, RankTrace
+from dliobench.results.timeline import Timeline
+from dliobench.run.accelerator import Accelerator
+from dliobench.run.checkpoint import Checkpointer
+from dliobench.storage import posix as storage
+
+log = logging.getLogger(__name__)
+
+
+class TrainingFailed(Exception):
+    """Training ended early; ``trace`` holds what this rank measured until then, ``cause``
+    the exception that ended it (re-raised by the caller once the partial result is out)."""
+
+    def __init__(self, trace: RankTrace, cause: BaseException) -> None:
+        super().__init__(str(cause) or type(cause).__name__)
+        self.trace = trace
+        self.cause = cause
+
+
+def evict_dataset(plan: Plan, world: World) -> None:
+    """Drop the dataset's cached pages; one rank per node does it (others wait at a barrier)."""
+    if world.local_rank != 0:
+        return
+    storage.evict([p for path in plan.paths() for p in (path, *plan.fmt.side_files(path))])
+
+
+def allreduce_buffer(config: Config, world: World) -> np.ndarray | None:
+    """The gradient buffer summed over ranks after each step (None: no allreduce)."""
+    size = config.train.allreduce_bytes
+    if size < 0:
+        size = config.model.model_size_bytes
+    if size <= 0 or world.size == 1:
+        return None
+    return np.zeros(max(1, size // 4), dtype=np.float32)
+
+
+@dataclass
+class _Step:
+    """What every step of a rank's run needs."""
+
+    config: Config
+    spec: ShardSpec
+    loader: Loader
+    accel: Accelerator
+    comm: Comm
+    gradients: np.ndarray | None
+    checkpointer: Checkpointer
+    timeline: Timeline
+    t0: float
+    advance: Any
+    global_step: int = 0
+
+
+def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
+          run_id: str = "run") -> RankTrace:
+    """Run the emulated training on this rank and return its trace.
+
+    An exception inside the loop is recorded in the trace (with the steps done so far) and
+    raised as ``TrainingFailed`` after the loader is closed, so the caller can write a
+    partial result.
+    """
+    config = plan.config
+    accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
+                        seed=config.train.seed + world.rank)
+    trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    gradients = allreduce_buffer(config, world)
+    checkpointer = Checkpointer(config, world, comm, run_id)
+    trace.checkpoints = checkpointer.events
+    loader = make_loader(plan)
+    try:
+        comm.barrier()
+        t0 = time.perf_counter()
+        with progress.bar(f"training {config.name}", sum(plan.steps),
+                          show_progress and world.is_root) as advance:
+            ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
+                        trace.timeline, t0, advance)
+            for epoch, n_steps in enumerate(plan.steps):
+                if config.storage.drop_cache:
+                    evict_dataset(plan, world)
+                comm.barrier()
+                trace.checks.append(_epoch(ctx, epoch, n_steps))
+    except BaseException as exc:
+        trace.error = str(exc) or type(exc).__name__
+        raise TrainingFailed(trace, exc) from exc
+    finally:
+        loader.close()
+        trace.deviations = list(loader.deviations)
+    return trace
+
+
+def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
+    """One epoch: wait for each batch, compute, allreduce; record each step; check delivery."""
+    ids = rank_samples(ctx.spec, epoch)
+    plan = batches(ids, ctx.config.reader.batch_size, ctx.config.reader.drop_last)
+    delivered: list[np.ndarray] = []
+    clock = time.perf_counter
+    batches_iter = ctx.loader.epoch(ids)
+    try:
+        for step in range(n_steps):
+            start = clock()
+            batch = next(batches_iter)
+            got = clock()
+            compute = ctx.accel.compute()
+            comm = 0.0
+            if ctx.gradients is not None:
+                before = clock()
+                ctx.comm.allreduce_buffer(ctx.gradients)
+                comm = clock() - before
+            ckpt = 0.0
+            if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
+                ckpt = ctx.checkpointer.run(epoch, step)
+            ctx.global_step += 1
+            ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
+                                batch.samples, batch.nbytes, comm=comm, ckpt=ckpt)
+            delivered.append(batch.ids)
+            ctx.advance(1)
+    finally:
+        batches_iter.close()
+    out = np.concatenate(delivered) if delivered else np.empty(0, dtype=np.int64)
+    expected = sum(b.size for b in plan[:n_steps])
+    return EpochCheck(epoch, int(ids.size), int(out.size), int(ids.size - out.size),
+                      complete=n_steps == len(plan),
+                      exactly_once=delivered_exactly_once(ids, out, expected))

@@ -1,0 +1,113 @@
+"""One benchmark run end to end: dataset, training, result files. Called by the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dliobench.comm.world import Comm, World
+from dliobench.config.schema import Config
+from dliobench.dataset import prepare as dataset_mod
+from dliobench.dataset import staging
+from dliobench.plan import check_run, resolve
+from dliobench.results.assemble import build_result
+from dliobench.results.files import new_run_id, write_result
+from dliobench.results.measured import RankTrace
+from dliobench.results.schema import RunResult
+from dliobench.results.timeline import write_csv
+from dliobench.run.loop import TrainingFailed, train
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where the run's files are and what they say (rank 0 only; None elsewhere)."""
+
+    run_dir: Path | None
+    result: RunResult | None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run(config: Config, world: World, comm: Comm, warnings: list[str],
+        show_progress: bool = True) -> RunOutcome:
+    """Generate what is missing, train, and write ``<output.folder>/<run-id>/``."""
+    plan = resolve(config, world, comm)
+    check_run(config, world)
+    ready = dataset_mod.prepare(plan, world, comm, show_progress)
+    extra: dict[str, Any] = {"warnings": warnings}
+    if ready.generated and ready.generated.files_written:
+        g = ready.generated
+        extra["generation"] = {"files": g.files_written, "bytes": g.bytes_written,
+                               "seconds": g.seconds,
+                               "bytes_per_s": g.bytes_written / g.seconds if g.seconds else None}
+    if not config.workflow.train:
+        return RunOutcome(None, None)
+    run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
+    run_dir = Path(config.output.folder) / run_id
+    if world.is_root:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    started = _now()
+    staged = _stage(ready, world, comm, run_id, extra)
+    reads = staged.plan if staged else ready.plan  # the result keeps the source data folder
+    try:
+        trace = train(reads, world, comm, show_progress, run_id)
+    except BaseException as exc:
+        if isinstance(exc, TrainingFailed):
+            _write_partial(config, world, run_id, run_dir, exc.trace, started,
+                           ready.total_bytes, extra)
+        if staged is not None and not config.storage.keep_staged and world.local_rank == 0:
+            shutil.rmtree(staged.folder, ignore_errors=True)  # no barrier: the job is failing
+        if isinstance(exc, TrainingFailed):
+            raise exc.cause from None
+        raise
+    if staged is not None and not config.storage.keep_staged:
+        staging.remove(staged, world, comm)  # the source is what the result records
+    traces = comm.gather(trace)
+    if not world.is_root or traces is None:
+        return RunOutcome(None, None)
+    result = build_result(config, run_id, "complete", traces, started, _now(),
+                          ready.total_bytes, extra)
+    write_csv(run_dir / "timeline.csv", [t.timeline for t in traces])
+    write_result(run_dir, result)
+    return RunOutcome(run_dir, result)
+
+
+def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: str,
+           extra: dict[str, Any]) -> staging.Staged | None:
+    """Copy the dataset to ``storage.stage_to`` when asked; its figures go into ``extra``."""
+    config = ready.plan.config
+    if not config.storage.stage_to:
+        return None
+    staged = staging.stage(ready.plan, world, comm, run_id)
+    parts = comm.gather(staged)
+    if parts:
+        extra["staging"] = {"source": config.dataset.data_folder,
+                            "scope": config.storage.stage_scope, **staging.summary(parts)}
+    return staged
+
+
+def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
+                   trace: RankTrace, started: str, dataset_bytes: int,
+                   extra: dict[str, Any]) -> None:
+    """Write what this rank measured before the run ended early, marked partial.
+
+    Under MPI a failing rank aborts the job, so the other ranks' measurements are lost; the
+    failing rank's own are kept. Rank 0's result replaces another rank's; another rank's
+    never replaces one already there.
+    """
+    result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
+                          {**extra, "ranks_launched": world.size})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not write_result(run_dir, result, replace=world.is_root):
+        return
+    write_csv(run_dir / "timeline.csv", [trace.timeline])
+    log.warning("the run ended early; what rank %d measured is in %s (status: partial)",
+                world.rank, run_dir)

@@ -1,0 +1,100 @@
+"""Page-aligned memory for O_DIRECT: ``AlignedBuffer`` (one per writer thread, grown on
+demand) and ``BufferPool`` (read buffers, reused once nothing refers to them any more); both
+come from ``aligned_map``.
+
+A fresh anonymous map costs a page fault per 4 KiB on first touch, and on virtual machines
+whose host takes freed memory back, a fault at the host too: reading a 146.6 MB sample into
+fresh memory ran at about 1.2 GB/s here, into reused memory at about 2 GB/s. Samples are
+handed on as views of their buffer, so a buffer is free again exactly when no view of it is
+left; CPython's reference count says when (every view holds its buffer through the memoryview
+machinery), and the pool checks it under a lock before it hands a buffer out again.
+"""
+
+from __future__ import annotations
+
+import mmap
+import sys
+import threading
+
+BLOCK = 4096  # O_DIRECT transfers whole blocks
+GRANULE = 1 << 20  # pool sizes round up to this, so samples of nearby sizes share buffers
+KEEP_FREE_BYTES = 1 << 30  # free buffers beyond this are unmapped
+
+
+def aligned_map(size: int, granule: int = BLOCK) -> mmap.mmap:
+    """Anonymous memory of at least ``size`` bytes, rounded up to ``granule``: anonymous maps
+    are page aligned, as O_DIRECT needs."""
+    return mmap.mmap(-1, max(granule, -(-size // granule) * granule))
+
+
+class AlignedBuffer:
+    """Page-aligned memory that grows on demand and is reused, for one thread.
+
+    A fresh buffer per file costs its page faults every time, which is as slow as the copy
+    O_DIRECT saves: a writer reuses one from file to file.
+    """
+
+    def __init__(self) -> None:
+        self._map: mmap.mmap | None = None
+
+    def view(self, size: int) -> memoryview:
+        """A writable view of at least ``size`` bytes, rounded up to whole blocks."""
+        need = max(BLOCK, -(-size // BLOCK) * BLOCK)
+        if self._map is None or len(self._map) < need:
+            if self._map is not None:
+                self._map.close()
+            self._map = aligned_map(need)
+        return memoryview(self._map)[:need]
+
+    def close(self) -> None:
+        """Give the memory back."""
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
+class BufferPool:
+    """Anonymous (page-aligned) maps, each lent out until the last view of it is gone."""
+
+    def __init__(self, keep_free_bytes: int = KEEP_FREE_BYTES) -> None:
+        self._lock = threading.Lock()
+        self._keep = keep_free_bytes
+        # A free buffer's count as ``_counts`` sees it (the pool's list, the comprehension's
+        # variable, the arguments): measured the same way on a probe, not assumed.
+        self._maps = [aligned_map(mmap.PAGESIZE)]
+        self._free_refs = self._counts()[0]
+        self._maps.pop().close()
+
+    @staticmethod
+    def _refs(buf: mmap.mmap) -> int:
+        return sys.getrefcount(buf)
+
+    def _counts(self) -> list[int]:
+        return [self._refs(buf) for buf in self._maps]
+
+    def _free(self) -> list[int]:
+        """Indexes of the buffers no view refers to."""
+        return [i for i, count in enumerate(self._counts()) if count == self._free_refs]
+
+    def take(self, size: int) -> mmap.mmap:
+        """A buffer of at least ``size`` bytes that no live view refers to."""
+        with self._lock:
+            free = self._free()
+            fits = [(len(self._maps[i]), i) for i in free if len(self._maps[i]) >= size]
+            if fits:
+                return self._maps[min(fits)[1]]
+            if sum(len(self._maps[i]) for i in free) > self._keep:
+                for i in free:
+                    self._maps[i].close()
+                self._maps = [buf for buf in self._maps if not buf.closed]
+            new = aligned_map(size, GRANULE)
+            self._maps.append(new)
+            return new
+
+    def held_bytes(self) -> int:
+        """Bytes of all buffers, lent or free."""
+        with self._lock:
+            return sum(len(buf) for buf in self._maps)
+
+
+POOL = BufferPool()  # one per process (each loader worker process has its own)

@@ -1,0 +1,86 @@
+"""result.json is written and read through one module: the schema version is checked, newer
+minor versions are read with their extra fields, and anything else gets one sentence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dliobench.cli.main import main
+from dliobench.errors import DlioBenchError
+from dliobench.results.files import read_result, write_result
+from dliobench.results.schema import SCHEMA_MAJOR, parse_version
+from tests.conftest import tiny_workload
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of one real (tiny) run."""
+    root = tmp_path_factory.mktemp("result")
+    doc = tiny_workload(dataset={"data_folder": str(root / "data")})
+    workload = root / "tiny.yaml"
+    workload.write_text(json.dumps(doc))
+    assert main(["run", str(workload), "--no-progress", "--output", str(root / "runs")]) == 0
+    return next((root / "runs").iterdir())
+
+
+def _copy_with(real_run: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    doc = json.loads((real_run / "result.json").read_text())
+    change(doc)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_a_real_result_reads_back_typed_and_round_trips(real_run: Path, tmp_path: Path) -> None:
+    result = read_result(real_run)
+    assert parse_version(result["schema_version"]) == (SCHEMA_MAJOR, 0)
+    assert result["status"] == "complete" and result["metrics"]["steps"] > 0
+    assert result["honesty"]["page_cache_possible"] is True
+    (tmp_path / "copy").mkdir()
+    assert write_result(tmp_path / "copy", result)
+    assert read_result(tmp_path / "copy") == result
+    assert not write_result(tmp_path / "copy", result, replace=False)  # the first one wins
+
+
+def test_a_newer_minor_version_is_read_and_its_fields_kept(real_run: Path,
+                                                           tmp_path: Path) -> None:
+    def newer(doc: dict[str, Any]) -> None:
+        doc["schema_version"] = f"{SCHEMA_MAJOR}.7"
+        doc["verdict"] = {"limiter": "storage"}
+
+    result = read_result(_copy_with(real_run, tmp_path, newer))
+    assert result["schema_version"] == f"{SCHEMA_MAJOR}.7"
+    assert result["verdict"] == {"limiter": "storage"}  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    (lambda d: d.update(schema_version=SCHEMA_MAJOR + 1), "has result schema 2"),
+    (lambda d: d.update(schema_version="2.0"), "has result schema 2.0"),
+    (lambda d: d.pop("schema_version"), "is not a dliobench result"),
+    (lambda d: d.update(schema_version="one"), "is not a dliobench result"),
+    (lambda d: d.pop("metrics"), "is not a dliobench result"),
+])
+def test_other_documents_are_refused_in_one_sentence(
+        real_run: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None],
+        needle: str) -> None:
+    with pytest.raises(DlioBenchError, match=needle) as info:
+        read_result(_copy_with(real_run, tmp_path, change))
+    assert "\n" not in str(info.value)
+
+
+def test_report_names_a_file_that_is_not_a_result(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "result.json").write_text('["a list, not a result"]')
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "is not a dliobench result" in err and "Traceback" not in err
+    (tmp_path / "run" / "result.json").write_text("{truncated")
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 1
+    assert "cannot be read" in capsys.readouterr().err
