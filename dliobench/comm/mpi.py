@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from typing import Any, TypeVar
 
 import numpy as np
@@ -21,6 +22,7 @@ T = TypeVar("T")
 # Variables launchers set in every rank's environment (MPICH/Hydra, Open MPI, PMIx, Slurm).
 LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+ABORT_GRACE_S = 0.3  # lets the launcher forward a failing rank's last message first
 
 
 def launched_by_mpi() -> bool:
@@ -60,9 +62,15 @@ class MPIComm:
         self._comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
 
     def abort(self, code: int) -> None:
-        """End every rank of the job now (used when one rank fails)."""
+        """End every rank of the job now (used when one rank fails).
+
+        The launcher forwards a rank's output asynchronously and an abort can overtake it
+        (MPICH's mpiexec then exits with no message at all, about one failing job in ten
+        here): the rank gives the forwarding ``ABORT_GRACE_S`` before it aborts.
+        """
         sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(ABORT_GRACE_S)
         self._comm.Abort(code)
 
 

@@ -129,6 +129,7 @@ def test_resize_hands_compute_fixed_size_samples(tmp_path: Path, loader_name: st
         loader.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_pytorch_start_methods(tmp_path: Path, context: str) -> None:
     plan = dataset(tmp_path, "reader.data_loader=pytorch",
@@ -176,6 +177,7 @@ def test_loader_instances_are_independent(tmp_path: Path, loader_name: str) -> N
         second.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not installed("dali"), reason="NVIDIA DALI is not installed")
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_dali_start_methods(tmp_path: Path, context: str) -> None:

@@ -29,6 +29,7 @@ def generate_cmd(path: Path, folder: str, shape: list[str]) -> list[str]:
             f"dataset.data_folder={folder}", *shape]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shape", "kill_after"), [(BIG, 3), (MANY, 300)], ids=["big", "many"])
 def test_killed_generation_resumes_to_identical_bytes(
         workdir: Path, write_workload: Callable[..., Path], shape: list[str],

@@ -44,6 +44,7 @@ def test_override_of_an_axis_key_is_refused(run_cli: Callable[..., int],
     assert "set by an axis" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sweep_runs_points_and_survives_a_failure(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,6 +66,7 @@ def test_sweep_runs_points_and_survives_a_failure(
     assert result["ranks_count"] == 2
 
 
+@pytest.mark.slow
 def test_find_max_accelerators_answers(workdir: Path, write_workload: Callable[..., Path],
                                        run_cli: Callable[..., int],
                                        capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,6 +77,7 @@ def test_garbage_is_not_an_npz(tmp_path: Path) -> None:
         read_whole(path)
 
 
+@pytest.mark.slow
 def test_same_data_same_bytes_at_another_time(tmp_path: Path) -> None:
     import time
     import zipfile

@@ -29,6 +29,7 @@ def test_seeds_give_different_shuffled_orders() -> None:
     assert np.median(np.abs(np.diff(a))) > 100
 
 
+@pytest.mark.slow
 def test_a_rank_never_builds_the_global_order() -> None:
     # BERT's full size: 156.8 M samples; one of 64 ranks computes only its 2.45 M ids
     spec = ShardSpec(num_files=500, samples_per_file=313_532, rank=63, size=64,
