@@ -8,45 +8,62 @@ training loop read them from the plan instead of re-deriving them from the confi
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+
+import numpy as np
 
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
-from dliobench.dataset.layout import DataFile, dataset_files, train_dir
-from dliobench.dataset.sharding import ShardSpec, rank_sample_count
+from dliobench.dataset.layout import FileKeys
+from dliobench.dataset.sharding import ShardSpec, rank_sample_count, rank_samples
 from dliobench.errors import ConfigError
 from dliobench.formats import Format, format_for
+from dliobench.storage import backend_for
+from dliobench.storage.backend import Backend
 
 
 @dataclass(frozen=True)
 class Plan:
     """One rank's resolved run: what to read, from where, in which shard, for how many steps.
 
-    ``sizes`` (the files' real sizes, from the manifest) is empty until the dataset has been
-    prepared; ``root`` is the folder the data files are read from (a staged copy once staged).
+    ``backend`` is the storage the files are read from (a staged copy once staged) and
+    ``keys`` name them there (computed, never listed). ``sizes`` holds the real sizes of the
+    files this rank reads (``files_read``), from the manifest, once the dataset is prepared.
+    Nothing here grows with the dataset's file count but with this rank's share of it.
     """
 
     config: Config
     fmt: Format
-    root: Path
-    files: list[DataFile]
+    backend: Backend
+    keys: FileKeys
     seed: int
     spec: ShardSpec
     steps: list[int]
-    sizes: list[int]
+    sizes: Sequence[int]
 
-    def paths(self) -> list[Path]:
-        """Every data file's path under ``root``."""
-        return [self.root / f.relpath for f in self.files]
+    def with_sizes(self, sizes: Sequence[int]) -> Plan:
+        """The plan once the real sizes of the files it reads are known."""
+        return replace(self, sizes=sizes)
 
-    def with_sizes(self, sizes: list[int]) -> Plan:
-        """The plan once the dataset's real file sizes are known."""
-        return replace(self, sizes=list(sizes))
+    def files_read(self) -> np.ndarray:
+        """Sorted indices of the files this rank reads over the whole run (every file with
+        DALI's own readers, which shard by themselves)."""
+        r = self.config.reader
+        if r.data_loader == "dali" and r.dali_native_reader:
+            return np.arange(len(self.keys), dtype=np.int64)
+        spf = self.spec.samples_per_file
+        parts = [rank_samples(self.spec, epoch) // spf for epoch in range(len(self.steps))]
+        return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
-    def reading_from(self, root: Path) -> Plan:
-        """The plan reading the same files from another folder (a staged copy)."""
-        return replace(self, root=root)
+    def reading_from(self, backend: Backend) -> Plan:
+        """The plan reading the same files from other storage (a staged copy)."""
+        return replace(self, backend=backend)
+
+    def object_keys(self, index: int) -> list[str]:
+        """The keys of file ``index`` and of its side files."""
+        key = self.keys[index]
+        return [key, *(key + suffix for suffix in self.fmt.side_suffixes)]
 
 
 def resolve(config: Config, world: World, comm: Comm, seed: int | None = None) -> Plan:
@@ -58,8 +75,8 @@ def resolve(config: Config, world: World, comm: Comm, seed: int | None = None) -
     check_format(config, fmt)
     seed = shuffle_seed(config, comm) if seed is None else seed
     spec = shard_spec(config, world, seed)
-    return Plan(config, fmt, train_dir(config.dataset),
-                dataset_files(config.dataset, fmt.extension), seed, spec,
+    return Plan(config, fmt, backend_for(config.dataset.data_folder),
+                FileKeys(config.dataset, fmt.extension), seed, spec,
                 planned_steps(config, spec), [])
 
 
@@ -118,3 +135,36 @@ def check_run(config: Config, world: World) -> None:
             f"each of {world.size} rank(s) gets per epoch; lower it or raise "
             "dataset.num_files_train"
         )
+
+
+class FileSizes(Sequence[int]):
+    """Real sizes of some of a dataset's files, looked up by file index: a full array when
+    the files are many of the dataset's, else sorted indices searched (O(files held))."""
+
+    def __init__(self, ids: np.ndarray, sizes: np.ndarray, num_files: int) -> None:
+        self._num_files = num_files
+        self._dense = ids.size * 8 >= num_files
+        if self._dense:
+            self._sizes = np.full(num_files, -1, np.int64)
+            self._sizes[ids] = sizes
+            self._ids = np.empty(0, np.int64)
+        else:
+            order = np.argsort(ids)
+            self._ids, self._sizes = ids[order], np.asarray(sizes, np.int64)[order]
+
+    def __len__(self) -> int:
+        return self._num_files
+
+    def __getitem__(self, index: int) -> int:  # type: ignore[override]
+        if self._dense:
+            size = int(self._sizes[index])
+        else:
+            at = int(np.searchsorted(self._ids, index))
+            size = int(self._sizes[at]) if at < self._ids.size and self._ids[at] == index else -1
+        if size < 0:
+            raise IndexError(f"file {index} is not among the files this rank reads")
+        return size
+
+    def total(self) -> int:
+        """Bytes of the files held."""
+        return int(self._sizes[self._sizes >= 0].sum())

@@ -56,6 +56,28 @@ def run_cli(workdir: Path) -> Callable[..., int]:
     return run
 
 
+def manifest_files(data_folder: Path) -> dict[str, tuple[int, int]]:
+    """{file name: (size, CRC-32C)} of the files a dataset's manifest holds (names of
+    dliobench's layout end in the file's index: ``img_0000007.npz``)."""
+    from dliobench.dataset.manifest import Manifest
+    from dliobench.storage.posix import PosixBackend
+
+    manifest = Manifest.load(PosixBackend(str(data_folder)))
+    assert manifest is not None, f"no manifest in {data_folder}"
+    names = {index_of(p.name): p.name for p in (data_folder / "train").rglob("*")
+             if p.is_file() and not p.name.startswith(".") and not p.name.endswith(".idx")}
+    return {names.get(i, f"#{i}"): entry for i, entry in manifest.held().items()}
+
+
+def index_of(name: str) -> int:
+    """The file index in a dliobench file name (the digits before the extension)."""
+    import re
+
+    match = re.search(r"_(\d+)\.[^.]+$", name)
+    assert match, name
+    return int(match.group(1))
+
+
 def last_result(root: Path) -> dict[str, Any]:
     """The newest result.json under a reports folder."""
     runs = sorted(p for p in root.iterdir() if (p / "result.json").exists())

@@ -7,8 +7,10 @@ dataset of N files is a prefix of one of M > N files: runs may use fewer files t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -32,7 +34,7 @@ class DataFile:
 
 def train_dir(dataset: DatasetConfig) -> Path:
     """The folder holding the training files."""
-    return Path(dataset.data_folder) / "train"
+    return Path(dataset.data_folder) / TRAIN
 
 
 def sample_sizes(dataset: DatasetConfig) -> np.ndarray:
@@ -53,6 +55,34 @@ def relpath(dataset: DatasetConfig, index: int, extension: str) -> str:
     return name
 
 
+TRAIN = "train"  # the training files' folder under the data folder
+
+
+class FileKeys(Sequence[str]):
+    """Every training file's key (``train/<relpath>``), computed when asked: no list of
+    names is ever held, whatever the file count."""
+
+    def __init__(self, dataset: DatasetConfig, extension: str) -> None:
+        self._dataset = dataset
+        self._extension = extension
+
+    def __len__(self) -> int:
+        return self._dataset.num_files_train
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return f"{TRAIN}/{relpath(self._dataset, index, self._extension)}"
+
+
 def dataset_files(dataset: DatasetConfig, extension: str) -> list[DataFile]:
     """Every training file, in index order."""
     sizes = sample_sizes(dataset)
@@ -60,3 +90,10 @@ def dataset_files(dataset: DatasetConfig, extension: str) -> list[DataFile]:
         DataFile(i, relpath(dataset, i, extension), dataset.num_samples_per_file, int(sizes[i]))
         for i in range(dataset.num_files_train)
     ]
+
+
+def data_files(dataset: DatasetConfig, extension: str, indices: Sequence[int]) -> list[DataFile]:
+    """The files ``indices`` (to write them: their sample sizes are drawn for all files)."""
+    sizes = sample_sizes(dataset)
+    return [DataFile(i, relpath(dataset, i, extension), dataset.num_samples_per_file,
+                     int(sizes[i])) for i in indices]

@@ -1,22 +1,41 @@
-"""The manifest next to a dataset: how it was generated and the real size of every file.
+"""The manifest: a dataset's commit record and namespace (schema 2, columnar).
 
-It lets a run check that the data on disk is the data its configuration describes, lets an
-interrupted ``generate`` finish only what is missing, and records real byte counts.
+``dliobench-manifest/manifest.json`` holds the generation parameters and names the column
+files; per file it records, as ``.npy`` columns indexed by file number, the size and CRC-32C
+of the data file and of each side file (an index). File names are derived from the index and
+the layout, so nothing lists a folder or a bucket, and each rank reads only the entries of
+the files it needs (``entries``): per-rank memory and time O(files / ranks).
+
+During generation each rank appends a record per durable file to its journal
+(``journal/rank-NNNNN.bin``, fixed-size records with their own CRC, so a torn tail is
+recognised); a file is done when its record is written. ``compact`` folds the journals into
+new columns and then switches the header to them, so a crash at any point leaves either the
+old columns with the journals (replayed next time) or the new columns. A schema-1 manifest
+(one JSON document) is migrated on first load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from dliobench.config.schema import DatasetConfig
-from dliobench.errors import DatasetError
-from dliobench.storage.atomic import write_json_atomic
+import crc32c
+import numpy as np
 
-MANIFEST_NAME = "dliobench-manifest.json"
-SCHEMA = 1
+from dliobench.config.schema import DatasetConfig
+from dliobench.dataset.columns import Column, write_column
+from dliobench.errors import DatasetError
+from dliobench.storage.backend import Backend
+
+FOLDER = "dliobench-manifest"
+HEADER_KEY = f"{FOLDER}/manifest.json"
+LEGACY_KEY = "dliobench-manifest.json"
+SCHEMA = 2
+ABSENT = -1  # size of a file (or side file) the manifest does not hold
 # The dataset keys that decide the bytes of file i; the file count may differ between runs.
 IDENTITY_KEYS = ("format", "num_samples_per_file", "record_length_bytes",
                  "record_length_bytes_stdev", "file_prefix", "generation_seed",
@@ -29,55 +48,86 @@ def identity(dataset: DatasetConfig) -> dict[str, Any]:
     return {k: getattr(dataset, k) for k in IDENTITY_KEYS}
 
 
+def record_dtype(sides: int) -> np.dtype:
+    """One journal record: a file's index, size and CRC, its side files', a check CRC.
+
+    A size of ``ABSENT`` forgets the file (it was found damaged).
+    """
+    fields: list[tuple[Any, ...]] = [("index", "<i8"), ("size", "<i8"), ("crc", "<u4")]
+    if sides:
+        fields += [("side_size", "<i8", (sides,)), ("side_crc", "<u4", (sides,))]
+    return np.dtype([*fields, ("check", "<u4")])
+
+
+@dataclass
+class Entries:
+    """Manifest entries of some files: sizes and CRCs, side files' as (files, sides)."""
+
+    size: np.ndarray
+    crc: np.ndarray
+    side_size: np.ndarray
+    side_crc: np.ndarray
+
+
 @dataclass
 class Manifest:
-    """Generation parameters and {relative path: size in bytes} of the complete files."""
+    """A committed manifest: its header (small, broadcast) and its columns (read in slices)."""
 
+    backend: Backend
     params: dict[str, Any]
-    files: dict[str, int] = field(default_factory=dict)
-    checksums: dict[str, int] = field(default_factory=dict)  # CRC-32C of each file's bytes
+    side_suffixes: list[str]
+    num_files: int = 0  # entries in the columns
+    generation: int = 0  # bumped by each compaction: names the current columns
+    journals: list[str] = field(default_factory=list)  # journals not folded in yet
 
-    @staticmethod
-    def path_for(data_folder: str | Path) -> Path:
-        """Where the manifest of a dataset lives."""
-        return Path(data_folder) / MANIFEST_NAME
+    def to_json(self) -> dict[str, Any]:
+        """The header document."""
+        return {"schema": SCHEMA, "params": self.params, "side_suffixes": self.side_suffixes,
+                "num_files": self.num_files, "generation": self.generation,
+                "columns": {name: self.column_key(name) for name in self._columns()},
+                "journals": self.journals}
 
     @classmethod
-    def load(cls, data_folder: str | Path) -> Manifest | None:
-        """The manifest of a dataset, or None if there is none."""
-        path = cls.path_for(data_folder)
+    def new(cls, backend: Backend, dataset: DatasetConfig,
+            side_suffixes: Iterable[str]) -> Manifest:
+        """An empty manifest for ``dataset`` (nothing on storage yet)."""
+        return cls(backend, identity(dataset), list(side_suffixes))
+
+    @classmethod
+    def load(cls, backend: Backend) -> Manifest | None:
+        """The dataset's manifest, migrated from schema 1 if need be; None if there is none."""
+        data = _read_whole(backend, HEADER_KEY)
+        if data is None:
+            from dliobench.dataset.legacy import migrate
+
+            return migrate(backend)
         try:
-            doc = json.loads(path.read_text())
-            return cls(params=doc["params"], files={k: int(v) for k, v in doc["files"].items()},
-                       checksums={k: int(v) for k, v in doc.get("checksums", {}).items()})
-        except FileNotFoundError:
-            return None
+            doc = json.loads(bytes(data))
+            if doc.get("schema") != SCHEMA:
+                raise ValueError(doc.get("schema"))
+            return cls(backend, dict(doc["params"]), list(doc["side_suffixes"]),
+                       int(doc["num_files"]), int(doc["generation"]), list(doc["journals"]))
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise DatasetError(f"the manifest {path} is damaged; delete it and run "
+            raise DatasetError(f"the manifest {backend.describe(HEADER_KEY)} is damaged or of "
+                               "another dliobench; delete the folder dliobench-manifest and run "
                                "`dliobench generate` to check and complete the dataset") from None
 
-    def save(self, data_folder: str | Path) -> None:
-        """Write atomically: a crash leaves the previous manifest or the new one, never half."""
-        path = self.path_for(data_folder)
+    def save_header(self) -> None:
+        """Commit the header atomically (it names the columns and journals to use)."""
+        with self._writing():
+            self.backend.make_room(FOLDER)
+            self.backend.put(HEADER_KEY, json.dumps(self.to_json(), indent=1).encode())
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A failed manifest write as one sentence (what is committed stays valid)."""
         try:
-            write_json_atomic(path, {"schema": SCHEMA, "params": self.params,
-                                     "files": self.files, "checksums": self.checksums},
-                              indent=0, sort_keys=True)
+            yield
         except OSError as exc:
-            raise DatasetError(f"cannot write the manifest {path}: {exc.strerror}; free space "
-                               "and run `dliobench generate` again to complete it") from None
-
-    def record(self, entries: dict[str, tuple[int, int]]) -> None:
-        """Enter complete files: {relative path: (size, CRC-32C)}."""
-        for rel, (size, crc) in entries.items():
-            self.files[rel] = size
-            self.checksums[rel] = crc
-
-    def forget(self, rels: list[str]) -> None:
-        """Drop files that turned out not to match (they will be written again)."""
-        for rel in rels:
-            self.files.pop(rel, None)
-            self.checksums.pop(rel, None)
+            raise DatasetError(
+                f"cannot write the manifest under {self.backend.describe(FOLDER)}: "
+                f"{exc.strerror}; free space and run `dliobench generate` again (complete "
+                "files already recorded are kept)") from None
 
     def check_matches(self, dataset: DatasetConfig) -> None:
         """Raise DatasetError when the dataset on disk was generated with other parameters."""
@@ -90,3 +140,139 @@ class Manifest:
                 + ", ".join(diff)
                 + "; point dataset.data_folder to another folder or delete this one"
             )
+
+    def _columns(self) -> tuple[str, ...]:
+        return ("size", "crc", "side_size", "side_crc") if self.side_suffixes else ("size", "crc")
+
+    def column_key(self, name: str) -> str:
+        return f"{FOLDER}/{name}-{self.generation:06d}.npy"
+
+    def entries(self, ids: np.ndarray) -> Entries:
+        """Entries of the files ``ids`` (any order); files beyond the columns are absent."""
+        ids = np.asarray(ids, dtype=np.int64)
+        sides = len(self.side_suffixes)
+        inside = ids < self.num_files
+        out = Entries(np.full(ids.size, ABSENT, np.int64), np.zeros(ids.size, np.uint32),
+                      np.full((ids.size, sides), ABSENT, np.int64),
+                      np.zeros((ids.size, sides), np.uint32))
+        if self.num_files and inside.any():
+            for name in self._columns():
+                column = Column(self.backend, self.column_key(name))
+                getattr(out, name)[inside] = column.gather(ids[inside])
+        return out
+
+    def sizes(self, ids: np.ndarray) -> np.ndarray:
+        """Data file sizes of ``ids`` (``ABSENT`` for files the manifest does not hold)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.full(ids.size, ABSENT, np.int64)
+        inside = ids < self.num_files
+        if self.num_files and inside.any():
+            out[inside] = Column(self.backend, self.column_key("size")).gather(ids[inside])
+        return out
+
+    def held(self) -> dict[int, tuple[int, int]]:
+        """{file index: (size, CRC-32C)} of every file held, the open journals included
+        (read only), for tools and tests (O(files))."""
+        ids = np.arange(self.num_files, dtype=np.int64)
+        entries = self.entries(ids)
+        out = {int(i): (int(s), int(c)) for i, s, c in
+               zip(ids, entries.size, entries.crc, strict=True)}
+        for rec in self._journal_records():
+            out[int(rec["index"])] = (int(rec["size"]), int(rec["crc"]))
+        return {i: entry for i, entry in out.items() if entry[0] >= 0}
+
+    def journal_key(self, rank: int) -> str:
+        """The journal of ``rank`` in the current generation."""
+        return f"{FOLDER}/journal-{self.generation:06d}/rank-{rank:05d}.bin"
+
+    def open_journals(self, ranks: int) -> None:
+        """Name the journals ``ranks`` writers will append to, before any of them writes."""
+        keys = [self.journal_key(r) for r in range(ranks)]
+        self.journals = sorted(set(self.journals) | set(keys))
+        self.backend.make_room(keys[0].rsplit("/", 1)[0])
+        self.save_header()
+
+    def append(self, rank: int, records: np.ndarray) -> None:
+        """Append journal records (``record_dtype``) of durable files, durably."""
+        if records.size:
+            with self._writing():
+                self.backend.append(self.journal_key(rank), _with_checks(records).tobytes())
+
+    def compact(self, min_files: int = 0, extra: np.ndarray | None = None) -> None:
+        """Fold the journals (and ``extra`` records, applied last) into new columns, switch
+        the header to them, drop the old columns and journals."""
+        records = self._journal_records()
+        if extra is not None and extra.size:
+            records = np.concatenate([records, extra])
+        if not records.size and not self.journals and self.num_files >= min_files:
+            return
+        top = int(records["index"].max()) + 1 if records.size else 0
+        capacity = max(self.num_files, top, min_files)
+        old = Manifest(self.backend, self.params, self.side_suffixes, self.num_files,
+                       self.generation, [])
+        self.generation += 1
+        self.num_files = capacity
+        with self._writing():
+            for name in self._columns():
+                write_column(self.backend, self.column_key(name), old, name, capacity, records)
+        stale = [old.column_key(n) for n in old._columns()] if old.num_files else []
+        stale += self.journals
+        self.journals = []
+        self.save_header()
+        for key in stale:
+            self.backend.delete(key)
+
+    def _journal_records(self) -> np.ndarray:
+        """Every whole, intact record of the open journals, later ones last."""
+        dtype = record_dtype(len(self.side_suffixes))
+        parts = []
+        for key in self.journals:
+            data = _read_whole(self.backend, key)
+            if data is None:
+                continue
+            whole = len(data) - len(data) % dtype.itemsize  # a torn tail is dropped
+            recs = np.frombuffer(data[:whole], dtype=dtype)
+            parts.append(recs[_checks(recs) == recs["check"]])
+        return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+
+def records(entries: Mapping[int, tuple[int, int, tuple[tuple[int, int], ...]]],
+            sides: int) -> np.ndarray:
+    """Journal records of {file index: (size, crc, ((side size, side crc), ...))}."""
+    out = np.zeros(len(entries), record_dtype(sides))
+    for row, (index, (size, crc, side)) in enumerate(sorted(entries.items())):
+        out[row]["index"], out[row]["size"], out[row]["crc"] = index, size, crc
+        if sides:
+            out[row]["side_size"] = [s for s, _ in side] or ABSENT
+            out[row]["side_crc"] = [c for _, c in side] or 0
+    return out
+
+
+def forget(indices: Iterable[int], sides: int) -> np.ndarray:
+    """Journal records that forget these files (found damaged: they are written again)."""
+    return records({i: (ABSENT, 0, ()) for i in indices}, sides)
+
+
+def _checks(recs: np.ndarray) -> np.ndarray:
+    """Each record's CRC-32C over all its bytes but the check itself."""
+    if not len(recs):
+        return np.empty(0, np.uint32)
+    raw = recs.view(np.uint8).reshape(len(recs), -1)[:, :-4]
+    return np.array([crc32c.crc32c(row.tobytes()) for row in raw], dtype=np.uint32)
+
+
+def _with_checks(recs: np.ndarray) -> np.ndarray:
+    out = recs.copy()
+    out["check"] = _checks(out)
+    return out
+
+
+def _read_whole(backend: Backend, key: str) -> memoryview | None:
+    size = backend.size(key)
+    if size is None:
+        return None
+    data, _ = backend.read_range(key, 0, size)
+    return data
+
+
+LEGACY_INDEX = re.compile(r"_(\d+)\.[^./]+$")

@@ -37,12 +37,18 @@ def _permutation(n: int, seed: int, stream: int) -> np.ndarray:
     return np.random.default_rng([seed, stream]).permutation(n)
 
 
+def file_at(spec: ShardSpec, epoch: int, positions: np.ndarray) -> np.ndarray:
+    """The files at ``positions`` of this epoch's file order (a seeded bijection when files
+    are shuffled: no rank ever builds the whole order)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    if not spec.file_shuffle:
+        return positions
+    return Permutation(spec.num_files, [epoch_seed(spec, epoch), 1])[positions]
+
+
 def file_order(spec: ShardSpec, epoch: int) -> np.ndarray:
-    """All file indices in this epoch's order."""
-    files = np.arange(spec.num_files, dtype=np.int64)
-    if spec.file_shuffle:
-        files = files[_permutation(spec.num_files, epoch_seed(spec, epoch), 1)]
-    return files
+    """All file indices in this epoch's order (O(files): for tests and small datasets)."""
+    return file_at(spec, epoch, np.arange(spec.num_files, dtype=np.int64))
 
 
 def _expand(files: np.ndarray, samples_per_file: int) -> np.ndarray:
@@ -56,13 +62,14 @@ def rank_samples(spec: ShardSpec, epoch: int) -> np.ndarray:
 
     Sample sharding splits the (shuffled) global sample list into contiguous near-equal parts,
     each rank computing only its own part of it (``permutation``); file sharding gives each
-    rank whole files and shuffles samples within its share. Ranks
-    get at most one sample (or file) more than each other: nothing is dropped here.
+    rank whole files and shuffles samples within its share. Ranks get at most one sample (or
+    file) more than each other: nothing is dropped here. Memory and time are O(this rank's
+    share), whatever the dataset's size.
     """
     seed = epoch_seed(spec, epoch)
-    files = file_order(spec, epoch)
     if spec.sharding == "file":
-        mine = np.array_split(files, spec.size)[spec.rank]
+        start, stop = _share(spec.num_files, spec.size, spec.rank)
+        mine = file_at(spec, epoch, np.arange(start, stop, dtype=np.int64))
         ids = _expand(mine, spec.samples_per_file)
         if spec.sample_shuffle:
             ids = ids[_permutation(ids.size, seed, 1000 + spec.rank)]
@@ -73,8 +80,8 @@ def rank_samples(spec: ShardSpec, epoch: int) -> np.ndarray:
         positions = Permutation(total, [seed, 2]).slice(start, stop)
     else:
         positions = np.arange(start, stop, dtype=np.int64)
-    return files[positions // spec.samples_per_file] * spec.samples_per_file \
-        + positions % spec.samples_per_file
+    files = file_at(spec, epoch, positions // spec.samples_per_file)
+    return files * spec.samples_per_file + positions % spec.samples_per_file
 
 
 def _share(total: int, parts: int, index: int) -> tuple[int, int]:

@@ -9,7 +9,6 @@ GB/s are reported beside the training figures.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,10 @@ from dliobench.comm.world import Comm, World
 from dliobench.dataset.sharding import rank_samples
 from dliobench.errors import DatasetError
 from dliobench.plan import Plan
-from dliobench.storage import posix as storage
+from dliobench.storage import backend_for
+from dliobench.storage.backend import Backend
+
+COPY_CHUNK = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -52,46 +54,50 @@ def _node_ranks(world: World, comm: Comm) -> list[int]:
     return [r for r, h in enumerate(hosts) if h == world.host]
 
 
-def _copy(src: Path, dst: Path) -> int:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.staging-{os.getpid()}")
+def _copy(src: Backend, dst: Backend, key: str) -> int:
+    """Stream one object from ``src`` to ``dst`` (durable, then evicted); its bytes."""
+    dst.make_room(key.rsplit("/", 1)[0])
+    writer = dst.open_write(key)
+    offset = 0
     try:
-        shutil.copyfile(src, tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, dst)
+        while True:
+            data, _ = src.read_range(key, offset, COPY_CHUNK)
+            if not len(data):
+                break
+            writer.write(data)
+            offset += len(data)
+        writer.commit(durable=True)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DatasetError(f"cannot stage {src} to {dst}: {exc.strerror}; free space under "
-                           "storage.stage_to or choose another folder") from None
-    storage.evict([dst])
-    return dst.stat().st_size
+        writer.abort()
+        raise DatasetError(f"cannot stage {src.describe(key)} to {dst.describe(key)}: "
+                           f"{exc.strerror}; free space under storage.stage_to or choose "
+                           "another folder") from None
+    dst.evict([key], flush=False)
+    return offset
 
 
 def stage(plan: Plan, world: World, comm: Comm, run_id: str) -> Staged:
     """Copy what this node needs to ``storage.stage_to/<run_id>``; all ranks wait for it."""
-    config, files, fmt = plan.config, plan.files, plan.fmt
+    config = plan.config
     scope = config.storage.stage_scope
     node = _node_ranks(world, comm)
     if scope == "all":
-        needed = set(range(len(files)))
+        needed = set(range(len(plan.keys)))
     else:
         needed = files_read_by(plan, [world.rank] if scope == "shard" else node)
     mine = sorted(needed) if scope == "shard" else sorted(needed)[node.index(world.rank)::len(node)]
-    src_root, folder = plan.root, Path(config.storage.stage_to) / run_id
-    dst_root = folder / "train"
-    pairs = [(src_root / files[i].relpath, dst_root / files[i].relpath) for i in mine]
-    pairs += [(s, d) for src, dst in list(pairs)
-              for s, d in zip(fmt.side_files(src), fmt.side_files(dst), strict=True)]
+    folder = Path(config.storage.stage_to) / run_id
+    src, dst = plan.backend, backend_for(str(folder))
+    keys = [k for i in mine for k in plan.object_keys(i)]
     if world.local_rank == 0:  # the copy must read storage, not this node's page cache
-        storage.evict([src for src, _ in pairs], flush=False)
+        src.evict(keys, flush=False)
     comm.barrier()
     start = time.perf_counter()
     with ThreadPoolExecutor(max(1, config.reader.read_threads)) as pool:
-        nbytes = sum(pool.map(lambda p: _copy(*p), pairs))
+        nbytes = sum(pool.map(lambda key: _copy(src, dst, key), keys))
     seconds = time.perf_counter() - start
     comm.barrier()
-    return Staged(plan.reading_from(dst_root), folder, len(mine), nbytes, seconds)
+    return Staged(plan.reading_from(dst), folder, len(mine), nbytes, seconds)
 
 
 def summary(parts: list[Staged]) -> dict[str, Any]:

@@ -14,19 +14,19 @@ import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from pathlib import Path
 
 from dliobench.comm.world import World
 from dliobench.config.schema import DatasetConfig
 from dliobench.dataset import file_writer as filegen
-from dliobench.dataset.layout import DataFile
+from dliobench.dataset.layout import TRAIN, DataFile
 from dliobench.formats import Format
+from dliobench.storage.backend import Backend
 
 PROCESS_MIN_FILES = 512  # fewer: worker processes' start-up (~0.3 s) outweighs their gain
-Writer = Callable[[list[DataFile]], dict[str, tuple[int, int]]]
+Writer = Callable[[list[DataFile]], dict[int, filegen.Written]]
 
 
-def pool_for(fmt: Format, root: Path, todo: list[DataFile], dataset: DatasetConfig,
+def pool_for(fmt: Format, backend: Backend, todo: list[DataFile], dataset: DatasetConfig,
              world: World) -> tuple[Executor, Writer, int]:
     """The executor, the function it runs on a batch of files, and its worker count.
 
@@ -39,12 +39,12 @@ def pool_for(fmt: Format, root: Path, todo: list[DataFile], dataset: DatasetConf
         # fork, as PyTorch's DataLoader does: "spawn" would re-run the caller's main module
         pool = ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_start_process,
-                                   initargs=(fmt, dataset, root, os.getpid()))
+                                   initargs=(fmt, dataset, backend, os.getpid()))
         return pool, _write_batch_in_process, cores
     fill = filegen.Fill.for_dataset(dataset)
     workers = 1 if small else _threads(todo)  # 2 ranks, 64 KiB: 2.6 s with 1 thread, 3.4 s with 3
     threads = ThreadPoolExecutor(workers, thread_name_prefix="gen")
-    return threads, functools.partial(_write_batch, fmt, root, fill), workers
+    return threads, functools.partial(_write_batch, fmt, backend, fill), workers
 
 
 def batches(todo: list[DataFile], workers: int) -> list[list[DataFile]]:
@@ -53,15 +53,16 @@ def batches(todo: list[DataFile], workers: int) -> list[list[DataFile]]:
     return [todo[i:i + per] for i in range(0, len(todo), per)]
 
 
-def _write_batch(fmt: Format, root: Path, fill: filegen.Fill,
-                 files: list[DataFile]) -> dict[str, tuple[int, int]]:
-    return {f.relpath: filegen.write_file(fmt, root, f, fill) for f in files}
+def _write_batch(fmt: Format, backend: Backend, fill: filegen.Fill,
+                 files: list[DataFile]) -> dict[int, filegen.Written]:
+    return {f.index: filegen.write_file(fmt, backend, f"{TRAIN}/{f.relpath}", f, fill)
+            for f in files}
 
 
-_process_job: tuple[Format, Path, filegen.Fill] | None = None
+_process_job: tuple[Format, Backend, filegen.Fill] | None = None
 
 
-def _start_process(fmt: Format, dataset: DatasetConfig, root: Path, parent: int) -> None:
+def _start_process(fmt: Format, dataset: DatasetConfig, backend: Backend, parent: int) -> None:
     """Set up a writer process: it dies with its parent, leaves Ctrl-C to it (the parent
     cancels what is queued and waits for the batches under way), builds its own base buffer."""
     global _process_job
@@ -70,13 +71,13 @@ def _start_process(fmt: Format, dataset: DatasetConfig, root: Path, parent: int)
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fill = filegen.Fill.for_dataset(dataset)
-    _process_job = (fmt, root, fill)
+    _process_job = (fmt, backend, fill)
 
 
-def _write_batch_in_process(files: list[DataFile]) -> dict[str, tuple[int, int]]:
+def _write_batch_in_process(files: list[DataFile]) -> dict[int, filegen.Written]:
     assert _process_job is not None, "writer process not started"
-    fmt, root, fill = _process_job
-    return _write_batch(fmt, root, fill, files)
+    fmt, backend, fill = _process_job
+    return _write_batch(fmt, backend, fill, files)
 
 
 def _die_with_parent() -> None:

@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image, ImageFile
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange, FileFormat
+from dliobench.formats.base import ByteRange, FileFormat, Stored
 
 # Errors Pillow raises on damaged or truncated data (UnidentifiedImageError is an OSError).
 _PIL_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error)
@@ -74,23 +74,23 @@ class ImageFormat(FileFormat):
                                f"a {samples.shape[1]}-byte record needs {max(pixels.shape)}")
         Image.fromarray(pixels).save(path, format=self.pil_format, **self.save_options)
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """The whole file is the one sample."""
         if num_samples != 1:
-            raise DatasetError(f"{path}: {self.name} files hold one sample each, the manifest "
+            raise DatasetError(f"{src}: {self.name} files hold one sample each, the manifest "
                                f"says {num_samples}; set dataset.num_samples_per_file: 1")
         return [ByteRange(0, file_size)]
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """The decoded (rows, columns) uint8 pixels, read-only, as ``np.asarray`` gives them."""
         if bytes(data[-len(self.trailer):]) != self.trailer:
-            raise CorruptSampleError(str(path), len(data),
+            raise CorruptSampleError(str(src), len(data),
                                      f"file is truncated: no {self.name} end marker")
         try:
             with self.plugin()(io.BytesIO(data)) as image:
                 image.load()
                 return np.asarray(image)
         except _PIL_ERRORS as exc:
-            raise CorruptSampleError(str(path), len(data),
+            raise CorruptSampleError(str(src), len(data),
                                      f"{self.name} data is damaged ({exc})") from None

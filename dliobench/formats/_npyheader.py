@@ -15,7 +15,6 @@ import functools
 import re
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -47,7 +46,7 @@ class NpyHeader:
         return count * self.dtype.itemsize
 
 
-def parse(path: Path, buf: memoryview, start: int = 0) -> NpyHeader:
+def parse(path: object, buf: memoryview, start: int = 0) -> NpyHeader:
     """Parse the ``.npy`` header at ``start`` of ``buf`` (the bytes of ``path``).
 
     Raises CorruptSampleError (naming ``path`` and the offset) when the header is truncated,

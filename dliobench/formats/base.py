@@ -9,7 +9,6 @@ to ``decode``. A format whose library must do its own I/O (HDF5 through h5py) se
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from dliobench.errors import ConfigError
 
 if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
+    from dliobench.storage.backend import Backend
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,61 @@ class ByteRange:
     length: int
 
 
+@dataclass
+class Stored:
+    """One stored data file as a format reads it: its backend and key.
+
+    Side files (an index) are read through ``read_side``, which counts their bytes in
+    ``nbytes``: the reader adds them to the bytes of the sample. ``str()`` is its location,
+    for messages.
+    """
+
+    backend: Backend
+    key: str
+    nbytes: int = 0
+
+    def __str__(self) -> str:
+        return self.backend.describe(self.key)
+
+    def side(self, suffix: str) -> str:
+        """The key of the side file with ``suffix``."""
+        return self.key + suffix
+
+    def read_side(self, suffix: str, length: int | None = None) -> memoryview:
+        """The side file's first ``length`` bytes (all of it by default), counted.
+
+        Raises FileNotFoundError when it is missing.
+        """
+        key = self.side(suffix)
+        if length is None:
+            length = self.backend.size(key)
+            if length is None:
+                raise FileNotFoundError(key)
+        data, got = self.backend.read_range(key, 0, length)
+        self.nbytes += got
+        return data
+
+
+def stored(path: str | Path) -> Stored:
+    """A local file as a ``Stored`` (tests and tools that hold a path)."""
+    from dliobench.storage.posix import PosixBackend
+
+    return Stored(PosixBackend("/"), str(Path(path).absolute()))
+
+
 class Format(Protocol):
-    """A file format: how samples are laid out on disk and decoded."""
+    """A file format: how samples are laid out in a stored file and decoded.
+
+    Reading goes through the run's storage backend: the reader reads the bytes ``layout`` and
+    ``head_bytes`` say (counted at the read), formats read side files through ``Stored``,
+    and a format whose library does its own I/O (``reads_itself``) reads through the
+    backend's counted file objects.
+    """
 
     name: str
     extension: str
     head_bytes: int  # bytes from the start of a file that ``layout`` needs
+    side_suffixes: tuple[str, ...]  # side files (indexes): the data file's key plus a suffix
     max_samples_per_file: int | None  # None: any number
     lossy: bool  # a decoded sample is not the written bytes (JPEG)
     checksummed: bool  # a flipped payload byte is detected when the sample is decoded
@@ -49,39 +98,31 @@ class Format(Protocol):
         """
 
     def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write the (num_samples, sample_bytes) uint8 array as one file at ``path``.
-
-        Side files (an index) go next to ``path`` with ``path``'s name plus a suffix.
-        """
-
-    def commit(self, tmp: str | Path, final: str | Path) -> None:
-        """Move a file written at ``tmp`` (and its side files) to ``final``.
-
-        The data file is renamed last: its presence means the whole set is complete.
-        Durability is the generator's job: it syncs the file system before it records files
-        in the manifest, once per batch of files rather than one fsync per file.
-        """
+        """Write the (num_samples, sample_bytes) uint8 array as one local file at ``path``,
+        its side files next to it (``path`` plus each suffix). The generator writes the same
+        bytes through the storage backend."""
 
     def side_files(self, path: Path) -> list[Path]:
-        """Files that belong to the data file ``path`` (e.g. its index), possibly none."""
+        """The local side files of the data file ``path`` (``path`` plus each suffix)."""
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
-        """Byte range of every sample of a multi-sample file, from its first bytes."""
+        """Byte range of every sample of a multi-sample file, from its first bytes (and its
+        side files, read through ``src``)."""
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """Decode one sample from a whole one-sample file or from the sample's byte range.
 
         Raises CorruptSampleError when the bytes are truncated or damaged.
         """
 
-    def read_sample(self, path: Path, file_size: int, num_samples: int, index: int,
+    def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Sample ``index`` of the file and the bytes read for it (``reads_itself`` only)."""
 
 
 class FileFormat:
-    """Shared behaviour of formats: commit of a data file and its side files, and the
+    """Shared behaviour of formats: local side-file paths, and the
     defaults of the descriptive members (one sample or many, lossless, no checksum)."""
 
     name: str
@@ -98,7 +139,7 @@ class FileFormat:
                               f"hdf5 format only, not {dataset.format}")
         return self  # type: ignore[return-value]  # every subclass is a Format
 
-    def read_sample(self, path: Path, file_size: int, num_samples: int, index: int,
+    def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Formats whose bytes the loader reads do not read samples themselves."""
         raise NotImplementedError(f"{self.name} samples are read by the loader")
@@ -107,11 +148,6 @@ class FileFormat:
         """``path`` plus each suffix in ``side_suffixes``."""
         return [path.with_name(path.name + s) for s in self.side_suffixes]
 
-    def commit(self, tmp: str | Path, final: str | Path) -> None:
-        """Rename side files, then the data file (plain string paths: this runs per file)."""
-        for suffix in self.side_suffixes:
-            os.replace(f"{tmp}{suffix}", f"{final}{suffix}")
-        os.replace(tmp, final)
 
 
 Fill = Callable[[np.ndarray], None]  # writes the sample bytes into a (num_samples, bytes) array
@@ -135,8 +171,14 @@ class AssembledFormat(FileFormat):
         the (num_samples, sample_bytes) array it is given. Returns the file's size."""
         raise NotImplementedError
 
+    def side_file_bytes(self, num_samples: int, sample_bytes: int) -> dict[str, bytes]:
+        """The side files of such a data file, by suffix (none by default)."""
+        return {}
+
     def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
-        """Write the data file's side files, if the format has any."""
+        """Write the data file's side files next to the local file ``path``."""
+        for suffix, data in self.side_file_bytes(num_samples, sample_bytes).items():
+            Path(f"{path}{suffix}").write_bytes(data)
 
     def write(self, path: Path, samples: np.ndarray) -> None:
         """The same file as the generator's, assembled in ordinary memory and written."""

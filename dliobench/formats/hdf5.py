@@ -41,8 +41,8 @@ import h5py
 import numpy as np
 
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange, FileFormat
-from dliobench.storage import posix as storage
+from dliobench.formats.base import ByteRange, FileFormat, Stored
+from dliobench.storage.backend import CountingReader
 
 if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
@@ -58,8 +58,8 @@ _NO_CHUNK_CACHE = 0  # rdcc_nbytes: no chunks kept in memory between reads
 class _Handle:
     """One open HDF5 file of this process: its counted file object and dataset."""
 
-    stamp: tuple[int, int, int]  # inode, size, mtime_ns of the path when opened
-    raw: storage.CountingFile | storage.DirectFile
+    stamp: tuple[int, ...]  # the object's version when opened (POSIX: inode, size, mtime)
+    raw: CountingReader
     file: h5py.File
     dset: h5py.Dataset
     counted: int = 0  # raw.nbytes already returned to callers
@@ -167,34 +167,35 @@ class Hdf5Format(FileFormat):
             out.create_dataset(LABELS, data=np.zeros(len(rows), dtype=np.int64),
                                track_times=False)
 
-    def read_sample(self, path: Path, file_size: int, num_samples: int, index: int,
+    def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Sample ``index`` read by h5py, and the bytes h5py read from storage to get it."""
         while True:
-            handle = self._handle(path, file_size, num_samples, odirect)
+            handle = self._handle(src, file_size, num_samples, odirect)
             with handle.lock:
                 if handle.closed:  # closed by another thread to make room; open it again
                     continue
-                if isinstance(handle.raw, storage.DirectFile):
-                    handle.raw.forget()
+                handle.raw.forget()
                 try:
                     sample = handle.dset[index]
                 except (OSError, RuntimeError, ValueError) as exc:
-                    raise CorruptSampleError(str(path), _sample_offset(handle.dset, index),
+                    raise CorruptSampleError(str(src), _sample_offset(handle.dset, index),
                                              f"h5py cannot read sample {index} ({exc})") \
                         from None
                 nbytes = handle.raw.nbytes - handle.counted
                 handle.counted = handle.raw.nbytes
             return sample.reshape(-1).view(np.uint8), nbytes
 
-    def _handle(self, path: Path, file_size: int, num_samples: int, odirect: bool) -> _Handle:
-        """The process's open handle of ``path``, opened (or reopened if changed) as needed."""
-        st = os.stat(path)
-        if st.st_size < file_size:
-            raise CorruptSampleError(str(path), st.st_size, f"file is truncated: "
-                                     f"{st.st_size} of {file_size} bytes are there")
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        key = (str(path), odirect)
+    def _handle(self, src: Stored, file_size: int, num_samples: int, odirect: bool) -> _Handle:
+        """The process's open handle of ``src``, opened (or reopened if changed) as needed."""
+        st = src.backend.stat(src.key)
+        if st is None:
+            raise FileNotFoundError(str(src))
+        if st.size < file_size:
+            raise CorruptSampleError(str(src), st.size, f"file is truncated: "
+                                     f"{st.size} of {file_size} bytes are there")
+        stamp = st.version
+        key = (str(src), odirect)
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent's handles are not ours
                 self._handles, self._pid = OrderedDict(), os.getpid()
@@ -204,15 +205,16 @@ class Hdf5Format(FileFormat):
                 return handle
             if handle is not None:
                 self._drop(key)
-            handle = self._open(path, stamp, num_samples, odirect)
+            handle = self._open(src, stamp, num_samples, odirect)
             self._handles[key] = handle
             while len(self._handles) > self.max_open_files:
                 self._drop(next(iter(self._handles)))
             return handle
 
-    def _open(self, path: Path, stamp: tuple[int, int, int], num_samples: int,
+    def _open(self, src: Stored, stamp: tuple[int, ...], num_samples: int,
               odirect: bool) -> _Handle:
-        raw = storage.DirectFile(path) if odirect else storage.CountingFile(path)
+        path = str(src)
+        raw = src.backend.open_read(src.key, odirect)
         h5 = None
         try:
             h5 = h5py.File(raw, "r", rdcc_nbytes=_NO_CHUNK_CACHE)
@@ -220,7 +222,7 @@ class Hdf5Format(FileFormat):
             shape = dset.shape if isinstance(dset, h5py.Dataset) else None
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
             _close(h5, raw)
-            raise CorruptSampleError(str(path), 0, f"h5py cannot open the file ({exc})") \
+            raise CorruptSampleError(path, 0, f"h5py cannot open the file ({exc})") \
                 from None
         if not shape or shape[0] != num_samples:
             _close(h5, raw)
@@ -241,20 +243,20 @@ class Hdf5Format(FileFormat):
             for key in list(self._handles):
                 self._drop(key)
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """Not used: h5py does the reading (``read_sample``)."""
-        raise DatasetError(f"{path}: hdf5 samples are read through h5py (read_sample)")
+        raise DatasetError(f"{src}: hdf5 samples are read through h5py (read_sample)")
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """The first sample of a whole file held in memory (a copy is made for h5py)."""
         if not whole_file:
-            raise DatasetError(f"{path}: hdf5 samples are read through h5py (read_sample)")
+            raise DatasetError(f"{src}: hdf5 samples are read through h5py (read_sample)")
         try:
             with h5py.File(io.BytesIO(data), "r") as h5:
                 sample = np.asarray(h5[self.dataset][0])
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
-            raise CorruptSampleError(str(path), 0, f"h5py cannot read the file ({exc})") \
+            raise CorruptSampleError(str(src), 0, f"h5py cannot read the file ({exc})") \
                 from None
         return sample.reshape(-1).view(np.uint8)
 
@@ -270,7 +272,7 @@ def _close_all() -> None:
         fmt.close()
 
 
-def _close(h5: h5py.File | None, raw: io.RawIOBase) -> None:
+def _close(h5: h5py.File | None, raw: CountingReader) -> None:
     """Close a half-opened file quietly."""
     if h5 is not None:
         h5.close()

@@ -16,24 +16,24 @@ detected, truncation is.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange, ContiguousFormat
-from dliobench.storage import posix as storage
+from dliobench.formats.base import ByteRange, ContiguousFormat, Stored
 
 OFFSETS_SUFFIX = ".off.idx"
 SIZES_SUFFIX = ".sz.idx"
 _U64 = np.dtype("<u8")
 
 
-def read_index(side: Path, count: int) -> np.ndarray:
-    """The ``count`` uint64 entries of the index side file ``side``, checked for length."""
+def read_index(src: Stored, suffix: str, count: int) -> np.ndarray:
+    """The ``count`` uint64 entries of the data file's index side file ``suffix``, checked for
+    length (its bytes counted in ``src``)."""
     want = count * _U64.itemsize
+    side = src.backend.describe(src.side(suffix))
     try:  # one entry more than needed, to notice an index longer than the manifest says
-        data, got = storage.read_range(side, 0, want + _U64.itemsize)
+        data = src.read_side(suffix, want + _U64.itemsize)
+        got = len(data)
     except FileNotFoundError:
         raise DatasetError(f"{side} is missing; regenerate the dataset with "
                            "`dliobench generate`") from None
@@ -57,38 +57,36 @@ class IndexedBinaryFormat(ContiguousFormat):
     checksummed = False
     max_samples_per_file: int | None = None
 
-    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
-        """Write ``<path>.off.idx`` and ``<path>.sz.idx`` (the data file is the bare samples)."""
+    def side_file_bytes(self, num_samples: int, sample_bytes: int) -> dict[str, bytes]:
+        """``.off.idx`` and ``.sz.idx`` (the data file is the bare samples)."""
         count, size = num_samples, sample_bytes
-        offsets_path, sizes_path = self.side_files(path)
-        (np.arange(count, dtype=_U64) * size).tofile(offsets_path)
-        np.full(count, size, dtype=_U64).tofile(sizes_path)
+        return {OFFSETS_SUFFIX: (np.arange(count, dtype=_U64) * size).tobytes(),
+                SIZES_SUFFIX: np.full(count, size, dtype=_U64).tobytes()}
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """Each sample's range, from the offsets and sizes side files."""
-        offsets_path, sizes_path = self.side_files(path)
-        offsets = read_index(offsets_path, num_samples)
-        sizes = read_index(sizes_path, num_samples)
+        offsets = read_index(src, OFFSETS_SUFFIX, num_samples)
+        sizes = read_index(src, SIZES_SUFFIX, num_samples)
         ends = offsets + sizes
         beyond = np.flatnonzero(ends > file_size)
         if beyond.size:
             k = int(beyond[0])
-            raise CorruptSampleError(str(path), file_size, f"file is truncated: sample {k} "
+            raise CorruptSampleError(str(src), file_size, f"file is truncated: sample {k} "
                                      f"ends at byte {int(ends[k])}")
         return [ByteRange(o, s) for o, s in zip(offsets.tolist(), sizes.tolist(), strict=True)]
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """A zero-copy view of the sample's bytes.
 
         A whole one-sample file is checked against its size index (an 8-byte read of
-        ``<path>.sz.idx``, not counted as sample bytes): raw bytes cannot show truncation.
+        ``.sz.idx``, counted with the sample): raw bytes cannot show truncation.
         """
         if not whole_file:
             return np.frombuffer(data, dtype=np.uint8)
-        size = int(read_index(self.side_files(path)[1], 1)[0])
+        size = int(read_index(src, SIZES_SUFFIX, 1)[0])
         if len(data) < size:
-            raise CorruptSampleError(str(path), len(data),
+            raise CorruptSampleError(str(src), len(data),
                                      f"file is truncated: the sample needs {size} bytes")
         return np.frombuffer(data[:size], dtype=np.uint8)
 

@@ -9,14 +9,12 @@ format has no checksum: damaged bytes are not detected, truncation is.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import _npyheader as npyheader
 from dliobench.formats._npzwrite import array_header
-from dliobench.formats.base import ByteRange, ContiguousFormat
+from dliobench.formats.base import ByteRange, ContiguousFormat, Stored
 
 
 class NpyFormat(ContiguousFormat):
@@ -37,35 +35,35 @@ class NpyFormat(ContiguousFormat):
         """The header ``np.save`` writes (C order, no pickle), so ``np.load`` reads the file."""
         return array_header(samples.shape), b""
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """Rows of the array as byte ranges, from the header in ``head``."""
-        header = _header(path, head)
+        header = _header(src, head)
         rows = header.shape[0] if header.shape else 1
         if rows != num_samples:
-            raise DatasetError(f"{path} holds {rows} samples, the manifest says "
+            raise DatasetError(f"{src} holds {rows} samples, the manifest says "
                                f"{num_samples}; regenerate the dataset")
         end = header.data_offset + header.nbytes
         if end > file_size:
-            raise CorruptSampleError(str(path), file_size,
+            raise CorruptSampleError(str(src), file_size,
                                      f"file is truncated: the array needs {end} bytes")
         row = header.nbytes // num_samples
         start = header.data_offset
         return [ByteRange(start + k * row, row) for k in range(num_samples)]
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """A zero-copy view of the sample's bytes (a whole file: all of its array)."""
         if not whole_file:
             return np.frombuffer(data, dtype=np.uint8)
-        header = _header(path, data)
+        header = _header(src, data)
         end = header.data_offset + header.nbytes
         if end > len(data):
-            raise CorruptSampleError(str(path), len(data),
+            raise CorruptSampleError(str(src), len(data),
                                      f"file is truncated: the array needs {end} bytes")
         return np.frombuffer(data[header.data_offset:end], dtype=np.uint8)
 
 
-def _header(path: Path, buf: memoryview) -> npyheader.NpyHeader:
+def _header(path: object, buf: memoryview) -> npyheader.NpyHeader:
     """The file's header, refusing arrays whose rows are not contiguous samples."""
     header = npyheader.parse(path, buf)
     if header.fortran_order and len(header.shape) > 1:

@@ -9,7 +9,6 @@ zero-copy view, and the member's CRC-32 is checked when the whole member was rea
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides large-sample speed
@@ -17,13 +16,13 @@ from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides l
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import _npyheader as npyheader
 from dliobench.formats import _npzwrite as npzwrite
-from dliobench.formats.base import ByteRange, ContiguousFormat
+from dliobench.formats.base import ByteRange, ContiguousFormat, Stored
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
 _ZIP64_ID = 0x0001
 
 
-def _member(path: Path, buf: memoryview) -> tuple[int, int]:
+def _member(path: object, buf: memoryview) -> tuple[int, int]:
     """Offset of the first zip member's data and its expected CRC-32."""
     if len(buf) < _LOCAL.size:
         raise CorruptSampleError(str(path), len(buf), "file is truncated inside the zip header")
@@ -53,35 +52,35 @@ class NpzFormat(ContiguousFormat):
         """The layout np.savez writes (np.load reads it), with a fixed timestamp."""
         return npzwrite.envelope(samples)
 
-    def _locate(self, path: Path, buf: memoryview) -> tuple[int, int, int, tuple[int, ...], int]:
+    def _locate(self, path: object, buf: memoryview) -> tuple[int, int, int, tuple[int, ...], int]:
         member, crc = _member(path, buf)
         header = npyheader.parse(path, buf, member)
         nbytes = int(np.prod(header.shape)) * header.dtype.itemsize
         return member, header.data_offset, nbytes, header.shape, crc
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """Rows of ``x`` as byte ranges."""
-        _, data, nbytes, shape, _ = self._locate(path, head)
+        _, data, nbytes, shape, _ = self._locate(src, head)
         if not shape or shape[0] != num_samples:
-            raise DatasetError(f"{path} holds {shape[0] if shape else 0} samples, the manifest "
+            raise DatasetError(f"{src} holds {shape[0] if shape else 0} samples, the manifest "
                                f"says {num_samples}; regenerate the dataset")
         row = nbytes // num_samples
         if data + nbytes > file_size:
-            raise CorruptSampleError(str(path), file_size, "file is truncated")
+            raise CorruptSampleError(str(src), file_size, "file is truncated")
         return [ByteRange(data + k * row, row) for k in range(num_samples)]
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """A view of the sample's bytes; whole files are CRC-checked."""
         if not whole_file:
             return np.frombuffer(data, dtype=np.uint8)
-        member, start, nbytes, _, crc = self._locate(path, data)
+        member, start, nbytes, _, crc = self._locate(src, data)
         end = start + nbytes
         if end > len(data):
-            raise CorruptSampleError(str(path), len(data),
+            raise CorruptSampleError(str(src), len(data),
                                      f"file is truncated: the array needs {end} bytes")
         if crc32(data[member:end]) != crc:
-            raise CorruptSampleError(str(path), member, "CRC-32 mismatch in the npz member")
+            raise CorruptSampleError(str(src), member, "CRC-32 mismatch in the npz member")
         return np.frombuffer(data[start:end], dtype=np.uint8)
 
 

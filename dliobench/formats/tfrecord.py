@@ -19,7 +19,7 @@ import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats._tfexample import ProtoError, example_prefix, find_image
-from dliobench.formats.base import AssembledFormat, ByteRange, Fill
+from dliobench.formats.base import AssembledFormat, ByteRange, Fill, Stored
 
 _LEN = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -72,7 +72,7 @@ def _check_record(buf: memoryview) -> tuple[int, int]:
         raise ProtoError(f"malformed tf.train.Example ({exc})") from None
 
 
-def parse_record(path: Path, buf: memoryview, offset: int = 0) -> tuple[int, int]:
+def parse_record(path: object, buf: memoryview, offset: int = 0) -> tuple[int, int]:
     """Check the record at the start of ``buf``, found at ``offset``; image start, stop.
 
     Raises CorruptSampleError naming the file and the record's offset (for a sample's byte
@@ -84,11 +84,11 @@ def parse_record(path: Path, buf: memoryview, offset: int = 0) -> tuple[int, int
         raise CorruptSampleError(str(path), offset, str(exc)) from None
 
 
-def read_index(path: Path, file_size: int, num_samples: int) -> np.ndarray:
-    """(num_samples, 2) int64 offsets and sizes from ``path``'s index, checked against it."""
-    idx = index_path(path)
+def read_index(src: Stored, file_size: int, num_samples: int) -> np.ndarray:
+    """(num_samples, 2) int64 offsets and sizes from the file's index, checked against it."""
+    idx = src.backend.describe(src.side(INDEX_SUFFIX))
     try:
-        text = idx.read_bytes()
+        text = bytes(src.read_side(INDEX_SUFFIX))
     except FileNotFoundError:
         raise DatasetError(f"{idx} is missing; regenerate the dataset with "
                            "`dliobench generate`") from None
@@ -104,10 +104,10 @@ def read_index(path: Path, file_size: int, num_samples: int) -> np.ndarray:
     if offsets[0] != 0 or (sizes < _FRAMING).any() or (offsets[1:] != ends[:-1]).any():
         raise DatasetError(f"{idx} does not describe back-to-back records; regenerate it")
     if ends[-1] > file_size:
-        raise CorruptSampleError(str(path), file_size, f"file is truncated: the index needs "
+        raise CorruptSampleError(str(src), file_size, f"file is truncated: the index needs "
                                  f"{int(ends[-1])} bytes")
     if ends[-1] < file_size:
-        raise DatasetError(f"{path} holds {file_size - int(ends[-1])} bytes its index does "
+        raise DatasetError(f"{src} holds {file_size - int(ends[-1])} bytes its index does "
                            "not list; regenerate the dataset")
     return table
 
@@ -141,26 +141,26 @@ class TFRecordFormat(AssembledFormat):
         records[:, len(head) + sample_bytes:] = crcs.view(np.uint8).reshape(num_samples, 4)
         return num_samples * stride
 
-    def write_side_files(self, path: Path, num_samples: int, sample_bytes: int) -> None:
-        """``<path>.idx``: one ``offset size`` line per record."""
+    def side_file_bytes(self, num_samples: int, sample_bytes: int) -> dict[str, bytes]:
+        """``.idx``: one ``offset size`` line per record."""
         stride = _record_size(sample_bytes)
-        index_path(path).write_text(
-            "".join(f"{k * stride} {stride}\n" for k in range(num_samples)), encoding="ascii")
+        text = "".join(f"{k * stride} {stride}\n" for k in range(num_samples))
+        return {INDEX_SUFFIX: text.encode("ascii")}
 
-    def layout(self, path: Path, head: memoryview, file_size: int,
+    def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """Each whole framed record, from the index file (so its CRCs can be checked)."""
-        table = read_index(path, file_size, num_samples)
+        table = read_index(src, file_size, num_samples)
         return [ByteRange(offset, size) for offset, size in table.tolist()]
 
-    def decode(self, path: Path, data: memoryview, whole_file: bool) -> np.ndarray:
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
         """A zero-copy view of the sample's bytes after checking the record's CRCs.
 
         ``data`` is a whole one-record file or one record's byte range.
         """
-        start, stop = parse_record(path, data)
+        start, stop = parse_record(src, data)
         if whole_file and stop + 4 != len(data):
-            raise CorruptSampleError(str(path), stop + 4, "bytes after the only record; "
+            raise CorruptSampleError(str(src), stop + 4, "bytes after the only record; "
                                      "a one-sample file holds exactly one record")
         return np.frombuffer(data[start:stop], dtype=np.uint8)
 

@@ -28,8 +28,9 @@ LOADERS: tuple[str, ...] = tuple(REGISTRY)
 def sample_reader(plan: Plan) -> SampleReader:
     """The reader every loader reads and counts through, for the plan's files."""
     dataset = plan.config.dataset
-    return SampleReader(plan.fmt, plan.paths(), plan.sizes, dataset.num_samples_per_file,
-                        dataset.record_length_bytes_resize, plan.config.reader.odirect)
+    return SampleReader(plan.fmt, plan.backend, plan.keys, plan.sizes,
+                        dataset.num_samples_per_file, dataset.record_length_bytes_resize,
+                        plan.config.reader.odirect)
 
 
 def make_loader(plan: Plan) -> Loader:

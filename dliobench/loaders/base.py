@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -11,7 +11,9 @@ import numpy as np
 
 from dliobench.errors import CorruptSampleError
 from dliobench.formats import ByteRange, Format
-from dliobench.storage import posix as storage
+from dliobench.formats.base import Stored
+from dliobench.storage.backend import Backend
+from dliobench.storage.posix import PosixBackend
 
 
 @dataclass
@@ -45,61 +47,77 @@ class Loader(Protocol):
 
 
 class SampleReader:
-    """Reads and decodes one sample by global id, counting the bytes read from storage.
+    """Reads and decodes one sample by global id through the storage backend, counting the
+    bytes read.
 
     Shared by the loaders so that every loader reads and counts the same way. Thread-safe:
     the only state is a per-file cache of sample byte ranges for multi-sample files.
+    ``keys`` and ``sizes`` are indexed by file (sequences that may compute their items).
     """
 
-    def __init__(self, fmt: Format, paths: list[Path], sizes: list[int], samples_per_file: int,
-                 resize_bytes: int = 0, odirect: bool = False) -> None:
+    def __init__(self, fmt: Format, backend: Backend, keys: Sequence[str],
+                 sizes: Sequence[int], samples_per_file: int, resize_bytes: int = 0,
+                 odirect: bool = False) -> None:
         self.fmt = fmt
-        self.paths = paths
+        self.backend = backend
+        self.keys = keys
         self.sizes = sizes
         self.samples_per_file = samples_per_file
         self.resize_bytes = resize_bytes
         self.odirect = odirect
         self._layouts: dict[int, list[ByteRange]] = {}
 
+    @classmethod
+    def for_paths(cls, fmt: Format, paths: Sequence[str | Path], sizes: Sequence[int],
+                  samples_per_file: int, resize_bytes: int = 0,
+                  odirect: bool = False) -> SampleReader:
+        """A reader of local files named by path (tests and tools)."""
+        keys = [str(Path(p).absolute()) for p in paths]
+        return cls(fmt, PosixBackend("/"), keys, sizes, samples_per_file, resize_bytes, odirect)
+
+    @property
+    def num_files(self) -> int:
+        """Files the reader can read."""
+        return len(self.keys)
+
     def read(self, sample_id: int) -> tuple[np.ndarray, int]:
         """The sample's decoded (and resized) data and the bytes read to get it."""
         file_index, k = divmod(int(sample_id), self.samples_per_file)
-        path = self.paths[file_index]
+        src = Stored(self.backend, self.keys[file_index])
+        size = self.sizes[file_index]
         if self.fmt.reads_itself:  # the format's library does its own (counted) I/O
-            sample, nbytes = self.fmt.read_sample(path, self.sizes[file_index],
-                                                  self.samples_per_file, k, self.odirect)
+            sample, nbytes = self.fmt.read_sample(src, size, self.samples_per_file, k,
+                                                  self.odirect)
         elif self.samples_per_file == 1:
-            data, nbytes = storage.read_range(path, 0, self.sizes[file_index], self.odirect)
-            if len(data) < self.sizes[file_index]:
-                raise CorruptSampleError(str(path), len(data), "file is truncated: the manifest "
-                                         f"says {self.sizes[file_index]} bytes")
-            sample = self.fmt.decode(path, data, whole_file=True)
+            data, nbytes = self.backend.read_range(src.key, 0, size, self.odirect)
+            if len(data) < size:
+                raise CorruptSampleError(str(src), len(data), "file is truncated: the manifest "
+                                         f"says {size} bytes")
+            sample = self.fmt.decode(src, data, whole_file=True)
         else:
-            ranges, nbytes = self._layout(file_index)
+            ranges, nbytes = self._layout(file_index, src)
             rng = ranges[k]
-            data, got = storage.read_range(path, rng.offset, rng.length, self.odirect)
+            data, got = self.backend.read_range(src.key, rng.offset, rng.length, self.odirect)
             nbytes += got
             if len(data) < rng.length:
-                raise CorruptSampleError(str(path), rng.offset + len(data), "file is truncated")
+                raise CorruptSampleError(str(src), rng.offset + len(data), "file is truncated")
             try:
-                sample = self.fmt.decode(path, data, whole_file=False)
+                sample = self.fmt.decode(src, data, whole_file=False)
             except CorruptSampleError as exc:  # offsets inside the range -> offsets in the file
-                raise CorruptSampleError(str(path), rng.offset + exc.offset, exc.reason) from None
-        return self._resize(sample), nbytes
+                raise CorruptSampleError(str(src), rng.offset + exc.offset, exc.reason) from None
+        return self._resize(sample), nbytes + src.nbytes  # side files read for it count too
 
-    def _layout(self, file_index: int) -> tuple[list[ByteRange], int]:
+    def _layout(self, file_index: int, src: Stored) -> tuple[list[ByteRange], int]:
         """Byte ranges of a file's samples, and the bytes read to learn them (0 if cached)."""
         cached = self._layouts.get(file_index)
         if cached is not None:
             return cached, 0
-        path = self.paths[file_index]
-        head_len = min(self.fmt.head_bytes, self.sizes[file_index])
-        head, nbytes = storage.read_range(path, 0, head_len, self.odirect)
-        ranges = self.fmt.layout(path, head, self.sizes[file_index], self.samples_per_file)
+        size = self.sizes[file_index]
+        head, nbytes = self.backend.read_range(src.key, 0, min(self.fmt.head_bytes, size),
+                                               self.odirect)
+        ranges = self.fmt.layout(src, head, size, self.samples_per_file)
         self._layouts[file_index] = ranges
-        # layout() reads side files (an index) whole: count them too
-        nbytes += sum(side.stat().st_size for side in self.fmt.side_files(path))
-        return ranges, nbytes
+        return ranges, nbytes  # side files read by layout() are counted in src.nbytes
 
     def _resize(self, sample: np.ndarray) -> np.ndarray:
         """Hand compute a buffer of the preprocessed size, as DLIO's resize does.

@@ -39,7 +39,7 @@ class SampleDataset(Dataset):
         self.reader = reader
 
     def __len__(self) -> int:
-        return len(self.reader.paths) * self.reader.samples_per_file
+        return self.reader.num_files * self.reader.samples_per_file
 
     def __getitem__(self, sample_id: int) -> tuple[torch.Tensor, int, int]:
         sample, nbytes = self.reader.read(sample_id)

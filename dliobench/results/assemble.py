@@ -20,6 +20,7 @@ from dliobench.results.schema import (
     RunMetrics,
     RunResult,
 )
+from dliobench.storage import fsinfo
 
 
 def _epoch_table(config: Config, trace: RankTrace) -> dict[int, tuple[dict[str, Any], np.ndarray]]:
@@ -128,7 +129,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "ranks_count": len(traces),
         "config": config_dict(config),
         "machine": {"hosts": sorted({t.host for t in traces}), **machine},
-        "storage": sysinfo.storage(config.dataset.data_folder),
+        "storage": fsinfo.facts(config.dataset.data_folder),
         "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
                            evicted=config.storage.drop_cache,
                            min_counted_steps=run["min_counted_steps"]),

@@ -1,10 +1,9 @@
-"""Facts about the machine, the storage under a path, and the code, for result files."""
+"""Facts about the machine and the code, for result files (the storage's: ``storage.fsinfo``)."""
 
 from __future__ import annotations
 
 import os
 import platform
-import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -27,52 +26,6 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
-
-
-def _unescape(field: str) -> str:
-    """Mount points in /proc/self/mountinfo escape spaces and such as octal."""
-    return field.encode().decode("unicode_escape") if "\\" in field else field
-
-
-def mount_of(path: str | Path) -> dict[str, Any]:
-    """File-system type, mount point and source device of the mount holding ``path``."""
-    target = os.path.realpath(path)
-    while not os.path.exists(target):
-        target = os.path.dirname(target)
-    best: dict[str, Any] = {"fs_type": "unknown", "mount": "/", "device": "unknown"}
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return best
-    best_len = -1
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if len(fields) < 5 or len(tail) < 2:
-            continue
-        mount = _unescape(fields[4])
-        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) >= best_len:
-            best_len = len(mount)
-            best = {"fs_type": tail[0], "mount": mount, "device": tail[1]}
-    return best
-
-
-def storage(path: str | Path) -> dict[str, Any]:
-    """Where the data folder lives: path, file system, mount, free and total bytes."""
-    info = {"data_folder": os.path.abspath(path), **mount_of(path)}
-    probe = Path(path)
-    while not probe.exists():
-        probe = probe.parent
-    usage = shutil.disk_usage(probe)
-    stat = os.statvfs(probe)
-    info.update({"free_bytes": usage.free, "total_bytes": usage.total,
-                 "block_size": stat.f_bsize, "fragment_size": stat.f_frsize})
-    if info["fs_type"] == "lustre":
-        from dliobench.storage.lustre import get_stripe
-
-        info["lustre_stripe"] = get_stripe(probe)
-    return info
 
 
 def commit() -> str | None:

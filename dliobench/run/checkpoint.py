@@ -8,9 +8,7 @@ read-back runs after the written pages are evicted, so both time the storage.
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -19,8 +17,7 @@ from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.errors import DatasetError
 from dliobench.results.measured import CheckpointEvent
-from dliobench.storage import lustre
-from dliobench.storage import posix as storage
+from dliobench.storage import backend_for, lustre
 
 CHUNK = 64 << 20
 
@@ -48,7 +45,8 @@ class Checkpointer:
         self.enabled = config.workflow.checkpoint and total_bytes(config) > 0
         self.world, self.comm = world, comm
         self.nbytes = shard_bytes(config, world)
-        self.folder = Path(self.cfg.checkpoint_folder) / run_id
+        self.backend = backend_for(self.cfg.checkpoint_folder)
+        self.run_id = run_id
         self.events: list[CheckpointEvent] = []
         self._payload: np.ndarray | None = None
 
@@ -66,11 +64,11 @@ class Checkpointer:
         """Write (and read back) this rank's shard; return the seconds all ranks were held."""
         start = time.perf_counter()
         index = len(self.events)
-        path = self.folder / f"checkpoint-{index:04d}" / f"rank-{self.world.rank:05d}.bin"
+        key = f"{self.run_id}/checkpoint-{index:04d}/rank-{self.world.rank:05d}.bin"
         write_s = read_s = 0.0
         if self.nbytes:
-            write_s = self._write(path)
-            read_s = self._read(path) if self.cfg.read_after_write else 0.0
+            write_s = self._write(key)
+            read_s = self._read(key) if self.cfg.read_after_write else 0.0
         self.comm.barrier()  # a checkpoint ends when the slowest rank is done
         self.events.append(CheckpointEvent(index, epoch, step, self.nbytes, write_s,
                                            read_s if self.cfg.read_after_write else None))
@@ -82,40 +80,39 @@ class Checkpointer:
             datafill.fill(self._payload, datafill.base_buffer(self.world.rank), 0, self.world.rank)
         return self._payload
 
-    def _write(self, path: Path) -> float:
-        if not path.parent.exists() and lustre.wants_striping(self.storage):
-            lustre.set_stripe(path.parent, self.storage)
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def _write(self, key: str) -> float:
+        """Stream the shard through the backend's writer (fsynced with checkpoint.fsync)."""
+        folder = key.rsplit("/", 1)[0]
+        local = self.backend.local_path(self.run_id)
+        if local is not None and not local.exists() and lustre.wants_striping(self.storage):
+            lustre.set_stripe(local, self.storage)
+        self.backend.make_room(folder)
         chunk = memoryview(self._chunk().data)
         start = time.perf_counter()
+        writer = self.backend.open_write(key)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                left = self.nbytes
-                while left:
-                    left -= os.write(fd, chunk[:min(left, len(chunk))])
-                if self.cfg.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            left = self.nbytes
+            while left:
+                part = chunk[:min(left, len(chunk))]
+                writer.write(part)
+                left -= len(part)
+            writer.commit(durable=self.cfg.fsync)
         except OSError as exc:
-            raise DatasetError(f"cannot write checkpoint {path}: {exc.strerror}; free space or "
-                               "choose another checkpoint.checkpoint_folder") from None
+            writer.abort()
+            raise DatasetError(f"cannot write checkpoint {self.backend.describe(key)}: "
+                               f"{exc.strerror}; free space or choose another "
+                               "checkpoint.checkpoint_folder") from None
         return time.perf_counter() - start
 
-    def _read(self, path: Path) -> float:
-        storage.evict([path])
-        buf = bytearray(min(CHUNK, self.nbytes))
-        view = memoryview(buf)
+    def _read(self, key: str) -> float:
+        """Read the shard back after evicting it, so the read reaches the storage."""
+        self.backend.evict([key])
+        view = memoryview(bytearray(min(CHUNK, self.nbytes)))  # reused: no page faults
         start = time.perf_counter()
-        fd = os.open(path, os.O_RDONLY)
+        reader = self.backend.open_read(key)
         try:
-            offset = 0
-            while offset < self.nbytes:
-                n = os.preadv(fd, [view], offset)
-                if n == 0:
-                    break
-                offset += n
+            while reader.readinto(view):
+                pass
         finally:
-            os.close(fd)
+            reader.close()
         return time.perf_counter() - start

@@ -19,7 +19,6 @@ from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
-from dliobench.storage import posix as storage
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ def evict_dataset(plan: Plan, world: World) -> None:
     """Drop the dataset's cached pages; one rank per node does it (others wait at a barrier)."""
     if world.local_rank != 0:
         return
-    storage.evict([p for path in plan.paths() for p in (path, *plan.fmt.side_files(path))])
+    plan.backend.evict([k for i in range(len(plan.keys)) for k in plan.object_keys(i)])
 
 
 def allreduce_buffer(config: Config, world: World) -> np.ndarray | None:

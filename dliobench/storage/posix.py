@@ -1,199 +1,238 @@
-"""POSIX I/O: reads that count their bytes (buffered or O_DIRECT), fsync, page-cache eviction.
+"""The POSIX backend: a folder on any POSIX file system (node-local NVMe, Lustre, GPFS, NFS).
 
-Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them.
+Keys are paths relative to the folder. Reads go through ``posix_io`` (buffered or O_DIRECT,
+counted); a writer fills a hidden temporary file next to its key and renames it at commit, so
+an object appears complete or not at all; ``sync`` is one ``syncfs`` for a batch of objects.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
+import errno
+import fcntl
 import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import crc32c
-import numpy as np
+from dliobench.storage import fsinfo, posix_io
+from dliobench.storage.atomic import write_atomic
+from dliobench.storage.backend import CountingReader, ObjectStat
+from dliobench.storage.buffers import BLOCK, aligned_map
 
-from dliobench.storage import buffers as bufferpool
-
-ALIGN = 4096
-
-
-def read_range(path: Path, offset: int, length: int,
-               odirect: bool = False) -> tuple[memoryview, int]:
-    """Read ``length`` bytes at ``offset`` (fewer at end of file) into fresh memory.
-
-    Returns the bytes and the count the read calls transferred from storage. With ``odirect``
-    the page cache is bypassed: the read covers the enclosing aligned range into an aligned
-    buffer (that whole range is counted), and a view of the requested bytes is returned.
-    """
-    if odirect:
-        return _read_direct(path, offset, length)
-    buf = np.empty(length, dtype=np.uint8).data  # no zero-fill: the read overwrites it
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        got = _read_fully(fd, buf, offset)
-    finally:
-        os.close(fd)
-    return buf[:got], got
+TMP_MARK = ".tmp-"  # writers' temporary files: ``.<name>.tmp-<pid>-<thread>``
+CHUNK = 64 << 20  # bytes per write call, whatever the object's size
 
 
-def _read_fully(fd: int, view: memoryview, offset: int) -> int:
-    """preadv until ``view`` is full or the file ends; returns bytes read."""
+def _write_at(fd: int, view: memoryview, offset: int) -> None:
+    """pwrite until all of ``view`` is written at ``offset``."""
     done = 0
     while done < len(view):
-        n = os.preadv(fd, [view[done:]], offset + done)
-        if n == 0:
-            break
-        done += n
-    return done
+        done += os.pwrite(fd, view[done:done + CHUNK], offset + done)
 
 
-def _read_direct(path: Path, offset: int, length: int) -> tuple[memoryview, int]:
-    start = offset - offset % ALIGN
-    end = offset + length
-    span = -(-(end - start) // ALIGN) * ALIGN
-    buf = bufferpool.POOL.take(max(span, ALIGN))  # page aligned, reused when free
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
-    try:
-        got = _read_fully(fd, memoryview(buf)[:span], start)
-    finally:
-        os.close(fd)
-    got_end = min(start + got, end)
-    return memoryview(buf)[offset - start: max(got_end - start, offset - start)], got
+class PosixWriter:
+    """A streaming writer of one file: a hidden temporary file renamed into place at commit.
 
-
-def file_crc32c(path: Path, chunk: int = 8 << 20) -> int:
-    """CRC-32C of a whole file (hardware-accelerated, ~10 GB/s: cheap next to writing it)."""
-    crc = 0
-    with open(path, "rb", buffering=0) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        view = memoryview(bytearray(max(1, min(chunk, size))))
-        while n := handle.readinto(view):
-            crc = crc32c.crc32c(view[:n], crc)
-    return crc
-
-
-def sync_filesystem(path: Path) -> None:
-    """Flush every dirty page of the file system holding ``path`` (Linux syncfs(2)).
-
-    One call makes a whole batch of freshly written files durable, where an fsync per file
-    would cost a device flush each: the difference between 20 MB/s and disk speed for
-    small files.
+    ``direct`` writes bypass the page cache (O_DIRECT) where the file system takes it; a
+    file system that refuses it (EINVAL at open or at a write, as tmpfs and some FUSE mounts
+    do) gets ordinary writes. A direct write of a last partial block pads it and the file is
+    cut to its size at commit. Buffered files start their writeback at commit.
     """
-    import ctypes
-    import ctypes.util
 
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
-            os.sync()
-    finally:
-        os.close(fd)
+    def __init__(self, path: str, key: str, direct: bool) -> None:
+        self.key = key
+        self._final = path
+        folder, name = os.path.split(path)
+        self._tmp = os.path.join(folder, f".{name}{TMP_MARK}{os.getpid()}-{threading.get_ident()}")
+        self._direct = direct and hasattr(os, "O_DIRECT")
+        self._fd: int | None = None
+        self._size = 0
+        self._padded = False
 
+    def _open(self) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        if self._direct:
+            try:
+                return os.open(self._tmp, flags | os.O_DIRECT, 0o644)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                self._direct = False
+        return os.open(self._tmp, flags, 0o644)
 
-def evict(paths: list[Path], flush: bool = True) -> None:
-    """Ask the kernel to drop these files' cached pages.
+    def _buffered(self, fd: int) -> None:
+        """Leave O_DIRECT for ordinary writes on this descriptor."""
+        self._direct = False
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_DIRECT)
 
-    Dirty pages cannot be dropped, so each file is flushed first unless ``flush`` is False
-    (the caller has just synced the whole file system).
-    """
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
+    def write(self, data: memoryview | bytes) -> None:
+        """Append ``data`` (see ``Writer.write``)."""
+        if self._padded:
+            raise ValueError(f"{self.key}: a direct write after a partial block")
+        view = memoryview(data).cast("B")
+        fd = self._fd if self._fd is not None else self._open()
+        self._fd = fd
+        whole = len(view) - len(view) % BLOCK if self._direct else len(view)
         try:
-            if flush:
-                os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            _write_at(fd, view[:whole], self._size)
+        except OSError as exc:
+            if not (self._direct and exc.errno == errno.EINVAL):
+                raise
+            self._buffered(fd)  # unaligned memory, or a file system that refuses O_DIRECT
+            whole = len(view)
+            _write_at(fd, view, self._size)
+        if whole < len(view):  # a direct write's last partial block, padded
+            block = aligned_map(BLOCK)
+            block[:len(view) - whole] = view[whole:]
+            _write_at(fd, memoryview(block), self._size + whole)
+            self._padded = True
+        self._size += len(view)
+
+    @property
+    def direct(self) -> bool:
+        """Whether the writes so far bypassed the page cache."""
+        return self._direct
+
+    def spool_path(self) -> Path:
+        """The temporary file itself: a library writes it, ``commit`` renames it."""
+        return Path(self._tmp)
+
+    def commit(self, durable: bool = False) -> None:
+        """Rename the temporary file into place (``durable``: fsync it first)."""
+        fd = self._fd
+        try:
+            if fd is None and not os.path.exists(self._tmp):
+                fd = self._fd = self._open()  # an empty object
+            if fd is not None:
+                if self._padded:
+                    os.ftruncate(fd, self._size)
+                if durable:
+                    os.fsync(fd)
+                elif not self._direct:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # writeback starts now
+            os.replace(self._tmp, self._final)
+        except BaseException:
+            self.abort()
+            raise
         finally:
+            self._close()
+
+    def abort(self) -> None:
+        """Remove the temporary file."""
+        self._close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._tmp)
+
+    def _close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
             os.close(fd)
 
 
-class _PositionedFile(io.RawIOBase):
-    """A read-only, seekable file object keeping its own position and the bytes it read."""
+@dataclass(frozen=True)
+class PosixBackend:
+    """A folder on a POSIX file system (``root``)."""
 
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self._size = size
-        self._pos = 0
-        self.nbytes = 0
+    root: str
 
-    def readable(self) -> bool:
-        """Always."""
-        return True
+    def path(self, key: str) -> str:
+        """The file of ``key``."""
+        return os.path.join(self.root, key) if key else self.root
 
-    def seekable(self) -> bool:
-        """Always."""
-        return True
+    def describe(self, key: str = "") -> str:
+        """The path of ``key``."""
+        return self.path(key)
 
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Move the position (no I/O)."""
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos}.get(whence, self._size)
-        self._pos = base + offset
-        return self._pos
+    def read_range(self, key: str, offset: int, length: int,
+                   direct: bool = False) -> tuple[memoryview, int]:
+        """See ``Backend.read_range``."""
+        return posix_io.read_range(self.path(key), offset, length, direct)
 
-    def tell(self) -> int:
-        """The current position."""
-        return self._pos
+    def open_read(self, key: str, direct: bool = False) -> CountingReader:
+        """A counted file object (O_DIRECT whole blocks with ``direct``)."""
+        path = Path(self.path(key))
+        reader = posix_io.DirectFile(path) if direct else posix_io.CountingFile(path)
+        return reader
+
+    def stat(self, key: str) -> ObjectStat | None:
+        """Size and (inode, size, mtime) of ``key``, or None when it does not exist."""
+        try:
+            st = os.stat(self.path(key))
+        except FileNotFoundError:
+            return None
+        return ObjectStat(st.st_size, (st.st_ino, st.st_size, st.st_mtime_ns))
+
+    def size(self, key: str) -> int | None:
+        """See ``Backend.size``."""
+        st = self.stat(key)
+        return None if st is None else st.size
+
+    def open_write(self, key: str, direct: bool = False) -> PosixWriter:
+        """See ``Backend.open_write`` (the key's folder must exist: ``make_room``)."""
+        return PosixWriter(self.path(key), key, direct)
+
+    def put(self, key: str, data: bytes, replace: bool = True) -> bool:
+        """See ``Backend.put``: a temporary file, fsynced, renamed (or linked) into place."""
+        return write_atomic(self.path(key), lambda handle: handle.write(data), replace)
+
+    def append(self, key: str, data: bytes) -> None:
+        """See ``Backend.append``: O_APPEND, then fsync."""
+        fd = os.open(self.path(key), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def delete(self, key: str) -> None:
+        """See ``Backend.delete``."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path(key))
+
+    def sync(self) -> None:
+        """One ``syncfs`` of the file system holding the root."""
+        posix_io.sync_filesystem(Path(_existing(self.root)))
+
+    def evict(self, keys: list[str], flush: bool = True) -> None:
+        """``posix_fadvise(DONTNEED)`` of each file (flushed first unless ``flush`` is False)."""
+        posix_io.evict([Path(self.path(k)) for k in keys], flush)
+
+    def make_room(self, prefix: str) -> None:
+        """Create the folder ``prefix`` (and its parents)."""
+        os.makedirs(self.path(prefix), exist_ok=True)
+
+    def local_path(self, key: str) -> Path | None:
+        """The file itself."""
+        return Path(self.path(key))
+
+    def facts(self) -> dict[str, Any]:
+        """File system, mount, device, free and total bytes of the root."""
+        return fsinfo.facts(self.root)
+
+    def free_bytes(self) -> int | None:
+        """Free bytes of the file system holding the root."""
+        import shutil
+
+        return shutil.disk_usage(_existing(self.root)).free
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Every file below ``prefix`` (writers' temporary files left out), sorted per folder."""
+        top = self.path(prefix)
+        for folder, dirs, files in os.walk(top):
+            dirs.sort()
+            rel = os.path.relpath(folder, self.root)
+            for name in sorted(files):
+                if not (name.startswith(".") and TMP_MARK in name):
+                    yield name if rel == "." else f"{rel}/{name}"
 
 
-class CountingFile(_PositionedFile):
-    """A read-only file object that counts the bytes its reads transfer.
-
-    For libraries that insist on doing their own I/O (h5py accepts file objects): every read
-    goes through ``readinto`` here, so ``nbytes`` is exactly what the library read.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDONLY)
-        super().__init__(os.fstat(self._fd).st_size)
-
-    def readinto(self, buffer: Any) -> int:
-        """Read at the current position into ``buffer``."""
-        n = os.preadv(self._fd, [buffer], self._pos)
-        self._pos += n
-        self.nbytes += n
-        return n
-
-    def close(self) -> None:
-        """Close the descriptor."""
-        if not self.closed:
-            os.close(self._fd)
-        super().close()
-
-
-class DirectFile(_PositionedFile):
-    """A read-only file object that reads whole aligned blocks with O_DIRECT, counting them.
-
-    A small span read last is kept, so a library's many small metadata reads inside one
-    block cost one device read; ``forget`` drops it before the next sample.
-    """
-
-    KEEP_SPAN = 64 * 1024
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(os.stat(path).st_size)
-        self._path = path
-        self._span: tuple[int, memoryview] = (0, memoryview(b""))
-
-    def readinto(self, buffer: Any) -> int:
-        """Read at the current position into ``buffer``, through the kept span if it holds it."""
-        out = memoryview(buffer).cast("B")
-        pos, want = self._pos, min(len(out), max(self._size - self._pos, 0))
-        if want == 0:
-            return 0
-        start, span = self._span
-        if not (start <= pos and pos + want <= start + len(span)):
-            start = pos - pos % ALIGN
-            end = -(-(pos + want) // ALIGN) * ALIGN
-            span, got = read_range(self._path, start, end - start, odirect=True)
-            self.nbytes += got
-            if len(span) <= self.KEEP_SPAN:
-                self._span = (start, span)
-        n = max(min(want, start + len(span) - pos), 0)
-        out[:n] = span[pos - start:pos - start + n]
-        self._pos += n
-        return n
-
-    def forget(self) -> None:
-        """Drop the kept span: the next read goes to storage."""
-        self._span = (0, memoryview(b""))
+def _existing(path: str) -> str:
+    """``path`` or its nearest existing ancestor."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path

@@ -8,6 +8,7 @@ offset instead of returning a wrong sample.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ import pytest
 from dliobench.dataset import fill as datafill
 from dliobench.errors import CorruptSampleError
 from dliobench.formats import FORMATS, get_format
+from dliobench.formats.base import stored
 from dliobench.loaders.base import SampleReader
+from dliobench.storage.posix import PosixBackend
 
 # Formats describe themselves: ``lossy`` (decoded sample is not the written bytes, e.g. JPEG),
 # ``checksummed`` (a flipped payload byte is detected), ``max_samples_per_file`` (None: any).
@@ -33,16 +36,27 @@ def samples(n: int, size: int, seed: int = 5) -> np.ndarray:
 
 
 def write_file(name: str, tmp_path: Path, data: np.ndarray) -> Path:
-    fmt = get_format(name)
-    final = tmp_path / f"f.{fmt.extension}"
-    tmp = tmp_path / f".f.{fmt.extension}.tmp"
-    fmt.write(tmp, data)
-    fmt.commit(tmp, final)
-    return final
+    """The format's file of ``data``, committed through the POSIX backend's writers (side
+    files first, the data file last), as the generator commits its files."""
+    fmt, backend = get_format(name), PosixBackend(str(tmp_path))
+    key = f"f.{fmt.extension}"
+    writer = backend.open_write(key)
+    spool = writer.spool_path()
+    fmt.write(spool, data)
+    for suffix, side in zip(fmt.side_suffixes, fmt.side_files(spool), strict=True):
+        side_writer = backend.open_write(key + suffix)
+        side_writer.write(side.read_bytes())
+        side_writer.commit()
+        side.unlink()
+    writer.commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [key, *(key + s for s in fmt.side_suffixes)])  # nothing temporary is left
+    return tmp_path / key
 
 
 def reader(name: str, path: Path, n: int, odirect: bool = False) -> SampleReader:
-    return SampleReader(get_format(name), [path], [path.stat().st_size], n, odirect=odirect)
+    return SampleReader.for_paths(get_format(name), [path], [path.stat().st_size], n,
+                                  odirect=odirect)
 
 
 @pytest.fixture(params=FORMATS)
@@ -80,7 +94,7 @@ def test_truncated_file_raises(fmt_name: str, tmp_path: Path) -> None:
     path = write_file(fmt_name, tmp_path, samples(1, 32 * 1024 * 3))
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) * 2 // 3])
-    r = SampleReader(get_format(fmt_name), [path], [len(raw)], 1)
+    r = SampleReader.for_paths(get_format(fmt_name), [path], [len(raw)], 1)
     with pytest.raises(CorruptSampleError, match=path.name):
         r.read(0)
 
@@ -103,3 +117,60 @@ def test_deterministic_bytes(fmt_name: str, tmp_path: Path) -> None:
     a = write_file(fmt_name, tmp_path / "a", samples(n, 4096))
     b = write_file(fmt_name, tmp_path / "b", samples(n, 4096))
     assert a.read_bytes() == b.read_bytes()
+
+
+class Recorder:
+    """A POSIX backend that records every range it reads and every file object it opens."""
+
+    def __init__(self, root: Path) -> None:
+        self.inner = PosixBackend(str(root))
+        self.reads: list[tuple[str, int, int, int]] = []  # key, offset, bytes returned, counted
+        self.files: list[Any] = []
+
+    def read_range(self, key: str, offset: int, length: int,
+                   direct: bool = False) -> tuple[memoryview, int]:
+        data, counted = self.inner.read_range(key, offset, length, direct)
+        self.reads.append((key, offset, len(data), counted))
+        return data, counted
+
+    def open_read(self, key: str, direct: bool = False) -> Any:
+        reader = self.inner.open_read(key, direct)
+        self.files.append(reader)
+        return reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("odirect", [False, True])
+def test_bytes_counted_are_the_ranges_the_layout_reads(fmt_name: str, tmp_path: Path, n: int,
+                                                       odirect: bool) -> None:
+    """Through the seam every byte the storage transferred is counted, and nothing else:
+    whole one-sample files; for multi-sample files the head, each side file once, and
+    exactly the sample ranges ``layout`` gives."""
+    fmt = get_format(fmt_name)
+    if fmt.max_samples_per_file is not None and n > fmt.max_samples_per_file:
+        pytest.skip(f"{fmt_name} holds at most {fmt.max_samples_per_file} sample(s) per file")
+    path = write_file(fmt_name, tmp_path, samples(n, 5000))
+    size = path.stat().st_size
+    backend = Recorder(tmp_path)
+    reader = SampleReader(fmt, backend, [path.name], [size], n,  # type: ignore[arg-type]
+                          odirect=odirect)
+    counted = sum(reader.read(k)[1] for k in range(n)) + reader.read(0)[1]  # once more: cached
+    transferred = sum(c for *_, c in backend.reads) + sum(f.nbytes for f in backend.files)
+    assert counted == transferred > 0
+    if fmt.reads_itself:  # h5py reads through the backend's counted file object
+        assert backend.files and not [r for r in backend.reads if r[0] == path.name]
+        return
+    data_reads = [(offset, got) for key, offset, got, _ in backend.reads if key == path.name]
+    if n == 1:
+        assert data_reads == [(0, size), (0, size)]  # the whole file, at each read
+        return
+    ranges = fmt.layout(stored(path), memoryview(path.read_bytes()[:fmt.head_bytes]), size, n)
+    head = [(0, min(fmt.head_bytes, size))] if fmt.head_bytes else [(0, 0)]
+    want = head + [(r.offset, r.length) for r in reversed(ranges)]
+    assert sorted(data_reads[:-1]) == sorted(want)  # the last read: sample 0 again, no head
+    assert data_reads[-1] == (ranges[0].offset, ranges[0].length)
+    sides = [key for key, *_ in backend.reads if key != path.name]
+    assert sorted(sides) == sorted(path.name + s for s in fmt.side_suffixes)  # once each

@@ -16,8 +16,7 @@ import pytest
 
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
-from dliobench.dataset.generate import generate
-from dliobench.dataset.manifest import Manifest
+from dliobench.dataset.prepare import prepare
 from dliobench.dataset.sharding import batches, rank_samples
 from dliobench.errors import MissingExtraError
 from dliobench.loaders import LOADERS, REGISTRY, make_loader
@@ -39,10 +38,7 @@ def dataset(tmp_path: Path, *overrides: str) -> Plan:
                          "dataset.num_samples_per_file=3", "dataset.record_length_bytes=4096",
                          "reader.batch_size=2", "reader.read_threads=2", *overrides])
     plan = resolve(cfg, World.single(), LocalComm())
-    generate(plan, World.single(), LocalComm(), show_progress=False)
-    manifest = Manifest.load(cfg.dataset.data_folder)
-    assert manifest is not None
-    return plan.with_sizes([manifest.files[f.relpath] for f in plan.files])
+    return prepare(plan, World.single(), LocalComm(), show_progress=False).plan
 
 
 def rank_plan(plan: Plan, rank: int, ranks: int) -> Plan:

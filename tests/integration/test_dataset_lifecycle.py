@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from dliobench.comm.world import World
 from dliobench.config.load import load
 from dliobench.errors import ConfigError
 from dliobench.plan import check_run
-from tests.conftest import last_result, tiny_workload
+from tests.conftest import last_result, manifest_files, tiny_workload
 
 BIG = ["dataset.num_files_train=40", "dataset.record_length_bytes=8MiB",
        "dataset.record_length_bytes_stdev=1MiB"]  # O_DIRECT writes from writer threads
@@ -45,6 +44,7 @@ def test_killed_generation_resumes_to_identical_bytes(
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    time.sleep(0.2)  # a writer killed inside its rename syscall still completes that rename
     done_before = sum(1 for _ in train.glob("img_*"))
     assert done_before < total, "generation finished before it could be killed; enlarge it"
     time.sleep(0.5)
@@ -57,8 +57,9 @@ def test_killed_generation_resumes_to_identical_bytes(
     assert names == sorted(p.name for p in train.iterdir()) and len(names) == total
     for name in names:
         assert (train / name).read_bytes() == (fresh / name).read_bytes(), name
-    manifest = json.loads((workdir / "data/killed/dliobench-manifest.json").read_text())
-    assert manifest["files"] == {n: (train / n).stat().st_size for n in names}
+    held = manifest_files(workdir / "data/killed")
+    assert {n: size for n, (size, _) in held.items()} == {
+        n: (train / n).stat().st_size for n in names}
     with np.load(train / names[0]) as npz:
         assert npz["x"].shape[0] == 1
 
@@ -143,3 +144,28 @@ def test_dlio_checkpoint_keys_are_understood() -> None:
     assert cfg.checkpoint.type == "all_ranks"
     assert cfg.checkpoint.steps_between_checkpoints == 5
     assert warnings == []
+
+
+def test_a_deleted_or_damaged_index_is_restored_by_generate(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_workload(tiny_workload(dataset={"format": "indexed_binary",
+                                                 "num_samples_per_file": 4}))
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    victim = workdir / "data/tiny/train/img_0000003.indexed_binary.off.idx"
+    good = victim.read_bytes()
+    victim.unlink()
+    capsys.readouterr()
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    assert "wrote 1 of 8 files" in capsys.readouterr().out
+    assert victim.read_bytes() == good
+    damaged = bytearray(good)
+    damaged[8] ^= 0x01  # same size: only the recorded CRC-32C tells
+    victim.write_bytes(bytes(damaged))
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    assert "all 8 files are already" in capsys.readouterr().out  # a stat cannot see it
+    assert run_cli("generate", str(path), "--no-progress", "--verify") == 0
+    assert "wrote 1 of 8 files" in capsys.readouterr().out
+    assert victim.read_bytes() == good
+    assert run_cli("run", str(path), "--no-progress") == 0
+    assert last_result(workdir / "reports")["metrics"]["exactly_once"] is True

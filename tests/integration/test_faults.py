@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import tiny_workload
+from tests.conftest import manifest_files, tiny_workload
 
 
 @pytest.fixture
@@ -45,11 +44,9 @@ def test_full_disk_stops_generation_cleanly(small_fs: Path, write_workload: Call
     assert "Traceback" not in err
     train = small_fs / "data/train"
     assert not list(train.glob(".*tmp*")), "half-written files must not remain"
-    manifest_path = small_fs / "data/dliobench-manifest.json"
-    if manifest_path.exists():
-        recorded = json.loads(manifest_path.read_text())["files"]
-        for name, size in recorded.items():
-            assert (train / name).stat().st_size == size
+    if (small_fs / "data/dliobench-manifest/manifest.json").exists():
+        for name, (recorded, _) in manifest_files(small_fs / "data").items():
+            assert (train / name).stat().st_size == recorded
     for path in train.glob("img_*.npz"):
         with np.load(path) as npz:  # every file that exists is complete
             assert npz["x"].shape == (1, size)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import last_result, tiny_workload
+from tests.conftest import last_result, manifest_files, tiny_workload
 
 RESULT_KEYS = {"schema_version", "run_id", "status", "dliobench_version", "commit", "config",
                "machine", "storage", "honesty", "metrics", "epochs", "ranks"}
@@ -32,8 +31,7 @@ def test_run_writes_result_and_timeline(workdir: Path, write_workload: Callable[
     assert m["exactly_once"] is True
     assert m["steps"] == 2 * (4 - 1)  # 8 samples / batch 2 = 4 steps, first one excluded
     assert m["samples"] == 12
-    manifest = json.loads((workdir / "data/tiny/dliobench-manifest.json").read_text())
-    sizes = sorted(manifest["files"].values())
+    sizes = sorted(size for size, _ in manifest_files(workdir / "data/tiny").values())
     assert m["bytes"] == pytest.approx(12 * sizes[0], rel=0.01)  # every byte of 12 files
     assert result["storage"]["fs_type"] and result["storage"]["mount"]
     assert result["honesty"]["page_cache_possible"] is True
@@ -174,8 +172,8 @@ def test_generate_verify_rewrites_damaged_files(
         capsys: pytest.CaptureFixture[str]) -> None:
     path = write_workload(tiny_workload())
     assert run_cli("generate", str(path), "--no-progress") == 0
-    manifest = json.loads((workdir / "data/tiny/dliobench-manifest.json").read_text())
-    assert set(manifest["checksums"]) == set(manifest["files"])
+    held = manifest_files(workdir / "data/tiny")
+    assert len(held) == 8 and all(crc for _, crc in held.values())
     victim = workdir / "data/tiny/train/img_0000002.npz"
     good = victim.read_bytes()
     raw = bytearray(good)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import last_result, tiny_workload
+from tests.conftest import last_result, manifest_files, tiny_workload
 
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 pytestmark = [pytest.mark.mpi,
@@ -66,8 +66,8 @@ def test_ranks_share_the_dataset_and_one_result(ranks: int, workdir: Path,
     assert result["nodes"][0]["ranks"] == list(range(ranks))
     csv_rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
     assert {row.split(",")[0] for row in csv_rows[1:]} == {str(r) for r in range(ranks)}
-    manifest = workdir / "data/tiny/dliobench-manifest.json"
-    assert manifest.exists() and len(list((workdir / "data/tiny/train").iterdir())) == 24
+    assert len(manifest_files(workdir / "data/tiny")) == 24
+    assert len(list((workdir / "data/tiny/train").iterdir())) == 24
 
 
 def test_failing_rank_names_itself_and_ends_the_job(
@@ -191,3 +191,42 @@ def test_one_shared_file_read_by_all_ranks(workdir: Path,
     result = last_result(workdir / "reports")
     assert result["metrics"]["exactly_once"] is True
     assert all(r["samples"] > 0 for r in result["ranks"])
+
+
+def test_killed_mpi_generation_resumes_only_the_missing_files(
+        workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
+    """mpiexec -n 2 generate, killed once both ranks have journaled files: the next generate
+    keeps every journaled file (same inode) and writes exactly the others, to the bytes a
+    fresh generation writes."""
+    shape = ["dataset.num_files_train=6000", "dataset.record_length_bytes=4KiB"]
+    path = write_workload(tiny_workload())
+    folder = workdir / "data/killed"
+    cmd = mpi_cmd(2, "generate", str(path), "--no-progress", f"dataset.data_folder={folder}",
+                  *shape)
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    journals = [folder / f"dliobench-manifest/journal-000000/rank-0000{r}.bin" for r in (0, 1)]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if all(j.exists() and j.stat().st_size for j in journals):
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "generation ended before it could be killed; enlarge it"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert all(j.exists() and j.stat().st_size for j in journals)
+    time.sleep(0.2)
+    held = manifest_files(folder)  # the journals folded in: what was durable when killed
+    assert 0 < len(held) < 6000
+    inodes = {name: (folder / "train" / name).stat().st_ino for name in held}
+    done = mpirun(2, "generate", str(path), "--no-progress", f"dataset.data_folder={folder}",
+                  *shape)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {6000 - len(held)} of 6000 files" in done.stdout
+    assert {n: (folder / "train" / n).stat().st_ino for n in held} == inodes
+    assert len(manifest_files(folder)) == 6000
+    fresh = workdir / "data/fresh"  # one process (writer processes): faster than 1 rank
+    subprocess.run([sys.executable, "-m", "dliobench", "generate", str(path), "--no-progress",
+                    f"dataset.data_folder={fresh}", *shape], check=True, capture_output=True)
+    for name in sorted(held)[:50] + sorted(set(manifest_files(folder)) - set(held))[:50]:
+        assert (folder / "train" / name).read_bytes() == (fresh / "train" / name).read_bytes()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dliobench.storage import posix as storage
+from dliobench.storage import posix_io as storage
 from dliobench.storage.buffers import GRANULE, BufferPool
 
 

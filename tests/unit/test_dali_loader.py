@@ -17,8 +17,10 @@ pytest.importorskip("nvidia.dali")
 from dliobench.dataset.sharding import ShardSpec, rank_samples
 from dliobench.errors import DlioBenchError
 from dliobench.formats import get_format
+from dliobench.formats.base import Stored
 from dliobench.loaders.base import SampleReader
 from dliobench.loaders.dali.loader import DaliLoader, start_method
+from dliobench.loaders.dali.native import OPENS_FILES
 
 NATIVE = {"npy": 1, "tfrecord": 3, "jpeg": 1, "png": 1}  # format -> samples per file
 FILES = 5
@@ -36,7 +38,7 @@ def write_dataset(root: Path, name: str, per_file: int) -> SampleReader:
         if not path.exists():
             fmt.write(path, rng.integers(0, 256, (per_file, RECORD), dtype=np.uint8))
         paths.append(path)
-    return SampleReader(fmt, paths, [p.stat().st_size for p in paths], per_file)
+    return SampleReader.for_paths(fmt, paths, [p.stat().st_size for p in paths], per_file)
 
 
 @pytest.fixture(scope="module", params=sorted(NATIVE))
@@ -92,8 +94,8 @@ def test_native_one_rank_follows_the_files_and_reports_the_padding(
         for batches in epochs:
             ids = np.concatenate(batches)
             assert np.array_equal(ids, [*range(total), total - 1])  # the last sample, repeated
-        assert loader.deviations == ["DALI padded 2 repeated samples (pad_last_batch) "
-                                     "over 2 epoch(s)"]
+        assert loader.deviations == [OPENS_FILES, "DALI padded 2 repeated samples "
+                                     "(pad_last_batch) over 2 epoch(s)"]
     finally:
         loader.close()
 
@@ -109,12 +111,13 @@ def test_native_bytes_are_the_files_or_records_read(native_data: SampleReader) -
     assert ids.size == ids.size // 2 * 2 and np.unique(ids).size == ids.size  # no padding
     if native_data.fmt.name == "tfrecord":  # the framed records, from the index
         table = importlib.import_module("dliobench.formats.tfrecord").read_index(
-            native_data.paths[0], native_data.sizes[0], native_data.samples_per_file)
+            Stored(native_data.backend, native_data.keys[0]), native_data.sizes[0],
+            native_data.samples_per_file)
         want = sum(int(table[i % 3, 1]) for i in ids)
     else:  # whole files (npy: the file's size; jpeg, png: the encoded bytes DALI read)
         want = sum(native_data.sizes[i] for i in ids)
     assert sum(b.nbytes for b in batches) == want
-    assert loader.deviations == []
+    assert loader.deviations == [OPENS_FILES]  # the library opened the files: said so
 
 
 def test_native_ranks_shard_and_shuffle_dalis_way(native_data: SampleReader) -> None:
@@ -225,9 +228,9 @@ def test_start_methods() -> None:
 def test_read_errors_reach_the_user_as_one_line(tmp_path: Path, threads: int,
                                                 per_sample: bool) -> None:
     reader = write_dataset(tmp_path, "npz", 3)
-    damaged = bytearray(reader.paths[2].read_bytes())
+    damaged = bytearray(Path(reader.keys[2]).read_bytes())
     damaged[0] ^= 0xFF
-    reader.paths[2].write_bytes(damaged)
+    Path(reader.keys[2]).write_bytes(damaged)
     loader = make(reader, read_threads=threads, per_sample=per_sample)
     try:
         with pytest.raises(DlioBenchError, match=r"corrupt sample in .*img_2\.npz"):

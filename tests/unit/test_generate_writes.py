@@ -21,11 +21,11 @@ from dliobench.dataset import fill as datafill
 from dliobench.dataset import writer_pool as writers
 from dliobench.dataset.generate import generate
 from dliobench.dataset.layout import dataset_files, train_dir
-from dliobench.dataset.manifest import Manifest
 from dliobench.formats import FORMATS, get_format
 from dliobench.plan import resolve
-from dliobench.storage import write as filewrite
 from dliobench.storage.buffers import AlignedBuffer
+from dliobench.storage.posix import PosixBackend
+from tests.conftest import manifest_files
 
 
 @pytest.mark.parametrize("size", [1, 4095, 4096, 4097, 3 * 4096 + 17])
@@ -35,7 +35,10 @@ def test_direct_write_keeps_exact_size_and_bytes(tmp_path: Path, size: int) -> N
     payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
     view[:size] = payload.tobytes()
     view[size:] = b"\xee" * (len(view) - size)  # padding that must not survive
-    assert filewrite.write_whole(tmp_path / "f", view, size)
+    writer = PosixBackend(str(tmp_path)).open_write("f", direct=True)
+    writer.write(view[:size])
+    assert writer.direct
+    writer.commit()
     assert (tmp_path / "f").read_bytes() == payload.tobytes()
 
 
@@ -62,7 +65,10 @@ def test_refused_o_direct_falls_back_to_buffered(tmp_path: Path,
     monkeypatch.setattr(os, "open", refusing_open)
     view = AlignedBuffer().view(5000)
     view[:5000] = b"x" * 5000
-    assert not filewrite.write_whole(tmp_path / "f", view, 5000)
+    writer = PosixBackend(str(tmp_path)).open_write("f", direct=True)
+    writer.write(view[:5000])
+    assert not writer.direct
+    writer.commit()
     assert (tmp_path / "f").read_bytes() == b"x" * 5000
 
 
@@ -79,15 +85,13 @@ def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str
                          f"dataset.write_odirect={str(odirect).lower()}"])
     generate(resolve(cfg, World.single(), LocalComm()), World.single(), LocalComm(),
              show_progress=False)
-    manifest = Manifest.load(cfg.dataset.data_folder)
-    assert manifest is not None
+    held = manifest_files(tmp_path / "data")
     root = train_dir(cfg.dataset)
     base = datafill.base_buffer(9)
     (tmp_path / "ref").mkdir()
     for f in dataset_files(cfg.dataset, fmt.extension):
         on_disk = (root / f.relpath).read_bytes()
-        assert manifest.files[f.relpath] == len(on_disk)
-        assert manifest.checksums[f.relpath] == crc32c.crc32c(on_disk)
+        assert held[Path(f.relpath).name] == (len(on_disk), crc32c.crc32c(on_disk))
         samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
         datafill.fill(samples, base, 9, f.index)
         ref = tmp_path / "ref" / f"{f.index}.{fmt.extension}"
@@ -106,12 +110,12 @@ def test_writer_processes_write_the_same_bytes(tmp_path: Path) -> None:
                          "dataset.record_length_bytes_stdev=300", "dataset.generation_seed=4"])
     generate(resolve(cfg, World.single(), LocalComm()), World.single(), LocalComm(),
              show_progress=False)
-    manifest = Manifest.load(cfg.dataset.data_folder)
-    assert manifest is not None and len(manifest.files) == files
+    held = manifest_files(tmp_path / "data")
+    assert len(held) == files
     root, fmt, base = train_dir(cfg.dataset), get_format("npz"), datafill.base_buffer(4)
     for f in dataset_files(cfg.dataset, fmt.extension):
         on_disk = (root / f.relpath).read_bytes()
-        assert manifest.checksums[f.relpath] == crc32c.crc32c(on_disk)
+        assert held[Path(f.relpath).name][1] == crc32c.crc32c(on_disk)
         if f.index % 100 == 0:
             samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
             datafill.fill(samples, base, 4, f.index)

@@ -11,10 +11,11 @@ import pytest
 
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
 from dliobench.formats import get_format
+from dliobench.formats.base import stored
 from dliobench.formats.hdf5 import FORMAT as FMT
 from dliobench.formats.hdf5 import Hdf5Format
 from dliobench.loaders.base import SampleReader
-from dliobench.storage import posix as storage
+from dliobench.storage import posix_io as storage
 
 
 def test_registered_format_is_the_contiguous_default() -> None:
@@ -35,7 +36,7 @@ def read_all(fmt: Hdf5Format, path: Path, n: int, odirect: bool = False) -> list
     size = path.stat().st_size
     counts = []
     for k in range(n):
-        sample, nbytes = fmt.read_sample(path, size, n, k, odirect)
+        sample, nbytes = fmt.read_sample(stored(path), size, n, k, odirect)
         assert sample.dtype == np.uint8 and sample.ndim == 1
         counts.append(nbytes)
     return counts
@@ -78,7 +79,7 @@ def test_chunked_and_compressed_round_trip(tmp_path: Path, fmt: Hdf5Format,
         if compression:
             assert records.id.get_storage_size() < data.nbytes * 0.9
     for k in (4, 0, 2, 1, 3):
-        sample, nbytes = fmt.read_sample(path, path.stat().st_size, 5, k, False)
+        sample, nbytes = fmt.read_sample(stored(path), path.stat().st_size, 5, k, False)
         assert np.array_equal(sample, data[k])
         assert nbytes > 0 or chunks[0] > 1  # a sample in a chunk already read costs nothing
 
@@ -91,7 +92,7 @@ def test_one_sample_read_reads_far_less_than_the_file(tmp_path: Path) -> None:
     counts = read_all(fmt, path, 16)
     assert 64 * 1024 < counts[0] < size / 8  # metadata once, and one sample
     assert counts[1:] == [64 * 1024] * 15  # then exactly each sample's bytes
-    sample, _ = fmt.read_sample(path, size, 16, 9, False)
+    sample, _ = fmt.read_sample(stored(path), size, 16, 9, False)
     assert np.array_equal(sample, data[9])
 
 
@@ -103,7 +104,7 @@ def test_odirect_reads_whole_blocks_around_each_sample(tmp_path: Path) -> None:
     assert all(c % storage.ALIGN == 0 for c in counts[1:-1])  # the last one ends at EOF
     assert all(10_000 <= c <= 10_000 + 2 * storage.ALIGN for c in counts[1:])
     assert counts[0] <= 10_000 + 4 * storage.ALIGN  # the metadata's small reads share blocks
-    sample, _ = fmt.read_sample(path, path.stat().st_size, 8, 5, True)
+    sample, _ = fmt.read_sample(stored(path), path.stat().st_size, 8, 5, True)
     assert np.array_equal(sample, data[5])
 
 
@@ -131,7 +132,7 @@ def test_samples_through_the_sample_reader_and_threads(tmp_path: Path) -> None:
     fmt = Hdf5Format()
     data = samples(32, 5000)
     path = write(fmt, tmp_path / "t.hdf5", data)
-    reader = SampleReader(fmt, [path], [path.stat().st_size], 32)
+    reader = SampleReader.for_paths(fmt, [path], [path.stat().st_size], 32)
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(reader.read, range(32)))
     for k, (sample, _) in enumerate(results):
@@ -149,9 +150,9 @@ def test_flipped_byte_in_a_checksummed_chunk_raises(tmp_path: Path) -> None:
     raw[chunk + 500] ^= 0xFF
     path.write_bytes(bytes(raw))
     size = path.stat().st_size
-    assert fmt.read_sample(path, size, 3, 0, False)[0].size == 20_000
+    assert fmt.read_sample(stored(path), size, 3, 0, False)[0].size == 20_000
     with pytest.raises(CorruptSampleError, match=rf"f\.hdf5 at byte offset {chunk}: .*sample 1"):
-        fmt.read_sample(path, size, 3, 1, False)
+        fmt.read_sample(stored(path), size, 3, 1, False)
 
 
 def test_truncated_file_raises_naming_file_and_size(tmp_path: Path) -> None:
@@ -159,30 +160,30 @@ def test_truncated_file_raises_naming_file_and_size(tmp_path: Path) -> None:
     size = path.stat().st_size
     path.write_bytes(path.read_bytes()[:20_000])
     with pytest.raises(CorruptSampleError, match=r"t\.hdf5 at byte offset 20000.*truncated"):
-        FMT.read_sample(path, size, 4, 3, False)
+        FMT.read_sample(stored(path), size, 4, 3, False)
     with pytest.raises(CorruptSampleError, match=r"t\.hdf5 at byte offset 0: h5py cannot open"):
-        FMT.read_sample(path, 20_000, 4, 0, False)  # a manifest that agrees: h5py notices
+        FMT.read_sample(stored(path), 20_000, 4, 0, False)  # a manifest that agrees: h5py notices
 
 
 def test_garbage_and_wrong_shapes(tmp_path: Path) -> None:
     garbage = tmp_path / "g.hdf5"
     garbage.write_bytes(b"not hdf5" * 1000)
     with pytest.raises(CorruptSampleError, match=r"g\.hdf5 at byte offset 0"):
-        FMT.read_sample(garbage, 8000, 1, 0, False)
+        FMT.read_sample(stored(garbage), 8000, 1, 0, False)
     path = write(FMT, tmp_path / "s.hdf5", samples(3, 100))
     with pytest.raises(DatasetError, match=r"shape \(3, 100\), the manifest says 4"):
-        FMT.read_sample(path, path.stat().st_size, 4, 0, False)
+        FMT.read_sample(stored(path), path.stat().st_size, 4, 0, False)
     with pytest.raises(DatasetError, match="no such dataset"):
-        Hdf5Format(dataset="records_0").read_sample(path, path.stat().st_size, 3, 0, False)
+        Hdf5Format(dataset="records_0").read_sample(stored(path), path.stat().st_size, 3, 0, False)
 
 
 def test_a_regenerated_file_is_reopened(tmp_path: Path) -> None:
     fmt = Hdf5Format()
     path = write(fmt, tmp_path / "r.hdf5", samples(2, 500, seed=1))
-    fmt.read_sample(path, path.stat().st_size, 2, 0, False)
+    fmt.read_sample(stored(path), path.stat().st_size, 2, 0, False)
     data = write(fmt, tmp_path / "new.hdf5", samples(2, 500, seed=2))
     data.replace(path)
-    sample, _ = fmt.read_sample(path, path.stat().st_size, 2, 0, False)
+    sample, _ = fmt.read_sample(stored(path), path.stat().st_size, 2, 0, False)
     assert np.array_equal(sample, samples(2, 500, seed=2)[0])
 
 
@@ -191,7 +192,7 @@ def test_open_files_are_bounded_and_closed(tmp_path: Path) -> None:
     paths = [write(fmt, tmp_path / f"{i}.hdf5", samples(2, 100, seed=i)) for i in range(4)]
     for _ in range(2):
         for i, path in enumerate(paths):
-            sample, _ = fmt.read_sample(path, path.stat().st_size, 2, 1, False)
+            sample, _ = fmt.read_sample(stored(path), path.stat().st_size, 2, 1, False)
             assert np.array_equal(sample, samples(2, 100, seed=i)[1])
     assert len(fmt._handles) == 2
     fmt.close()
@@ -202,9 +203,9 @@ def test_whole_file_decode_from_memory(tmp_path: Path) -> None:
     data = samples(1, 3000)
     path = write(FMT, tmp_path / "w.hdf5", data)
     view, _ = storage.read_range(path, 0, path.stat().st_size)
-    assert np.array_equal(FMT.decode(path, view, whole_file=True), data[0])
+    assert np.array_equal(FMT.decode(stored(path), view, whole_file=True), data[0])
     with pytest.raises(CorruptSampleError, match="h5py cannot read"):
-        FMT.decode(path, view[:1000], whole_file=True)
+        FMT.decode(stored(path), view[:1000], whole_file=True)
 
 
 def test_from_options_follows_dlio_keys() -> None:

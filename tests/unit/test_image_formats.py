@@ -11,8 +11,9 @@ from PIL import Image, ImageFile
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import get_format
 from dliobench.formats._image import image_shape
+from dliobench.formats.base import stored
 from dliobench.formats.jpeg import JpegFormat
-from dliobench.storage import posix as storage
+from dliobench.storage import posix_io as storage
 
 IMAGE_FORMATS = ["jpeg", "png"]
 RESNET50_RECORD = 114_660
@@ -29,7 +30,7 @@ def write(name: str, path: Path, data: np.ndarray) -> Path:
 
 def decode(name: str, path: Path, odirect: bool = False) -> np.ndarray:
     view, _ = storage.read_range(path, 0, path.stat().st_size, odirect)
-    return get_format(name).decode(path, view, whole_file=True)
+    return get_format(name).decode(stored(path), view, whole_file=True)
 
 
 def test_shape_is_dlio_square_plus_the_rows_that_fit() -> None:
@@ -101,12 +102,12 @@ def test_more_than_one_sample_per_file_is_refused(name: str, tmp_path: Path) -> 
     with pytest.raises(DatasetError, match="one sample"):
         get_format(name).write(tmp_path / "a", data)
     with pytest.raises(DatasetError, match="one sample"):
-        get_format(name).layout(tmp_path / "a", memoryview(b""), 100, 2)
+        get_format(name).layout(stored(tmp_path / "a"), memoryview(b""), 100, 2)
 
 
 @pytest.mark.parametrize("name", IMAGE_FORMATS)
 def test_layout_is_the_whole_file(name: str, tmp_path: Path) -> None:
-    ranges = get_format(name).layout(tmp_path / "a", memoryview(b""), 1234, 1)
+    ranges = get_format(name).layout(stored(tmp_path / "a"), memoryview(b""), 1234, 1)
     assert [(r.offset, r.length) for r in ranges] == [(0, 1234)]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import get_format
+from dliobench.formats.base import stored
 from dliobench.loaders.base import SampleReader
 
 FMT = get_format("indexed_binary")
@@ -20,9 +21,7 @@ def samples(n: int, size: int) -> np.ndarray:
 
 def write(tmp_path: Path, data: np.ndarray, name: str = "img_0_of_1.indexed_binary") -> Path:
     final = tmp_path / name
-    tmp = tmp_path / f".{name}.tmp"
-    FMT.write(tmp, data)
-    FMT.commit(tmp, final)
+    FMT.write(final, data)
     return final
 
 
@@ -55,8 +54,10 @@ def test_files_have_dlio_names_and_contents(tmp_path: Path) -> None:
 def test_round_trip_counts_sample_bytes(tmp_path: Path, n: int, odirect: bool) -> None:
     data = samples(n, 4096 + 17)
     path = write(tmp_path, data)
-    reader = SampleReader(FMT, [path], [path.stat().st_size], n, odirect=odirect)
-    index = 16 * n if n > 1 else 0  # the first read of a file also reads its index
+    reader = SampleReader.for_paths(FMT, [path], [path.stat().st_size], n, odirect=odirect)
+    # the first read of a file also reads its two indexes; a whole one-sample file is
+    # checked against its size index (8 bytes): side files read are counted too
+    index = 16 * n if n > 1 else 8
     for k in reversed(range(n)):
         sample, nbytes = reader.read(k)
         assert np.array_equal(sample, data[k])
@@ -75,7 +76,7 @@ def test_samples_of_different_sizes_follow_the_index(tmp_path: Path) -> None:
     offsets = np.cumsum([0, *sizes[:-1]]).astype("<u8")
     offsets.tofile(FMT.side_files(path)[0])
     np.array(sizes, dtype="<u8").tofile(FMT.side_files(path)[1])
-    reader = SampleReader(FMT, [path], [blob.size], 4)
+    reader = SampleReader.for_paths(FMT, [path], [blob.size], 4)
     for k, (start, size) in enumerate(zip(offsets.tolist(), sizes, strict=True)):
         sample, nbytes = reader.read(k)
         assert nbytes == size + (64 if k == 0 else 0)  # 4 samples x 2 indexes x 8 bytes
@@ -86,24 +87,24 @@ def test_missing_index_is_a_dataset_error(tmp_path: Path) -> None:
     path = write(tmp_path, samples(3, 100))
     FMT.side_files(path)[1].unlink()
     with pytest.raises(DatasetError, match=r"sz\.idx is missing"):
-        FMT.layout(path, memoryview(b""), path.stat().st_size, 3)
+        FMT.layout(stored(path), memoryview(b""), path.stat().st_size, 3)
 
 
 def test_index_length_must_match_the_manifest(tmp_path: Path) -> None:
     path = write(tmp_path, samples(3, 100))
     size = path.stat().st_size
     with pytest.raises(DatasetError, match="more samples than the manifest's 2"):
-        FMT.layout(path, memoryview(b""), size, 2)
+        FMT.layout(stored(path), memoryview(b""), size, 2)
     with pytest.raises(CorruptSampleError, match=r"off\.idx at byte offset 24: index is trunc"):
-        FMT.layout(path, memoryview(b""), size, 4)
+        FMT.layout(stored(path), memoryview(b""), size, 4)
 
 
 def test_truncated_data_file_raises(tmp_path: Path) -> None:
     path = write(tmp_path, samples(4, 1000))
     path.write_bytes(path.read_bytes()[:2500])
     with pytest.raises(CorruptSampleError, match=r"offset 2500.*sample 2 ends at byte 3000"):
-        FMT.layout(path, memoryview(b""), 2500, 4)
-    reader = SampleReader(FMT, [path], [4000], 4)  # the manifest's size: caught at the read
+        FMT.layout(stored(path), memoryview(b""), 2500, 4)
+    reader = SampleReader.for_paths(FMT, [path], [4000], 4)  # the manifest's size: read fails
     assert reader.read(1)[1] == 1000 + 64  # the sample, and the index the first time
     with pytest.raises(CorruptSampleError, match="truncated"):
         reader.read(2)
@@ -113,4 +114,4 @@ def test_truncated_one_sample_file_is_caught(tmp_path: Path) -> None:
     path = write(tmp_path, samples(1, 3000))
     path.write_bytes(path.read_bytes()[:2000])
     with pytest.raises(CorruptSampleError, match=r"offset 2000.*truncated"):
-        SampleReader(FMT, [path], [3000], 1).read(0)
+        SampleReader.for_paths(FMT, [path], [3000], 1).read(0)

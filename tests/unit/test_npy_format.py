@@ -11,8 +11,9 @@ import pytest
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import _npyheader as npyheader
 from dliobench.formats import get_format
+from dliobench.formats.base import stored
 from dliobench.loaders.base import SampleReader
-from dliobench.storage import posix as storage
+from dliobench.storage import posix_io as storage
 
 FMT = get_format("npy")
 
@@ -34,13 +35,13 @@ def test_layout_matches_numpy_and_rows_are_zero_copy(tmp_path: Path) -> None:
     path = tmp_path / "m.npy"
     data = write(path, 5, 777)
     head, _ = storage.read_range(path, 0, FMT.head_bytes)
-    ranges = FMT.layout(path, head, path.stat().st_size, 5)
+    ranges = FMT.layout(stored(path), head, path.stat().st_size, 5)
     assert ranges[0].offset == np.load(path, mmap_mode="r").offset
     assert [r.length for r in ranges] == [777] * 5
     for k, rng in enumerate(ranges):
         view, n = storage.read_range(path, rng.offset, rng.length)
         assert n == 777
-        sample = FMT.decode(path, view, whole_file=False)
+        sample = FMT.decode(stored(path), view, whole_file=False)
         assert np.array_equal(sample, data[k])
         assert np.shares_memory(sample, np.frombuffer(view, dtype=np.uint8))
 
@@ -50,7 +51,7 @@ def test_whole_file_through_the_sample_reader(tmp_path: Path, odirect: bool) -> 
     path = tmp_path / "w.npy"
     data = write(path, 1, 12345)
     size = path.stat().st_size
-    sample, nbytes = SampleReader(FMT, [path], [size], 1, odirect=odirect).read(0)
+    sample, nbytes = SampleReader.for_paths(FMT, [path], [size], 1, odirect=odirect).read(0)
     assert np.array_equal(sample, data[0])
     assert nbytes == size
 
@@ -62,11 +63,11 @@ def test_truncated_file_raises_naming_file_and_offset(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:15000])
     with pytest.raises(CorruptSampleError, match=r"t\.npy at byte offset 15000.*truncated"):
         view, _ = storage.read_range(path, 0, size)
-        FMT.decode(path, view, whole_file=True)
+        FMT.decode(stored(path), view, whole_file=True)
     head, _ = storage.read_range(path, 0, FMT.head_bytes)
     with pytest.raises(CorruptSampleError, match=r"at byte offset 15000.*needs 20128 bytes"):
-        FMT.layout(path, head, 15000, 4)
-    reader = SampleReader(FMT, [path], [size], 4)  # the manifest's size, the file is shorter
+        FMT.layout(stored(path), head, 15000, 4)
+    reader = SampleReader.for_paths(FMT, [path], [size], 4)  # manifest's size; file is shorter
     reader.read(0)
     with pytest.raises(CorruptSampleError, match="truncated"):
         reader.read(3)
@@ -77,7 +78,7 @@ def test_sample_count_must_match_the_manifest(tmp_path: Path) -> None:
     write(path, 3, 100)
     head, _ = storage.read_range(path, 0, FMT.head_bytes)
     with pytest.raises(DatasetError, match="holds 3 samples, the manifest says 4"):
-        FMT.layout(path, head, path.stat().st_size, 4)
+        FMT.layout(stored(path), head, path.stat().st_size, 4)
 
 
 def test_fortran_ordered_arrays_are_refused(tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_fortran_ordered_arrays_are_refused(tmp_path: Path) -> None:
     np.save(path, np.asfortranarray(np.zeros((3, 100), dtype=np.uint8)))
     head, _ = storage.read_range(path, 0, FMT.head_bytes)
     with pytest.raises(DatasetError, match="Fortran-ordered"):
-        FMT.layout(path, head, path.stat().st_size, 3)
+        FMT.layout(stored(path), head, path.stat().st_size, 3)
 
 
 def test_garbage_is_not_an_npy(tmp_path: Path) -> None:
@@ -93,7 +94,7 @@ def test_garbage_is_not_an_npy(tmp_path: Path) -> None:
     path.write_bytes(b"hello world" * 10)
     view, _ = storage.read_range(path, 0, 110)
     with pytest.raises(CorruptSampleError, match="magic string missing"):
-        FMT.decode(path, view, whole_file=True)
+        FMT.decode(stored(path), view, whole_file=True)
 
 
 def npy_bytes(array: np.ndarray, version: tuple[int, int] | None = None) -> memoryview:

@@ -9,7 +9,8 @@ import pytest
 
 from dliobench.errors import CorruptSampleError
 from dliobench.formats import get_format
-from dliobench.storage import posix as storage
+from dliobench.formats.base import stored
+from dliobench.storage import posix_io as storage
 
 FMT = get_format("npz")
 
@@ -22,7 +23,7 @@ def write(path: Path, samples: int, size: int) -> np.ndarray:
 
 def read_whole(path: Path, odirect: bool = False) -> tuple[np.ndarray, int]:
     view, n = storage.read_range(path, 0, path.stat().st_size, odirect)
-    return FMT.decode(path, view, whole_file=True), n
+    return FMT.decode(stored(path), view, whole_file=True), n
 
 
 def test_written_file_is_a_real_npz(tmp_path: Path) -> None:
@@ -45,11 +46,11 @@ def test_sample_ranges_of_a_multi_sample_file(tmp_path: Path) -> None:
     path = tmp_path / "m.npz"
     data = write(path, 5, 777)
     head, _ = storage.read_range(path, 0, FMT.head_bytes)
-    ranges = FMT.layout(path, head, path.stat().st_size, 5)
+    ranges = FMT.layout(stored(path), head, path.stat().st_size, 5)
     for k, rng in enumerate(ranges):
         view, n = storage.read_range(path, rng.offset, rng.length)
         assert n == 777
-        assert np.array_equal(FMT.decode(path, view, whole_file=False), data[k])
+        assert np.array_equal(FMT.decode(stored(path), view, whole_file=False), data[k])
 
 
 def test_truncated_file_raises_naming_file_and_offset(tmp_path: Path) -> None:

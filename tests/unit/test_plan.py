@@ -14,6 +14,7 @@ from dliobench.config.load import load
 from dliobench.dataset.manifest import Manifest
 from dliobench.formats import FORMATS, get_format
 from dliobench.loaders import LOADERS
+from dliobench.storage.posix import PosixBackend
 from tests.conftest import last_result, tiny_workload
 
 
@@ -48,11 +49,12 @@ def test_the_plan_holds_what_the_run_reads(tmp_path: Path) -> None:
                          "reader.sample_shuffle=seed"])
     plan = plan_mod.resolve(cfg, World(rank=1, size=2), LocalComm())
     assert plan.fmt.name == "hdf5" and plan.fmt is not get_format("hdf5")  # chunked options
-    assert plan.root == tmp_path / "train" and len(plan.files) == 6
+    assert plan.backend.describe(plan.keys[5]) == str(tmp_path / "train" / "img_0000005.hdf5")
+    assert len(plan.keys) == 6 and plan.object_keys(2) == ["train/img_0000002.hdf5"]
     assert plan.spec.rank == 1 and plan.spec.size == 2 and plan.seed == cfg.train.seed
     assert plan.steps == [1, 1, 1]  # 3 samples per rank and epoch, batches of 2, drop_last
-    staged = plan.with_sizes([5] * 6).reading_from(tmp_path / "local")
-    assert staged.paths()[0] == tmp_path / "local" / plan.files[0].relpath
+    staged = plan.with_sizes([5] * 6).reading_from(PosixBackend(str(tmp_path / "local")))
+    assert staged.backend.describe(staged.keys[0]) == str(tmp_path / "local/train/img_0000000.hdf5")
     assert staged.sizes == [5] * 6 and staged.spec == plan.spec
 
 

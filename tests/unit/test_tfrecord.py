@@ -15,10 +15,11 @@ import pytest
 
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats._tfexample import example_prefix, find_image, parse_image, varint
+from dliobench.formats.base import stored
 from dliobench.formats.tfrecord import FORMAT as FMT
 from dliobench.formats.tfrecord import index_path, masked_crc
 from dliobench.loaders.base import SampleReader
-from dliobench.storage import posix as storage
+from dliobench.storage import posix_io as storage
 
 
 def mask(crc: int) -> int:
@@ -41,7 +42,7 @@ def write(path: Path, samples: int, size: int, seed: int = 1) -> np.ndarray:
 
 def decode_whole(path: Path) -> np.ndarray:
     view, _ = storage.read_range(path, 0, path.stat().st_size)
-    return FMT.decode(path, view, whole_file=True)
+    return FMT.decode(stored(path), view, whole_file=True)
 
 
 # An Example {features {feature {"size": int64_list [3]}, feature {"image": bytes_list ["abc"]}}}
@@ -121,7 +122,7 @@ def test_index_lists_every_framed_record(tmp_path: Path) -> None:
         expected.append(f"{offset} {length + 16}")
         offset += length + 16
     assert index_path(path).read_text().splitlines() == expected
-    ranges = FMT.layout(path, memoryview(b""), len(raw), 5)
+    ranges = FMT.layout(stored(path), memoryview(b""), len(raw), 5)
     assert [f"{r.offset} {r.length}" for r in ranges] == expected
 
 
@@ -129,14 +130,14 @@ def test_index_lists_every_framed_record(tmp_path: Path) -> None:
 def test_multi_sample_reads_are_zero_copy_views(tmp_path: Path, odirect: bool) -> None:
     path = tmp_path / "a.tfrecord"
     data = write(path, 4, 5000)
-    reader = SampleReader(FMT, [path], [path.stat().st_size], 4, odirect=odirect)
+    reader = SampleReader.for_paths(FMT, [path], [path.stat().st_size], 4, odirect=odirect)
     for k in (3, 0, 2, 1):
         sample, nbytes = reader.read(k)
         assert np.array_equal(sample, data[k])
         assert nbytes >= 5000
     view, _ = storage.read_range(path, 0, path.stat().st_size)
-    start = FMT.layout(path, view, len(view), 4)[1].offset
-    sample = FMT.decode(path, view[start:], whole_file=False)
+    start = FMT.layout(stored(path), view, len(view), 4)[1].offset
+    sample = FMT.decode(stored(path), view[start:], whole_file=False)
     assert np.shares_memory(sample, np.frombuffer(view, dtype=np.uint8))
 
 
@@ -155,11 +156,11 @@ def test_damaged_record_names_file_and_record_offset(tmp_path: Path, where: int)
 def test_damaged_record_in_a_multi_sample_file(tmp_path: Path) -> None:
     path = tmp_path / "a.tfrecord"
     write(path, 3, 4096)
-    second = FMT.layout(path, memoryview(b""), path.stat().st_size, 3)[1]
+    second = FMT.layout(stored(path), memoryview(b""), path.stat().st_size, 3)[1]
     raw = bytearray(path.read_bytes())
     raw[second.offset + 100] ^= 0x01
     path.write_bytes(bytes(raw))
-    reader = SampleReader(FMT, [path], [len(raw)], 3)
+    reader = SampleReader.for_paths(FMT, [path], [len(raw)], 3)
     reader.read(0)
     with pytest.raises(CorruptSampleError, match="CRC mismatch") as info:
         reader.read(1)
@@ -197,24 +198,32 @@ def test_layout_rejects_a_missing_or_mismatched_index(tmp_path: Path) -> None:
     write(path, 3, 100)
     size = path.stat().st_size
     with pytest.raises(DatasetError, match="lists 3 records"):
-        FMT.layout(path, memoryview(b""), size, 4)
+        FMT.layout(stored(path), memoryview(b""), size, 4)
     with pytest.raises(CorruptSampleError, match="truncated"):
-        FMT.layout(path, memoryview(b""), size - 1, 3)
+        FMT.layout(stored(path), memoryview(b""), size - 1, 3)
     with pytest.raises(DatasetError, match="does not list"):
-        FMT.layout(path, memoryview(b""), size + 1, 3)
+        FMT.layout(stored(path), memoryview(b""), size + 1, 3)
     index_path(path).write_text("0 10\n10 x\n")
     with pytest.raises(DatasetError, match="not a TFRecord index"):
-        FMT.layout(path, memoryview(b""), size, 2)
+        FMT.layout(stored(path), memoryview(b""), size, 2)
     index_path(path).unlink()
     with pytest.raises(DatasetError, match="missing"):
-        FMT.layout(path, memoryview(b""), size, 3)
+        FMT.layout(stored(path), memoryview(b""), size, 3)
 
 
-def test_commit_moves_the_index_with_the_file(tmp_path: Path) -> None:
-    tmp, final = tmp_path / ".a.tfrecord.tmp", tmp_path / "a.tfrecord"
-    write(tmp, 2, 64)
-    FMT.commit(tmp, final)
+def test_the_generator_commits_the_index_with_the_file(tmp_path: Path) -> None:
+    from dliobench.config.load import load
+    from dliobench.dataset.file_writer import Fill, write_file
+    from dliobench.dataset.layout import DataFile
+    from dliobench.storage.posix import PosixBackend
+
+    cfg, _ = load(None, ["dataset.format=tfrecord"])
+    written = write_file(FMT, PosixBackend(str(tmp_path)), "a.tfrecord",
+                         DataFile(0, "a.tfrecord", 2, 64), Fill.for_dataset(cfg.dataset))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tfrecord", "a.tfrecord.idx"]
+    index = (tmp_path / "a.tfrecord.idx").read_bytes()
+    assert written.size == (tmp_path / "a.tfrecord").stat().st_size
+    assert written.sides == ((len(index), crc32c.crc32c(index)),)
 
 
 def test_dali_reads_the_files(tmp_path: Path) -> None:

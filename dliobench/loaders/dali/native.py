@@ -32,6 +32,7 @@ import numpy as np
 
 from dliobench.dataset.sharding import ShardSpec
 from dliobench.formats import tfrecord
+from dliobench.formats.base import Stored
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.dali.base import Feed, fn, host_samples, pipeline_def, release
 
@@ -56,11 +57,19 @@ def native_feed(reader: SampleReader, spec: ShardSpec | None, batch_size: int,
     if spec is None:
         raise ValueError("DaliLoader(native_reader=True) needs the rank's ShardSpec")
     misfit = native_misfit(reader.fmt.name, reader.samples_per_file)
+    if not misfit and reader.num_files and reader.backend.local_path(reader.keys[0]) is None:
+        misfit = f"{reader.backend.describe()} has no local files for DALI's readers to open"
     if misfit:
         notes.append(f"DALI native reader not used: {misfit}; read through "
                      "fn.external_source (the plan is followed exactly)")
         return None
     return NativeFeed(reader, spec, batch_size, read_threads, prefetch_size, drop_last)
+
+
+def local_paths(reader: SampleReader) -> list[str]:
+    """The local path of every file, which DALI's readers open themselves (they are handed
+    paths: the bytes counted are those of the samples they delivered)."""
+    return [str(reader.backend.local_path(key)) for key in reader.keys]
 
 
 def resize(sample: np.ndarray, size: int) -> np.ndarray:
@@ -78,7 +87,7 @@ class SampleIndex:
 
     def __init__(self, reader: SampleReader) -> None:
         self.reader = reader
-        self._files = {str(p): i for i, p in enumerate(reader.paths)}
+        self._files = {path: i for i, path in enumerate(local_paths(reader))}
         self._records: dict[int, np.ndarray] = {}
 
     def lookup(self, info: str, encoded_len: int | None) -> tuple[int, int]:
@@ -91,7 +100,8 @@ class SampleIndex:
         index = self._files[path]
         table = self._records.get(index)
         if table is None:
-            table = tfrecord.read_index(Path(path), self.reader.sizes[index],
+            src = Stored(self.reader.backend, self.reader.keys[index])
+            table = tfrecord.read_index(src, self.reader.sizes[index],
                                         self.reader.samples_per_file)
             self._records[index] = table
         k = int(np.searchsorted(table[:, 0], int(offset)))
@@ -117,9 +127,13 @@ def reader_graph(fmt_name: str, files: list[str], odirect: bool,
     return images, encoded.shape()
 
 
+OPENS_FILES = ("DALI's reader opens the files itself (it is handed their paths, not the "
+               "storage backend): bytes are counted from the samples it delivered")
+
+
 def static_deviations(fmt_name: str, spec: ShardSpec, fill: int, odirect: bool) -> list[str]:
     """How DALI's reader departs from the plan whatever it reads."""
-    out = []
+    out = [OPENS_FILES]
     if spec.file_shuffle or spec.sample_shuffle:
         out.append(f"DALI shuffles through a buffer of {fill} samples (random_shuffle, "
                    f"initial_fill, seed {spec.seed}), not the plan's full permutation per epoch")
@@ -157,7 +171,7 @@ class NativeFeed:
         self._epochs = self._repeats = self._foreign = self._reordered = 0
 
     def _build(self, spec: ShardSpec, read_threads: int, prefetch_size: int, fill: int) -> Any:
-        files = [str(p) for p in self.reader.paths]
+        files = local_paths(self.reader)
         shuffle = spec.file_shuffle or spec.sample_shuffle
         options = {"name": _READER, "shard_id": spec.rank, "num_shards": spec.size,
                    "stick_to_shard": True, "pad_last_batch": True, "random_shuffle": shuffle,

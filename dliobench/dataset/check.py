@@ -1,0 +1,94 @@
+"""Which files of a dataset are complete on storage: each rank checks its own slice.
+
+Rank r checks files ``[start_r, stop_r)`` (a contiguous share): their manifest entries are
+gathered from the columns and each data and side file is stat'ed against them, so no rank
+holds or stats the whole dataset. ``--verify`` re-reads the slice for its CRC-32C as well.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import crc32c
+import numpy as np
+
+from dliobench.comm.world import World
+from dliobench.dataset.manifest import Manifest
+from dliobench.plan import Plan
+from dliobench.storage.backend import Backend
+
+VERIFY_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True)
+class SliceState:
+    """This rank's slice: files to (re)write, files found damaged, bytes of the good ones."""
+
+    missing: list[int]
+    damaged: list[int]
+    present_bytes: int
+
+
+def share(total: int, parts: int, index: int) -> tuple[int, int]:
+    """Bounds of part ``index`` of ``total`` items split into near-equal contiguous parts."""
+    base, extra = divmod(total, parts)
+    start = index * base + min(index, extra)
+    return start, start + base + (index < extra)
+
+
+def check_slice(plan: Plan, manifest: Manifest, world: World, verify: bool = False,
+                advance: Callable[[int], object] | None = None) -> SliceState:
+    """Stat (and with ``verify`` re-read, in a thread per core) this rank's slice."""
+    start, stop = share(len(plan.keys), world.size, world.rank)
+    ids = np.arange(start, stop, dtype=np.int64)
+    entries = manifest.entries(ids)
+
+    def state(row: int) -> tuple[bool, bool]:  # (complete, damaged)
+        index = int(ids[row])
+        keys = plan.object_keys(index)
+        sizes = [int(entries.size[row]), *(int(s) for s in entries.side_size[row])]
+        backend = plan.backend
+        ok = sizes[0] >= 0 and backend.size(keys[0]) == sizes[0]
+        for key, want in zip(keys[1:], sizes[1:], strict=True):
+            have = backend.size(key)
+            ok = ok and have is not None and (want < 0 or have == want)
+        if not (ok and verify):
+            return ok, False
+        crcs = [int(entries.crc[row]), *(int(c) for c in entries.side_crc[row])]
+        good = all(length < 0 or crc_of(backend, key, length) == crc
+                   for key, length, crc in zip(keys, sizes, crcs, strict=True))
+        return good, not good
+
+    rows = range(ids.size)
+    with ThreadPoolExecutor(os.cpu_count() if verify else 1) as pool:
+        states = pool.map(state, rows) if verify else map(state, rows)
+        missing, damaged, present = [], [], 0
+        for row, (ok, bad) in zip(rows, states, strict=True):
+            size = max(int(entries.size[row]), 0)
+            if ok:
+                present += size
+            else:
+                missing.append(int(ids[row]))
+            if bad:
+                damaged.append(int(ids[row]))
+            if advance is not None:
+                advance(1)
+    return SliceState(missing, damaged, present)
+
+
+def crc_of(backend: Backend, key: str, size: int) -> int:
+    """CRC-32C of an object's first ``size`` bytes, read in chunks (-1 if it is missing)."""
+    crc, offset = 0, 0
+    try:
+        while offset < size:
+            data, _ = backend.read_range(key, offset, min(VERIFY_CHUNK, size - offset))
+            if not len(data):
+                return -1
+            crc = crc32c.crc32c(data, crc)
+            offset += len(data)
+    except FileNotFoundError:
+        return -1
+    return crc

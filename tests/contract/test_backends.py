@@ -1,0 +1,158 @@
+"""BackendContract: the suite every storage backend passes (``storage.backend.Backend``).
+
+A backend subclasses ``BackendContract`` with a ``backend`` fixture (a fresh, empty root)
+and gets the whole suite: ranged and counted reads, the streaming writer's atomic commit and
+abort, direct writes of any size, small atomic objects, durable appends, stat, eviction,
+listing. The POSIX backend is the first; the S3 issue adds the second.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dliobench.storage.backend import Backend
+from dliobench.storage.buffers import AlignedBuffer
+from dliobench.storage.posix import PosixBackend
+
+
+def payload(size: int, seed: int = 1) -> bytes:
+    return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8).tobytes()
+
+
+def put_object(backend: Backend, key: str, data: bytes) -> None:
+    backend.make_room(key.rsplit("/", 1)[0] if "/" in key else "")
+    writer = backend.open_write(key)
+    writer.write(data)
+    writer.commit()
+
+
+class BackendContract:
+    """What every backend must do; subclasses provide the ``backend`` fixture."""
+
+    def test_ranged_reads_return_and_count_the_bytes(self, backend: Backend) -> None:
+        data = payload(100_000)
+        put_object(backend, "a/b/obj", data)
+        got, nbytes = backend.read_range("a/b/obj", 1000, 5000)
+        assert bytes(got) == data[1000:6000] and nbytes == 5000
+        tail, nbytes = backend.read_range("a/b/obj", 99_000, 5000)  # past the end: short
+        assert bytes(tail) == data[99_000:] and nbytes == 1000
+        direct, counted = backend.read_range("a/b/obj", 1000, 5000, direct=True)
+        assert bytes(direct) == data[1000:6000] and counted >= 5000
+        assert backend.size("a/b/obj") == 100_000
+        with pytest.raises(FileNotFoundError):
+            backend.read_range("a/b/none", 0, 10)
+        assert backend.size("a/b/none") is None and backend.stat("a/b/none") is None
+
+    def test_file_objects_count_what_a_library_reads(self, backend: Backend) -> None:
+        data = payload(50_000)
+        put_object(backend, "obj", data)
+        for direct in (False, True):
+            reader = backend.open_read("obj", direct)
+            try:
+                reader.seek(10_000)
+                buf = bytearray(3000)
+                assert reader.readinto(buf) == 3000 and bytes(buf) == data[10_000:13_000]
+                assert reader.tell() == 13_000
+                assert reader.nbytes >= 3000 if direct else reader.nbytes == 3000
+            finally:
+                reader.close()
+
+    def test_commit_is_atomic_and_abort_leaves_nothing(self, backend: Backend) -> None:
+        put_object(backend, "obj", b"old")
+        writer = backend.open_write("obj")
+        writer.write(b"new ")
+        assert backend.size("obj") == 3  # nothing of the new object before commit
+        writer.write(b"content")
+        writer.commit()
+        assert bytes(backend.read_range("obj", 0, 100)[0]) == b"new content"
+        aborted = backend.open_write("obj")
+        aborted.write(b"never seen")
+        aborted.abort()
+        assert bytes(backend.read_range("obj", 0, 100)[0]) == b"new content"
+        assert sorted(backend.list()) == ["obj"]  # no temporary object is left
+
+    @pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 3 * 4096 + 17, 5 << 20])
+    def test_streamed_direct_writes_of_any_size(self, backend: Backend, size: int) -> None:
+        data = payload(size, seed=size)
+        buffer = AlignedBuffer()
+        view = buffer.view(max(size, 1))
+        view[:size] = data
+        writer = backend.open_write(f"w{size}", direct=True)
+        half = (size // 2) // 4096 * 4096  # whole blocks, then the rest
+        writer.write(view[:half])
+        writer.write(view[half:size])
+        writer.commit(durable=True)
+        assert backend.size(f"w{size}") == size
+        assert bytes(backend.read_range(f"w{size}", 0, size + 10)[0]) == data
+
+    def test_unaligned_memory_in_a_direct_write_still_lands(self, backend: Backend) -> None:
+        data = payload(10_000)
+        writer = backend.open_write("u", direct=True)
+        writer.write(data)  # bytes objects are not page aligned
+        writer.commit()
+        assert bytes(backend.read_range("u", 0, 20_000)[0]) == data
+
+    def test_a_library_can_write_the_spool_file(self, backend: Backend) -> None:
+        writer = backend.open_write("spooled")
+        writer.spool_path().write_bytes(b"written by a library")
+        assert backend.size("spooled") is None
+        writer.commit()
+        assert bytes(backend.read_range("spooled", 0, 100)[0]) == b"written by a library"
+
+    def test_small_objects_and_first_writer_wins(self, backend: Backend) -> None:
+        assert backend.put("meta.json", b"{}")
+        assert backend.put("meta.json", b'{"a": 1}')
+        assert not backend.put("meta.json", b"later", replace=False)
+        assert bytes(backend.read_range("meta.json", 0, 100)[0]) == b'{"a": 1}'
+
+    def test_appends_accumulate_durably(self, backend: Backend) -> None:
+        for k in range(3):
+            backend.append("journal", bytes([k]) * 10)
+        assert bytes(backend.read_range("journal", 0, 100)[0]) == b"".join(
+            bytes([k]) * 10 for k in range(3))
+        backend.delete("journal")
+        backend.delete("journal")  # deleting what is gone is fine
+        assert backend.size("journal") is None
+
+    def test_stat_version_changes_when_rewritten(self, backend: Backend) -> None:
+        put_object(backend, "v", b"one")
+        first = backend.stat("v")
+        put_object(backend, "v", b"three")
+        second = backend.stat("v")
+        assert first is not None and second is not None
+        assert second.size == 5 and first.version != second.version
+
+    def test_evict_sync_facts_list_and_pickle(self, backend: Backend) -> None:
+        for key in ("x/2", "x/1", "y"):
+            put_object(backend, key, b"z" * 10)
+        backend.sync()
+        backend.evict(["x/1", "y"])
+        assert bytes(backend.read_range("x/1", 0, 10)[0]) == b"z" * 10
+        assert list(backend.list("x")) == ["x/1", "x/2"]
+        assert sorted(backend.list()) == ["x/1", "x/2", "y"]
+        assert (backend.free_bytes() or 1) > 0 and isinstance(backend.facts(), dict)
+        clone = pickle.loads(pickle.dumps(backend))  # loader worker processes get it
+        assert bytes(clone.read_range("y", 0, 10)[0]) == b"z" * 10
+        assert backend.describe("y").endswith("y")
+
+
+class TestPosixBackend(BackendContract):
+    """The POSIX backend on a real file system (this machine's ext4)."""
+
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Backend:
+        backend = PosixBackend(str(tmp_path / "root"))
+        backend.make_room("")
+        return backend
+
+    def test_keys_are_files_under_the_root(self, tmp_path: Path) -> None:
+        backend = PosixBackend(str(tmp_path))
+        put_object(backend, "d/e/f.bin", b"abc")
+        assert (tmp_path / "d/e/f.bin").read_bytes() == b"abc"
+        assert backend.local_path("d/e/f.bin") == tmp_path / "d/e/f.bin"
+        assert io.BytesIO((tmp_path / "d/e/f.bin").read_bytes()).read() == b"abc"
