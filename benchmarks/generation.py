@@ -41,6 +41,7 @@ from pathlib import Path
 
 import benchinfo
 import dlio_peer
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 DD_ARGS = ["bs=4M", "count=512", "oflag=direct"]
@@ -118,6 +119,21 @@ def timed_sync() -> float:
     t0 = time.perf_counter()
     os.sync()
     return time.perf_counter() - t0
+
+
+def manifest_totals(folder: Path) -> tuple[int, int]:
+    """(files, bytes) the dataset's manifest records: schema 1 (one JSON document) or 2 (a
+    header naming .npy columns), so any version can be measured."""
+    legacy = folder / "dliobench-manifest.json"
+    if legacy.exists():
+        files = json.loads(legacy.read_text())["files"]
+        return len(files), sum(files.values())
+    header = json.loads((folder / "dliobench-manifest/manifest.json").read_text())
+    if header["journals"]:
+        raise RuntimeError(f"the manifest in {folder} has journals not folded in")
+    sizes = np.load(folder / header["columns"]["size"])
+    held = sizes[sizes >= 0]
+    return int(held.size), int(held.sum())
 
 
 def tree_bytes(folder: Path) -> int:
@@ -224,9 +240,8 @@ def run_dliobench(args: argparse.Namespace, work: Path, shape: Shape, rep: int,
         run(cmd)
     wall = time.perf_counter() - t0
     sync_s = timed_sync()
-    manifest = json.loads((folder / "dliobench-manifest.json").read_text())
-    nbytes = sum(manifest["files"].values())
-    if len(manifest["files"]) != shape.files or nbytes != tree_bytes(folder / "train"):
+    files, nbytes = manifest_totals(folder)
+    if files != shape.files or nbytes != tree_bytes(folder / "train"):
         raise RuntimeError(f"manifest and files disagree in {folder}")
     return Sample(shape.name, dliobench_name(nprocs), rep, nbytes, wall + sync_s, sync_s, wall,
                   load1())

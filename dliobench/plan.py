@@ -41,10 +41,12 @@ class Plan:
     spec: ShardSpec
     steps: list[int]
     sizes: Sequence[int]
+    sample_crcs: FileRows | None = None  # recorded per-sample CRC-32C (reader.verify_samples)
 
-    def with_sizes(self, sizes: Sequence[int]) -> Plan:
-        """The plan once the real sizes of the files it reads are known."""
-        return replace(self, sizes=sizes)
+    def with_sizes(self, sizes: Sequence[int], sample_crcs: FileRows | None = None) -> Plan:
+        """The plan once the real sizes (and, to verify reads, the sample checksums) of the
+        files it reads are known."""
+        return replace(self, sizes=sizes, sample_crcs=sample_crcs)
 
     def files_read(self) -> np.ndarray:
         """Sorted indices of the files this rank reads over the whole run (every file with
@@ -111,7 +113,11 @@ def planned_steps(config: Config, spec: ShardSpec) -> list[int]:
 
 
 def check_format(config: Config, fmt: Format) -> None:
-    """Refuse more samples per file than the format holds."""
+    """Refuse more samples per file than the format holds, and checksums it cannot keep."""
+    if fmt.lossy and (config.reader.verify_samples or config.dataset.sample_checksums):
+        raise ConfigError(f"{fmt.name} is lossy: a decoded sample is not the bytes written, "
+                          "so it cannot be checked against a checksum; turn "
+                          "reader.verify_samples and dataset.sample_checksums off")
     max_per_file = fmt.max_samples_per_file
     if max_per_file is not None and config.dataset.num_samples_per_file > max_per_file:
         raise ConfigError(f"dataset.num_samples_per_file: {config.dataset.format} files hold at "
@@ -168,3 +174,18 @@ class FileSizes(Sequence[int]):
     def total(self) -> int:
         """Bytes of the files held."""
         return int(self._sizes[self._sizes >= 0].sum())
+
+
+class FileRows:
+    """Per-sample values (checksums) of some files, looked up by file index."""
+
+    def __init__(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        order = np.argsort(ids)
+        self._ids, self._rows = np.asarray(ids)[order], rows[order]
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        at = int(np.searchsorted(self._ids, index))
+        if at >= self._ids.size or self._ids[at] != index:
+            raise IndexError(f"file {index} is not among the files this rank reads")
+        row: np.ndarray = self._rows[at]
+        return row

@@ -71,6 +71,10 @@ class DatasetConfig:
         0.0, "float", "fraction of each block made of zeros, so storage compression can "
         "shrink it (like fio's buffer_compress_percentage / 100)", minimum=0, maximum=0.99,
     )
+    sample_checksums: bool = key(
+        False, "bool", "also record every sample's CRC-32C in the manifest, so reads can be "
+        "verified sample by sample (reader.verify_samples)",
+    )
     write_odirect: bool = key(
         True, "bool", "write generated npz, npy, tfrecord and indexed_binary files of 1 MiB or "
         "more with O_DIRECT, bypassing the page cache (buffered where the file system refuses "
@@ -97,6 +101,9 @@ class ReaderConfig:
         choices=("fork", "spawn", "forkserver"),
     )
     odirect: bool = key(False, "bool", "read with O_DIRECT, bypassing the page cache")
+    verify_samples: bool = key(
+        False, "bool", "check every sample read against the CRC-32C the manifest recorded "
+        "(the dataset needs dataset.sample_checksums; lossy formats cannot be checked)")
     persistent_workers: bool = key(True, "bool", "pytorch: keep worker processes across epochs")
     pin_memory: bool = key(True, "bool", "pytorch: pin batches in page-locked memory (CUDA only)")
     dali_native_reader: bool = key(

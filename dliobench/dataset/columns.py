@@ -25,7 +25,7 @@ MAX_READ = 16 << 20  # bytes per request at most
 CHUNK_ROWS = 1 << 20  # rows per chunk when a column is written
 HEAD = 4096  # an .npy header fits in this (numpy pads it to a multiple of 64)
 LAYOUT = {"size": ("<i8", -1), "crc": ("<u4", 0), "side_size": ("<i8", -1),
-          "side_crc": ("<u4", 0)}  # column -> (dtype, value of an absent entry)
+          "side_crc": ("<u4", 0), "sample_crc": ("<u4", 0)}  # column -> (dtype, absent value)
 
 
 class Column:
@@ -106,8 +106,9 @@ def write_column(backend: Backend, key: str, old: Manifest, name: str, capacity:
     """Column ``name`` of ``capacity`` rows: ``old``'s entries with ``records`` applied (a
     later record of a file wins), streamed chunk by chunk."""
     dtype, absent = LAYOUT[name]
-    sides = len(old.side_suffixes)
-    extra = (sides,) if name.startswith("side_") else ()
+    width = {"side_size": len(old.side_suffixes), "side_crc": len(old.side_suffixes),
+             "sample_crc": old.sample_crcs}.get(name)
+    extra = (width,) if width else ()
     order = np.argsort(records["index"], kind="stable")
     recs = records[order]
     if recs.size:  # keep the last record of each file

@@ -24,7 +24,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.dataset.layout import DataFile
 from dliobench.errors import DatasetError
 from dliobench.formats import Format
-from dliobench.formats.base import AssembledFormat
+from dliobench.formats.base import AssembledFormat, FileFormat
 from dliobench.storage import posix_io as storage
 from dliobench.storage.backend import Backend, Writer
 from dliobench.storage.buffers import AlignedBuffer
@@ -44,12 +44,22 @@ class Fill:
     seed: int
     compressibility: float
     direct: bool  # O_DIRECT writes where the format allows
+    sample_crcs: bool = False  # record each sample's CRC-32C too
 
     @classmethod
     def for_dataset(cls, dataset: DatasetConfig) -> Fill:
         """The fill of ``dataset``'s files (its seed, compressibility and write mode)."""
         return cls(datafill.base_buffer(dataset.generation_seed), dataset.generation_seed,
-                   dataset.compressibility, dataset.write_odirect)
+                   dataset.compressibility, dataset.write_odirect, dataset.sample_checksums)
+
+    def samples(self, fmt: Format | FileFormat, f: DataFile, out: np.ndarray,
+                crcs: list[int]) -> None:
+        """Fill file ``f``'s (num_samples, bytes) array ``out``; with ``sample_crcs`` append
+        the CRC-32C of what the format keeps of each sample to ``crcs``."""
+        datafill.fill(out, self.base, self.seed, f.index, self.compressibility)
+        if self.sample_crcs:
+            crcs.extend(crc32c.crc32c(np.ascontiguousarray(fmt.stored_bytes(row)).data)
+                        for row in out)
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,7 @@ class Written:
     size: int
     crc: int
     sides: tuple[tuple[int, int], ...] = ()
+    sample_crcs: tuple[int, ...] = ()  # with ``Fill.sample_crcs``
 
 
 def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill) -> Written:
@@ -69,13 +80,15 @@ def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill)
     set is complete.
     """
     writers: list[Writer] = []
+    crcs: list[int] = []
     try:
         assembled = fmt if isinstance(fmt, AssembledFormat) else None
         bound = assembled.assembled_size(f.num_samples, f.sample_bytes) if assembled else None
         if assembled is not None and bound is not None:
-            size, crc, sides = _write_assembled(assembled, backend, key, f, fill, bound, writers)
+            size, crc, sides = _write_assembled(assembled, backend, key, f, fill, bound,
+                                                writers, crcs)
         else:
-            size, crc, sides = _write_spooled(fmt, backend, key, f, fill, writers)
+            size, crc, sides = _write_spooled(fmt, backend, key, f, fill, writers, crcs)
         side_entries = []
         for suffix in fmt.side_suffixes:
             data = sides[suffix]
@@ -94,15 +107,15 @@ def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill)
                 "another dataset.data_folder (complete files are kept; `dliobench generate` "
                 "resumes)") from None
         raise DatasetError(f"cannot write {backend.describe(key)}: {exc.strerror}") from None
-    return Written(size, crc, tuple(side_entries))
+    return Written(size, crc, tuple(side_entries), tuple(crcs))
 
 
 def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill,
-                   writers: list[Writer]) -> tuple[int, int, dict[str, bytes]]:
+                   writers: list[Writer], crcs: list[int]) -> tuple[int, int, dict[str, bytes]]:
     """A format whose library writes a whole file itself (h5py, Pillow): into the writer's
     spool file, read back for the CRC."""
     samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
-    datafill.fill(samples, fill.base, fill.seed, f.index, fill.compressibility)
+    fill.samples(fmt, f, samples, crcs)
     writer = backend.open_write(key)
     writers.append(writer)
     spool = writer.spool_path()
@@ -116,7 +129,8 @@ def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: F
 
 
 def _write_assembled(fmt: AssembledFormat, backend: Backend, key: str, f: DataFile, fill: Fill,
-                     bound: int, writers: list[Writer]) -> tuple[int, int, dict[str, bytes]]:
+                     bound: int, writers: list[Writer],
+                     crcs: list[int]) -> tuple[int, int, dict[str, bytes]]:
     """Lay the file out in this thread's aligned buffer, samples filled in place; write once.
 
     The CRC-32C comes from the bytes in memory: nothing is read back.
@@ -125,9 +139,8 @@ def _write_assembled(fmt: AssembledFormat, backend: Backend, key: str, f: DataFi
     if buffer is None:
         buffer = _buffers.buffer = AlignedBuffer()
     view = buffer.view(bound)
-    end = fmt.assemble(view, f.num_samples, f.sample_bytes, functools.partial(
-        datafill.fill, base=fill.base, seed=fill.seed, file_index=f.index,
-        compressibility=fill.compressibility))
+    end = fmt.assemble(view, f.num_samples, f.sample_bytes,
+                       functools.partial(fill.samples, fmt, f, crcs=crcs))
     crc = crc32c.crc32c(view[:end])
     writer = backend.open_write(key, direct=fill.direct and end >= DIRECT_MIN_BYTES)
     writers.append(writer)

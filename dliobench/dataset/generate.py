@@ -54,9 +54,20 @@ def open_manifest(plan: Plan, world: World, comm: Comm) -> Manifest:
         manifest.check_matches(plan.config.dataset)
         if manifest.journals:
             manifest.compact()
+        _check_sample_crcs(manifest, plan)
     shared = comm.bcast(manifest)
     assert shared is not None
     return shared
+
+
+def _check_sample_crcs(manifest: Manifest, plan: Plan) -> None:
+    """A dataset gets per-sample checksums when it is generated, or never."""
+    wanted = plan.config.dataset.sample_checksums
+    if wanted and not manifest.sample_crcs and manifest.num_files:
+        raise DatasetError(
+            f"the dataset in {plan.backend.describe()} was generated without per-sample "
+            "checksums; generate it into another dataset.data_folder with "
+            "dataset.sample_checksums=true, or leave the key off")
 
 
 def survey(plan: Plan, manifest: Manifest, world: World, comm: Comm, verify: bool,
@@ -92,7 +103,8 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
     if world.is_root:
         _prepare_storage(plan, missing)
         manifest.open_journals(world.size)
-        manifest.append(0, manifest_mod.forget(damaged, len(manifest.side_suffixes)))
+        manifest.append(0, manifest_mod.forget(damaged, len(manifest.side_suffixes),
+                                               manifest.sample_crcs))
     manifest = comm.bcast(manifest)
     start = time.perf_counter()
     mine = missing[world.rank::world.size]
@@ -186,11 +198,13 @@ def _journal(plan: Plan, manifest: Manifest, world: World, written: dict[int, Wr
              journaled: set[int]) -> None:
     """Sync the storage, then journal the files written since: the manifest never runs ahead
     of what is durable."""
-    new = {i: (w.size, w.crc, w.sides) for i, w in written.items() if i not in journaled}
+    new: dict[int, manifest_mod.Entry] = {i: (w.size, w.crc, w.sides, w.sample_crcs)
+                                          for i, w in written.items() if i not in journaled}
     if not new:
         return
     plan.backend.sync()
-    manifest.append(world.rank, manifest_mod.records(new, len(manifest.side_suffixes)))
+    manifest.append(world.rank, manifest_mod.records(new, len(manifest.side_suffixes),
+                                                     manifest.sample_crcs))
     journaled.update(new)
 
 

@@ -48,15 +48,19 @@ def identity(dataset: DatasetConfig) -> dict[str, Any]:
     return {k: getattr(dataset, k) for k in IDENTITY_KEYS}
 
 
-def record_dtype(sides: int) -> np.dtype:
-    """One journal record: a file's index, size and CRC, its side files', a check CRC.
-
-    A size of ``ABSENT`` forgets the file (it was found damaged).
-    """
+def record_dtype(sides: int, samples: int = 0) -> np.dtype:
+    """One journal record: a file's index, size and CRC, its side files', its samples' CRCs
+    (when recorded), a check CRC. A size of ``ABSENT`` forgets the file (found damaged)."""
     fields: list[tuple[Any, ...]] = [("index", "<i8"), ("size", "<i8"), ("crc", "<u4")]
     if sides:
         fields += [("side_size", "<i8", (sides,)), ("side_crc", "<u4", (sides,))]
+    if samples:
+        fields += [("sample_crc", "<u4", (samples,))]
     return np.dtype([*fields, ("check", "<u4")])
+
+
+Entry = tuple[int, int, tuple[tuple[int, int], ...]] | tuple[
+    int, int, tuple[tuple[int, int], ...], tuple[int, ...]]  # size, crc, sides[, sample CRCs]
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Manifest:
     backend: Backend
     params: dict[str, Any]
     side_suffixes: list[str]
+    sample_crcs: int = 0  # samples per file whose CRC-32C are recorded (0: none)
     num_files: int = 0  # entries in the columns
     generation: int = 0  # bumped by each compaction: names the current columns
     journals: list[str] = field(default_factory=list)  # journals not folded in yet
@@ -83,7 +88,8 @@ class Manifest:
     def to_json(self) -> dict[str, Any]:
         """The header document."""
         return {"schema": SCHEMA, "params": self.params, "side_suffixes": self.side_suffixes,
-                "num_files": self.num_files, "generation": self.generation,
+                "sample_crcs": self.sample_crcs, "num_files": self.num_files,
+                "generation": self.generation,
                 "columns": {name: self.column_key(name) for name in self._columns()},
                 "journals": self.journals}
 
@@ -91,7 +97,8 @@ class Manifest:
     def new(cls, backend: Backend, dataset: DatasetConfig,
             side_suffixes: Iterable[str]) -> Manifest:
         """An empty manifest for ``dataset`` (nothing on storage yet)."""
-        return cls(backend, identity(dataset), list(side_suffixes))
+        samples = dataset.num_samples_per_file if dataset.sample_checksums else 0
+        return cls(backend, identity(dataset), list(side_suffixes), samples)
 
     @classmethod
     def load(cls, backend: Backend) -> Manifest | None:
@@ -106,7 +113,8 @@ class Manifest:
             if doc.get("schema") != SCHEMA:
                 raise ValueError(doc.get("schema"))
             return cls(backend, dict(doc["params"]), list(doc["side_suffixes"]),
-                       int(doc["num_files"]), int(doc["generation"]), list(doc["journals"]))
+                       int(doc.get("sample_crcs", 0)), int(doc["num_files"]),
+                       int(doc["generation"]), list(doc["journals"]))
         except (ValueError, KeyError, TypeError, AttributeError):
             raise DatasetError(f"the manifest {backend.describe(HEADER_KEY)} is damaged or of "
                                "another dliobench; delete the folder dliobench-manifest and run "
@@ -142,7 +150,18 @@ class Manifest:
             )
 
     def _columns(self) -> tuple[str, ...]:
-        return ("size", "crc", "side_size", "side_crc") if self.side_suffixes else ("size", "crc")
+        sides = ("side_size", "side_crc") if self.side_suffixes else ()
+        return ("size", "crc", *sides, *(("sample_crc",) if self.sample_crcs else ()))
+
+    def sample_checksums(self, ids: np.ndarray) -> np.ndarray:
+        """(len(ids), samples per file) CRC-32C of the files' samples as recorded."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if not self.sample_crcs or not self.num_files or (ids >= self.num_files).any():
+            raise DatasetError(f"the manifest {self.backend.describe(HEADER_KEY)} holds no "
+                               "per-sample checksums for these files; generate the dataset with "
+                               "dataset.sample_checksums=true (in a new folder) to verify reads")
+        out: np.ndarray = Column(self.backend, self.column_key("sample_crc")).gather(ids)
+        return out
 
     def column_key(self, name: str) -> str:
         return f"{FOLDER}/{name}-{self.generation:06d}.npy"
@@ -156,7 +175,7 @@ class Manifest:
                       np.full((ids.size, sides), ABSENT, np.int64),
                       np.zeros((ids.size, sides), np.uint32))
         if self.num_files and inside.any():
-            for name in self._columns():
+            for name in ("size", "crc", *(("side_size", "side_crc") if sides else ())):
                 column = Column(self.backend, self.column_key(name))
                 getattr(out, name)[inside] = column.gather(ids[inside])
         return out
@@ -208,11 +227,12 @@ class Manifest:
             return
         top = int(records["index"].max()) + 1 if records.size else 0
         capacity = max(self.num_files, top, min_files)
-        old = Manifest(self.backend, self.params, self.side_suffixes, self.num_files,
-                       self.generation, [])
+        old = Manifest(self.backend, self.params, self.side_suffixes, self.sample_crcs,
+                       self.num_files, self.generation, [])
         self.generation += 1
         self.num_files = capacity
         with self._writing():
+            self.backend.make_room(FOLDER)
             for name in self._columns():
                 write_column(self.backend, self.column_key(name), old, name, capacity, records)
         stale = [old.column_key(n) for n in old._columns()] if old.num_files else []
@@ -224,7 +244,7 @@ class Manifest:
 
     def _journal_records(self) -> np.ndarray:
         """Every whole, intact record of the open journals, later ones last."""
-        dtype = record_dtype(len(self.side_suffixes))
+        dtype = record_dtype(len(self.side_suffixes), self.sample_crcs)
         parts = []
         for key in self.journals:
             data = _read_whole(self.backend, key)
@@ -236,21 +256,24 @@ class Manifest:
         return np.concatenate(parts) if parts else np.empty(0, dtype)
 
 
-def records(entries: Mapping[int, tuple[int, int, tuple[tuple[int, int], ...]]],
-            sides: int) -> np.ndarray:
-    """Journal records of {file index: (size, crc, ((side size, side crc), ...))}."""
-    out = np.zeros(len(entries), record_dtype(sides))
-    for row, (index, (size, crc, side)) in enumerate(sorted(entries.items())):
+def records(entries: Mapping[int, Entry], sides: int, samples: int = 0) -> np.ndarray:
+    """Journal records of {file index: (size, crc, ((side size, side crc), ...)[, sample
+    CRCs])}."""
+    out = np.zeros(len(entries), record_dtype(sides, samples))
+    for row, (index, entry) in enumerate(sorted(entries.items())):
+        size, crc, side = entry[0], entry[1], entry[2]
         out[row]["index"], out[row]["size"], out[row]["crc"] = index, size, crc
         if sides:
             out[row]["side_size"] = [s for s, _ in side] or ABSENT
             out[row]["side_crc"] = [c for _, c in side] or 0
+        if samples and len(entry) > 3:
+            out[row]["sample_crc"] = entry[3] or 0
     return out
 
 
-def forget(indices: Iterable[int], sides: int) -> np.ndarray:
+def forget(indices: Iterable[int], sides: int, samples: int = 0) -> np.ndarray:
     """Journal records that forget these files (found damaged: they are written again)."""
-    return records({i: (ABSENT, 0, ()) for i in indices}, sides)
+    return records({i: (ABSENT, 0, ()) for i in indices}, sides, samples)
 
 
 def _checks(recs: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dliobench.comm.world import Comm, World
 from dliobench.dataset.generate import Generated, generate, open_manifest, survey
 from dliobench.errors import DatasetError
-from dliobench.plan import FileSizes, Plan
+from dliobench.plan import FileRows, FileSizes, Plan
 
 
 @dataclass(frozen=True)
@@ -44,4 +44,6 @@ def prepare(plan: Plan, world: World, comm: Comm, show_progress: bool) -> ReadyD
         present += generated.bytes_written
     ids = plan.files_read()
     sizes = FileSizes(ids, manifest.sizes(ids), len(plan.keys))
-    return ReadyDataset(plan.with_sizes(sizes), generated, present)
+    crcs = FileRows(ids, manifest.sample_checksums(ids)) if config.reader.verify_samples \
+        else None
+    return ReadyDataset(plan.with_sizes(sizes, crcs), generated, present)

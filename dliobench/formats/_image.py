@@ -74,6 +74,10 @@ class ImageFormat(FileFormat):
                                f"a {samples.shape[1]}-byte record needs {max(pixels.shape)}")
         Image.fromarray(pixels).save(path, format=self.pil_format, **self.save_options)
 
+    def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
+        """The pixels: the sample's first rows x columns bytes."""
+        return to_pixels(sample.reshape(1, -1), self.name).reshape(-1)
+
     def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:
         """The whole file is the one sample."""

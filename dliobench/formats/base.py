@@ -120,6 +120,10 @@ class Format(Protocol):
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Sample ``index`` of the file and the bytes read for it (``reads_itself`` only)."""
 
+    def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
+        """The bytes of a generated sample that a lossless read decodes back (the whole
+        sample, or what the format keeps of it): what a per-sample checksum covers."""
+
 
 class FileFormat:
     """Shared behaviour of formats: local side-file paths, and the
@@ -143,6 +147,10 @@ class FileFormat:
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Formats whose bytes the loader reads do not read samples themselves."""
         raise NotImplementedError(f"{self.name} samples are read by the loader")
+
+    def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
+        """The whole sample."""
+        return sample
 
     def side_files(self, path: Path) -> list[Path]:
         """``path`` plus each suffix in ``side_suffixes``."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import crc32c
 import numpy as np
 
 from dliobench.errors import CorruptSampleError
@@ -28,6 +29,13 @@ class Batch:
     def samples(self) -> int:
         """Samples in the batch."""
         return int(self.ids.size)
+
+
+class FileChecksums(Protocol):
+    """Per-sample CRC-32C by file index (``plan.FileRows``)."""
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        """The checksums of file ``index``'s samples."""
 
 
 class Loader(Protocol):
@@ -57,7 +65,7 @@ class SampleReader:
 
     def __init__(self, fmt: Format, backend: Backend, keys: Sequence[str],
                  sizes: Sequence[int], samples_per_file: int, resize_bytes: int = 0,
-                 odirect: bool = False) -> None:
+                 odirect: bool = False, sample_crcs: FileChecksums | None = None) -> None:
         self.fmt = fmt
         self.backend = backend
         self.keys = keys
@@ -65,6 +73,7 @@ class SampleReader:
         self.samples_per_file = samples_per_file
         self.resize_bytes = resize_bytes
         self.odirect = odirect
+        self.sample_crcs = sample_crcs  # verify each sample against them when given
         self._layouts: dict[int, list[ByteRange]] = {}
 
     @classmethod
@@ -105,7 +114,19 @@ class SampleReader:
                 sample = self.fmt.decode(src, data, whole_file=False)
             except CorruptSampleError as exc:  # offsets inside the range -> offsets in the file
                 raise CorruptSampleError(str(src), rng.offset + exc.offset, exc.reason) from None
+        if self.sample_crcs is not None:
+            self._verify(src, file_index, k, sample)
         return self._resize(sample), nbytes + src.nbytes  # side files read for it count too
+
+    def _verify(self, src: Stored, file_index: int, k: int, sample: np.ndarray) -> None:
+        """Raise CorruptSampleError when sample ``k`` is not the bytes generated."""
+        assert self.sample_crcs is not None
+        want = int(self.sample_crcs[file_index][k])
+        got = crc32c.crc32c(np.ascontiguousarray(sample).reshape(-1).view(np.uint8).data)
+        if got != want:
+            offset = self._layouts[file_index][k].offset if file_index in self._layouts else 0
+            raise CorruptSampleError(str(src), offset, f"sample {k} does not match the CRC-32C "
+                                     "the manifest recorded (reader.verify_samples)")
 
     def _layout(self, file_index: int, src: Stored) -> tuple[list[ByteRange], int]:
         """Byte ranges of a file's samples, and the bytes read to learn them (0 if cached)."""

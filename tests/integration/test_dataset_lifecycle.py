@@ -14,6 +14,7 @@ import pytest
 
 from dliobench.comm.world import World
 from dliobench.config.load import load
+from dliobench.dataset.manifest import identity
 from dliobench.errors import ConfigError
 from dliobench.plan import check_run
 from tests.conftest import last_result, manifest_files, tiny_workload
@@ -169,3 +170,65 @@ def test_a_deleted_or_damaged_index_is_restored_by_generate(
     assert victim.read_bytes() == good
     assert run_cli("run", str(path), "--no-progress") == 0
     assert last_result(workdir / "reports")["metrics"]["exactly_once"] is True
+
+
+def test_a_schema_1_manifest_is_migrated_not_regenerated(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import shutil
+
+    path = write_workload(tiny_workload())
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    data = workdir / "data/tiny"
+    held = manifest_files(data)
+    shutil.rmtree(data / "dliobench-manifest")
+    params = dict(identity(load(None, ["dataset.data_folder=data/tiny"])[0].dataset))
+    (data / "dliobench-manifest.json").write_text(json.dumps({  # as dliobench 0.x wrote it
+        "schema": 1, "params": params, "files": {n: s for n, (s, _) in held.items()},
+        "checksums": {n: c for n, (_, c) in held.items()}}))
+    inodes = {n: (data / "train" / n).stat().st_ino for n in held}
+    capsys.readouterr()
+    assert run_cli("generate", str(path), "--no-progress", "--verify") == 0
+    assert "all 8 files are already" in capsys.readouterr().out
+    assert not (data / "dliobench-manifest.json").exists()
+    assert manifest_files(data) == held
+    assert {n: (data / "train" / n).stat().st_ino for n in held} == inodes
+
+
+@pytest.mark.parametrize(("fmt", "per_file"), [("npy", 3), ("png", 1)])
+def test_per_sample_checksums_catch_what_the_format_cannot(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str], fmt: str, per_file: int) -> None:
+    path = write_workload(tiny_workload(dataset={"format": fmt, "num_samples_per_file": per_file,
+                                                 "record_length_bytes": 4096,
+                                                 "sample_checksums": True}))
+    assert run_cli("run", str(path), "--no-progress", "reader.verify_samples=true") == 0
+    assert last_result(workdir / "reports")["metrics"]["exactly_once"] is True
+    if fmt != "npy":
+        return
+    victim = workdir / "data/tiny/train/img_0000002.npy"
+    raw = bytearray(victim.read_bytes())
+    raw[-4096 - 100] ^= 0x01  # inside sample 1 (of 3): npy has no checksum of its own
+    victim.write_bytes(bytes(raw))
+    capsys.readouterr()
+    assert run_cli("run", str(path), "--no-progress") == 0  # unverified: wrong bytes pass
+    assert run_cli("run", str(path), "--no-progress", "reader.verify_samples=true") == 1
+    err = capsys.readouterr().err
+    assert "img_0000002.npy" in err and "does not match the CRC-32C" in err
+    assert "Traceback" not in err
+
+
+def test_sample_checksums_need_a_lossless_format_and_a_dataset_that_has_them(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_workload(tiny_workload())
+    assert run_cli("run", str(path), "--no-progress") == 0
+    capsys.readouterr()
+    assert run_cli("run", str(path), "--no-progress", "reader.verify_samples=true") == 1
+    assert "holds no per-sample checksums" in capsys.readouterr().err
+    assert run_cli("run", str(path), "--no-progress", "dataset.sample_checksums=true") == 1
+    assert "generated without per-sample checksums" in capsys.readouterr().err
+    assert run_cli("run", str(path), "--no-progress", "dataset.format=jpeg",
+                   "reader.verify_samples=true") == 2
+    assert "jpeg is lossy" in capsys.readouterr().err
