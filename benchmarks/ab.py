@@ -1,13 +1,16 @@
 """Before/after: the same `dliobench run` from two or more source trees, alternating.
 
 Usage: python benchmarks/ab.py --src NAME=DIR [NAME=DIR ...] [--reps 5]
-       [--shape small|large] [--loaders native pytorch] [--root /work/bench-ab]
+       [--shape small|large] [--loaders native pytorch] [--task read|generate]
+       [--root /work/bench-ab]
 
 Each source tree (e.g. a `git clone` checked out at the commit to measure) generates its own
 copy of the dataset (manifest formats may differ between versions) and reads it page-cached
 with compute 0, the trees taking turns run by run, so a noisy machine disturbs them alike.
-Prints samples/s per tree and loader: the median, the range of the repetitions, and the
-median's ratio to the first tree's. Data is deleted afterwards.
+``--task generate`` times `dliobench generate` of the shape into a fresh folder instead
+(GB/s = bytes on disk / wall time of the command plus a sync, after a cache drop). Prints
+the median, the range of the repetitions, and the median's ratio to the first tree's. Data
+is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -45,6 +48,26 @@ def run_once(src: str, shape: str, folder: Path, out: Path, loader: str) -> floa
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
 
 
+def generate_once(src: str, shape: str, folder: Path) -> float:
+    """GB/s of one `dliobench generate` of ``src`` into a fresh ``folder``."""
+    import os
+    import time
+
+    shutil.rmtree(folder, ignore_errors=True)
+    benchinfo.drop_caches()
+    size, files, _, _ = SHAPES[shape]
+    start = time.perf_counter()
+    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "workloads/default.yaml",
+                   f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
+                   f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
+                   "--no-progress"], src=src)
+    os.sync()
+    seconds = time.perf_counter() - start
+    nbytes = sum(p.stat().st_size for p in (folder / "train").rglob("*") if p.is_file())
+    shutil.rmtree(folder, ignore_errors=True)
+    return nbytes / seconds / 1e9
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,19 +75,24 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--shape", choices=list(SHAPES), default="small")
     parser.add_argument("--loaders", nargs="+", default=["native", "pytorch"])
+    parser.add_argument("--task", choices=["read", "generate"], default="read")
     parser.add_argument("--root", type=Path, default=Path("/work/bench-ab"))
     args = parser.parse_args()
     trees = dict(item.split("=", 1) for item in args.src)
+    if args.task == "generate":
+        args.loaders = ["generate"]
     rates: dict[tuple[str, str], list[float]] = {(t, ld): [] for t in trees for ld in args.loaders}
     shutil.rmtree(args.root, ignore_errors=True)
     try:
         for name, src in trees.items():  # generate, then read once to warm the cache
-            for loader in args.loaders:
+            for loader in args.loaders if args.task == "read" else []:
                 run_once(src, args.shape, args.root / name, args.root / "out", loader)
         for _ in range(args.reps):
             for loader in args.loaders:
                 for name, src in trees.items():
-                    rate = run_once(src, args.shape, args.root / name, args.root / "out", loader)
+                    rate = (generate_once(src, args.shape, args.root / name)
+                            if args.task == "generate" else
+                            run_once(src, args.shape, args.root / name, args.root / "out", loader))
                     rates[name, loader].append(rate)
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
@@ -72,7 +100,8 @@ def main() -> None:
     print(f"# before/after, {args.shape} samples ({size:,} B), {args.reps} alternating reps\n")
     print(*benchinfo.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
           *(f"- {name}: {src}" for name, src in trees.items()), sep="\n")
-    print("\n| loader | tree | samples/s median | range | vs first |")
+    unit = "GB/s" if args.task == "generate" else "samples/s"
+    print(f"\n| task | tree | {unit} median | range | vs first |")
     print("|---|---|---|---|---|")
     first = next(iter(trees))
     for loader in args.loaders:
@@ -80,7 +109,7 @@ def main() -> None:
         for name in trees:
             got = rates[name, loader]
             med = statistics.median(got)
-            print(f"| {loader} | {name} | {med:,.1f} | {min(got):,.1f}-{max(got):,.1f} | "
+            print(f"| {loader} | {name} | {med:,.3f} | {min(got):,.3f}-{max(got):,.3f} | "
                   f"{med / base:.3f} |")
     print("\n" + benchinfo.load_line())
 
