@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 
 from dliobench.comm.world import Comm, World
@@ -183,7 +183,7 @@ def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
     last = time.monotonic()
     with progress.bar(desc, total, show_progress and world.is_root, unit="bytes") as advance:
         while pending:
-            done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in done:
                 batch = pending.pop(future)
                 written.update(future.result())
