@@ -61,6 +61,11 @@ class MPIComm:
 
         self._comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
 
+    def dup(self) -> MPIComm:
+        """``MPI_Comm_dup``: collectives on it do not mix with this communicator's, so
+        another thread may issue them (mpi4py initialises MPI_THREAD_MULTIPLE)."""
+        return MPIComm(self._comm.Dup())
+
     def abort(self, code: int) -> None:
         """End every rank of the job now (used when one rank fails).
 

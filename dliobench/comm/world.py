@@ -60,6 +60,10 @@ class Comm(Protocol):
     def abort(self, code: int) -> None:
         """End the whole job with ``code`` (one rank failed)."""
 
+    def dup(self) -> Comm:
+        """A communicator of the same ranks for collectives issued from another thread
+        (every rank calls ``dup`` once, in the same order)."""
+
 
 class LocalComm:
     """Collectives of a one-rank world: each is the identity."""
@@ -85,6 +89,10 @@ class LocalComm:
     def abort(self, code: int) -> None:
         """One rank: exiting is the caller's job."""
 
+    def dup(self) -> LocalComm:
+        """Another identity."""
+        return LocalComm()
+
 
 class ThreadGroup:
     """Shared state of ranks simulated as threads of one process (for tests and dry runs)."""
@@ -93,6 +101,15 @@ class ThreadGroup:
         self.size = size
         self.barrier = threading.Barrier(size)
         self.slots: list[Any] = [None] * size
+        self._children: list[ThreadGroup] = []
+        self._lock = threading.Lock()
+
+    def child(self, index: int) -> ThreadGroup:
+        """The ``index``-th duplicate of this group (made by the first rank to ask)."""
+        with self._lock:
+            while len(self._children) <= index:
+                self._children.append(ThreadGroup(self.size))
+            return self._children[index]
 
     def comms(self) -> list[ThreadComm]:
         """One Comm per simulated rank."""
@@ -105,6 +122,7 @@ class ThreadComm:
     def __init__(self, group: ThreadGroup, rank: int) -> None:
         self.group = group
         self.rank = rank
+        self._dups = 0
 
     def barrier(self) -> None:
         """Block until every simulated rank arrives."""
@@ -139,3 +157,9 @@ class ThreadComm:
     def abort(self, code: int) -> None:
         """Break the barrier: every other rank's next collective raises."""
         self.group.barrier.abort()
+
+    def dup(self) -> ThreadComm:
+        """This rank in a duplicate group (the n-th ``dup`` of every rank: the same group)."""
+        group = self.group.child(self._dups)
+        self._dups += 1
+        return ThreadComm(group, self.rank)

@@ -173,7 +173,8 @@ def _convert(name: str, value: Any) -> Any:
     if kind == "int":
         out: Any = cv.to_int(name, value)
     elif kind == "size":
-        out = cv.to_size(name, value)
+        out = -1 if name == "train.allreduce_bytes" and value == "model" else \
+            cv.to_size(name, value)
     elif kind in ("float", "seconds"):
         out = cv.to_float(name, value)
     elif kind == "bool":

@@ -127,8 +127,13 @@ class TrainConfig:
     seed_change_epoch: bool = key(True, "bool", "reshuffle with a new seed each epoch")
     accelerator: str = key("", "str", "accelerator profile from the `accelerators` section")
     allreduce_bytes: int = key(
-        -1, "size", "bytes summed over ranks with MPI_Allreduce after each step's compute "
-        "(-1: model.model_size_bytes, 0: none; one rank never communicates)", minimum=-1,
+        0, "size", "bytes of emulated gradients summed over ranks each step (0: none, as "
+        "MLPerf Storage and DLIO; 'model' or -1: model.model_size_bytes; one rank never "
+        "communicates)", minimum=-1,
+    )
+    allreduce_overlap: bool = key(
+        True, "bool", "run the allreduce alongside the step's compute, as DDP overlaps it with "
+        "the backward pass (false: after compute, blocking)",
     )
 
 

@@ -19,6 +19,7 @@ from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
+from dliobench.run.gradients import GradientSync
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,6 @@ def evict_dataset(plan: Plan, world: World) -> None:
     plan.backend.evict([k for i in range(len(plan.keys)) for k in plan.object_keys(i)])
 
 
-def allreduce_buffer(config: Config, world: World) -> np.ndarray | None:
-    """The gradient buffer summed over ranks after each step (None: no allreduce)."""
-    size = config.train.allreduce_bytes
-    if size < 0:
-        size = config.model.model_size_bytes
-    if size <= 0 or world.size == 1:
-        return None
-    return np.zeros(max(1, size // 4), dtype=np.float32)
-
-
 @dataclass
 class _Step:
     """What every step of a rank's run needs."""
@@ -59,7 +50,7 @@ class _Step:
     loader: Loader
     accel: Accelerator
     comm: Comm
-    gradients: np.ndarray | None
+    gradients: GradientSync
     checkpointer: Checkpointer
     timeline: Timeline
     t0: float
@@ -79,7 +70,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
                         seed=config.train.seed + world.rank)
     trace = RankTrace(world.rank, world.host, Timeline(world.rank))
-    gradients = allreduce_buffer(config, world)
+    gradients = GradientSync(config, world, comm)
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
     loader = make_loader(plan)
@@ -99,6 +90,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         trace.error = str(exc) or type(exc).__name__
         raise TrainingFailed(trace, exc) from exc
     finally:
+        gradients.close()
         loader.close()
         trace.deviations = list(loader.deviations)
     return trace
@@ -116,12 +108,9 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
             start = clock()
             batch = next(batches_iter)
             got = clock()
+            ctx.gradients.start()
             compute = ctx.accel.compute()
-            comm = 0.0
-            if ctx.gradients is not None:
-                before = clock()
-                ctx.comm.allreduce_buffer(ctx.gradients)
-                comm = clock() - before
+            comm = ctx.gradients.finish()  # only what did not overlap compute
             ckpt = 0.0
             if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
                 ckpt = ctx.checkpointer.run(epoch, step)
