@@ -22,6 +22,7 @@ log = logging.getLogger("dliobench")
 T = TypeVar("T")
 
 DEFAULT_WORKLOAD = "default"
+BELOW_FLOOR_EXIT = 3  # run --fail-below-floor: the run completed but missed its AU floor
 
 
 def _workload_path(name: str) -> Path:
@@ -96,6 +97,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             from dliobench.results.trace import write_trace
             print(f"trace: {write_trace(outcome.run_dir)} (open in https://ui.perfetto.dev)")
+        verdict = outcome.result.get("verdict") or {}
+        if verdict.get("meets_floor") is False and (args.fail_below_floor
+                                                    or cfg.metric.fail_below_floor):
+            return BELOW_FLOOR_EXIT
     return 0
 
 

@@ -55,6 +55,9 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
                    "timeline as a Chrome/Perfetto trace")
+    p.add_argument("--fail-below-floor", action="store_true",
+                   help="exit with code 3 when the run's AU is below its floor "
+                   "(metric.fail_below_floor)")
     p.set_defaults(func=commands["run"])
 
 

@@ -142,6 +142,12 @@ class MetricConfig:
     """How the metrics are computed and judged."""
 
     au: float = key(0.90, "float", "accelerator-utilization floor", minimum=0, maximum=1)
+    fail_below_floor: bool = key(
+        False, "bool", "exit with code 3 when the run's AU is below the floor (for scripts)")
+    client_ceiling: float = key(
+        0.0, "float", "samples/s one rank of this host can take in from memory with these "
+        "loader settings (0: not known); a run whose demand exceeds it is client-limited",
+        minimum=0)
     exclude_start_steps: int = key(1, "int", "warm-up steps left out of each epoch", minimum=0)
     exclude_end_steps: int = key(0, "int", "closing steps left out of each epoch", minimum=0)
 

@@ -22,21 +22,47 @@ class MaxSearch:
 
     folder: Path
     accelerator: str
+    cap: int = 0
     best: PointOutcome | None = None
     probes: list[PointOutcome] = field(default_factory=list)
 
+    @property
+    def first_failure(self) -> PointOutcome | None:
+        """The smallest rank count that did not sustain the floor (None: none failed)."""
+        failed = [p for p in self.probes if not sustained(p)]
+        return min(failed, key=lambda p: p.ranks) if failed else None
+
+    @property
+    def cap_reached(self) -> bool:
+        """Every probe sustained the floor up to ``--max-accelerators``: a lower bound only."""
+        return self.first_failure is None and self.best is not None
+
+    def summary(self) -> dict[str, object]:
+        """The search's answer for ``sweep.json``."""
+        fail = self.first_failure
+        return {"accelerator": self.accelerator, "max": self.cap,
+                "best": self.best.ranks if self.best else 0, "cap_reached": self.cap_reached,
+                "first_failure": None if fail is None else {
+                    "ranks": fail.ranks, "limiter": _limiter(fail), "reason": _why(fail)}}
+
     def sentence(self, workload: str) -> str:
-        """The one-line answer."""
+        """The one-line answer: how many, or at least how many, and what stopped more."""
+        fail = self.first_failure
         if self.best is None or self.best.result is None:
-            last = self.probes[0] if self.probes else None
-            why = last.error if last and last.error else _au_text(last)
+            why = _why(fail) if fail else "no run"
             return (f"this storage cannot sustain even one {self.accelerator} accelerator for "
                     f"{workload} at its AU floor ({why})")
         m = self.best.result["metrics"]
+        figures = (f"{_figure(m['samples_per_s'], 1, ' samples/s')}, "
+                   f"{_figure(m['bytes_per_s'], 1e-9, ' GB/s', 3)} "
+                   f"(AU {_figure(m['au'], 100, ' %')})")
+        if fail is None:
+            return (f"this storage sustains at least {self.best.ranks} {self.accelerator} "
+                    f"accelerator(s) for {workload} (cap reached: --max-accelerators "
+                    f"{self.cap}; raise it to find the limit): {figures}")
         return (f"this storage sustains {self.best.ranks} {self.accelerator} accelerator(s) for "
-                f"{workload}: {_figure(m['samples_per_s'], 1, ' samples/s')}, "
-                f"{_figure(m['bytes_per_s'], 1e-9, ' GB/s', 3)} "
-                f"(AU {_figure(m['au'], 100, ' %')})")
+                f"{workload}: {figures}; at {fail.ranks} the run was {_limiter(fail)}-limited "
+                f"({_why(fail)})")
 
 
 def _figure(value: float | None, scale: float, unit: str, digits: int = 1) -> str:
@@ -44,9 +70,21 @@ def _figure(value: float | None, scale: float, unit: str, digits: int = 1) -> st
     return "n/a" if value is None else f"{value * scale:,.{digits}f}{unit}"
 
 
-def _au_text(outcome: PointOutcome | None) -> str:
-    if outcome is None or outcome.result is None:
-        return "no run"
+def _limiter(outcome: PointOutcome) -> str:
+    """What limited a failed point (its result's verdict; "error" when it did not run)."""
+    if outcome.result is None:
+        return "error"
+    verdict = outcome.result.get("verdict")
+    return str(verdict["limiter"]) if verdict else "unknown"
+
+
+def _why(outcome: PointOutcome) -> str:
+    """Why a point failed, in words."""
+    if outcome.result is None:
+        return outcome.error or "no result"
+    verdict = outcome.result.get("verdict")
+    if verdict:
+        return str(verdict["reason"])
     au = outcome.result["metrics"]["au"]
     floor = outcome.result["config"]["metric"]["au"]
     return f"AU {'n/a' if au is None else f'{100 * au:.1f} %'} < floor {100 * floor:.0f} %"
@@ -63,7 +101,7 @@ def sustained(outcome: PointOutcome) -> bool:
 def find_max_accelerators(spec: SweepSpec, accelerator: str, max_accelerators: int,
                           timeout: float | None = None) -> MaxSearch:
     """Doubling then bisection over rank counts; returns the largest sustained count."""
-    search = MaxSearch(sweep_folder(spec), accelerator)
+    search = MaxSearch(sweep_folder(spec), accelerator, max_accelerators)
     settings = {"train.accelerator": accelerator} if accelerator else {}
     tried: dict[int, bool] = {}
 
@@ -74,9 +112,7 @@ def find_max_accelerators(spec: SweepSpec, accelerator: str, max_accelerators: i
         if tried[n] and (search.best is None or n > search.best.ranks):
             search.best = outcome
         log.info("%d accelerator(s): %s", n, "sustained" if tried[n] else "not sustained")
-        save_summary(search.folder, spec, search.probes,
-                     {"search": {"accelerator": accelerator, "max": max_accelerators,
-                                 "best": search.best.ranks if search.best else 0}})
+        save_summary(search.folder, spec, search.probes, {"search": search.summary()})
         return tried[n]
 
     low, high, n = 0, None, 1

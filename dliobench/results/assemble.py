@@ -20,6 +20,7 @@ from dliobench.results.schema import (
     RunMetrics,
     RunResult,
 )
+from dliobench.results.verdict import time_shares, verdict
 from dliobench.storage import fsinfo
 
 
@@ -45,7 +46,10 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
     waits = np.concatenate(all_waits) if all_waits else np.empty(0)
     run = metrics.combine_ranks([[em for em, _ in table.values()] for table in tables], waits)
     checks = [c for t in traces for c in t.checks]
-    run["exactly_once"] = bool(checks) and all(c.exactly_once for c in checks)
+    interrupted = any(e not in {c.epoch for c in t.checks}
+                      for t in traces for e in t.timeline.epochs())
+    run["exactly_once"] = None if interrupted else bool(checks) and all(
+        c.exactly_once for c in checks)
     run["undelivered_samples"] = sum(c.undelivered for c in checks)
     counted = [em["steps"] for table in tables for em, _ in table.values() if em["steps"]]
     run["min_counted_steps"] = min(counted) if counted else 0
@@ -55,13 +59,21 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
         w = [table[e][1] for table in tables if e in table]
         row = {"epoch": e, **metrics.combine_ranks(parts, np.concatenate(w))}
         ce = [c for c in checks if c.epoch == e]
-        row["exactly_once"] = all(c.exactly_once for c in ce)
-        row["complete"] = all(c.complete for c in ce)
+        ranks_in = sum(1 for t in traces if e in t.timeline.epochs())
+        if len(ce) < ranks_in:  # a rank was interrupted in this epoch: nothing to check
+            row["exactly_once"], row["complete"] = None, False
+        else:
+            row["exactly_once"] = all(c.exactly_once for c in ce)
+            row["complete"] = all(c.complete for c in ce)
         per_epoch.append(row)
     per_rank = []
     for trace, table in zip(traces, tables, strict=True):
         summary = metrics.rank_summary([em for em, _ in table.values()])
+        cpu_share = (trace.cpu_s / (trace.cpu_wall_s * trace.cpu_cores)
+                     if trace.cpu_cores and trace.cpu_wall_s else None)
         per_rank.append({"rank": trace.rank, "host": trace.host, **summary,
+                         "cpu_s": trace.cpu_s, "cpu_cores": trace.cpu_cores,
+                         "cpu_share": cpu_share,
                          "epochs": [dataclasses.asdict(c) for c in trace.checks]})
     run["stragglers"] = metrics.stragglers(per_rank)
     return run, per_epoch, per_rank
@@ -138,6 +150,9 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "ranks": cast(list[RankMetrics], per_rank),
         "nodes": cast(list[NodeMetrics], per_node(per_rank)),
     }
+    shares = time_shares(run)
+    doc["time_shares"] = shares
+    doc["verdict"] = verdict(config, run, shares)
     if errors:
         doc["errors"] = errors
     deviations = sorted({d for t in traces for d in t.deviations})

@@ -50,3 +50,6 @@ class RankTrace:
     checkpoints: list[CheckpointEvent] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
     error: str | None = None
+    cpu_s: float = 0.0  # user + system CPU of the rank's process and its loader workers
+    cpu_wall_s: float = 0.0  # the training time cpu_s was measured over
+    cpu_cores: float = 0.0  # cores this rank may use (its affinity shared with its node's)

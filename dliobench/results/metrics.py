@@ -47,6 +47,7 @@ def epoch_metrics(cols: dict[str, np.ndarray], exclude_start: int,
     out.update({
         "steps": steps, "samples": samples, "bytes": nbytes, "wall_s": wall,
         "compute_s": compute, "comm_s": float(counted["comm_s"].sum()),
+        "wait_s": float(counted["wait_s"].sum()), "ckpt_s": float(counted["ckpt_s"].sum()),
         "au": _ratio(compute, wall),
         "samples_per_s": _ratio(samples, wall),
         "bytes_per_s": _ratio(nbytes, wall),
@@ -80,6 +81,8 @@ def rank_summary(epochs: list[dict[str, Any]]) -> dict[str, Any]:
         "samples": samples, "bytes": nbytes, "wall_s": wall,
         "compute_s": sum(e["compute_s"] for e in epochs),
         "comm_s": sum(e["comm_s"] for e in epochs),
+        "wait_s": sum(e["wait_s"] for e in epochs),
+        "ckpt_s": sum(e["ckpt_s"] for e in epochs),
         "samples_per_s": _ratio(samples, wall),
         "bytes_per_s": _ratio(nbytes, wall),
     }
@@ -104,6 +107,9 @@ def combine_ranks(per_rank_epochs: list[list[dict[str, Any]]],
         "bytes": sum(r["bytes"] for r in ranks),
         "compute_s": sum(r["compute_s"] for r in ranks),
         "comm_s": sum(r["comm_s"] for r in ranks),
+        "wait_s": sum(r["wait_s"] for r in ranks),
+        "ckpt_s": sum(r["ckpt_s"] for r in ranks),
+        "wall_s": sum(r["wall_s"] for r in ranks),
         "first_step_s": max((e[0]["first_step_s"] for e in per_rank_epochs
                              if e and e[0]["first_step_s"] is not None), default=None),
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 0
+SCHEMA_MINOR = 1  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -118,6 +118,8 @@ class RunResult(_Required, total=False):
     generation: dict[str, Any]
     staging: dict[str, Any]
     checkpoint: dict[str, Any]
+    verdict: dict[str, Any]  # 1.1: meets_floor, limiter, reason and the figures behind them
+    time_shares: dict[str, float] | None  # 1.1: compute, wait, comm, checkpoint, other
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -26,8 +28,19 @@ def _ms(x: float | None) -> str:
     return "n/a" if x is None else f"{1e3 * x:,.2f} ms"
 
 
+def _accelerator(cfg: dict[str, Any]) -> str:
+    """The profile's name, or "custom" once its compute time was overridden."""
+    train = cfg["train"]
+    profile = cfg.get("accelerators", {}).get(train["accelerator"] or "")
+    if not train["accelerator"] or (profile and abs(profile["computation_time"]
+                                                    - train["computation_time"]) > 1e-12):
+        return "custom"
+    return str(train["accelerator"])
+
+
 def print_summary(result: RunResult, run_dir: str, console: Console | None = None) -> None:
-    """Show the run's headline numbers, its verdict against the AU floor, and where files are."""
+    """Show the run's headline numbers, its verdict against the AU floor, where the time
+    went, and where the files are (the path on a line of its own, never cut)."""
     console = console or Console()
     m, cfg = result["metrics"], result["config"]
     floor = cfg["metric"]["au"]
@@ -35,27 +48,66 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    accel = cfg["train"]["accelerator"] or "custom"
-    table.add_row("ranks × accelerator", f"{result['ranks_count']} × {accel} "
+    table.add_row("ranks × accelerator", f"{result['ranks_count']} × {_accelerator(cfg)} "
                   f"({cfg['train']['computation_time']:g} s/batch)")
     table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}")
-    verdict = ""
-    if m["au"] is not None:
-        verdict = " [green]meets[/green]" if m["au"] >= floor else " [red]below[/red]"
     table.add_row("accelerator utilization", f"{_pct(m['au'])} (worst rank {_pct(m['au_min'])};"
-                  f" floor {_pct(floor)}){verdict}")
+                  f" floor {_pct(floor)})")
+    verdict = result.get("verdict")
+    if verdict:
+        head = {True: "[green]meets the floor[/]", False:
+                f"[red]{verdict['limiter']}-limited[/]"}.get(verdict["meets_floor"],
+                                                            f"[yellow]{verdict['limiter']}[/]")
+        table.add_row("verdict", f"{head}: {verdict['reason']}")
+    shares = result.get("time_shares")
+    if shares:
+        table.add_row("where the time went", ", ".join(
+            f"{name} {100 * share:.1f} %" for name, share in shares.items()))
     table.add_row("throughput", f"{_rate(m['samples_per_s'], 'samples/s')}, "
                   f"{_bytes_rate(m['bytes_per_s'])}")
     table.add_row("wait per step", f"p50 {_ms(m['wait_p50_s'])}, p90 {_ms(m['wait_p90_s'])}, "
                   f"p99 {_ms(m['wait_p99_s'])}, max {_ms(m['wait_max_s'])}")
     table.add_row("counted", f"{m['steps']} steps, {m['samples']} samples, "
                   f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
-    once = "yes" if m["exactly_once"] else "[red]NO[/red]"
-    table.add_row("every sample exactly once", f"{once} ({m['undelivered_samples']} left out "
-                  "by drop_last, even steps across ranks or total_training_steps)")
-    table.add_row("results", f"{run_dir}/result.json, timeline.csv")
+    left = m["undelivered_samples"]
+    once = {True: "yes", False: "[red]NO[/red]", None: "[yellow]unknown (interrupted)[/]"}[
+        m["exactly_once"]]
+    table.add_row("every sample exactly once", once + (
+        f"; {left} samples left out by design (drop_last, steps evened across ranks, "
+        "total_training_steps)" if left else ""))
+    for label, part in _phases(result):
+        table.add_row(label, part)
     console.print(table)
+    console.print(f"results: {run_dir}/result.json and timeline.csv", soft_wrap=True,
+                  highlight=False)
     _print_notes(result, console)
+
+
+def _phases(result: RunResult) -> list[tuple[str, str]]:
+    """Generation, staging and checkpoint figures, when they ran."""
+    out = []
+    gen = result.get("generation")
+    if gen:
+        out.append(("generation", f"{gen['files']} files, {_size(gen['bytes'])} in "
+                    f"{gen['seconds']:.1f} s, {_gb_rate(gen['bytes_per_s'])}"))
+    stage = result.get("staging")
+    if stage:
+        out.append(("staging", f"{stage['files']} files, {_size(stage['bytes'])} in "
+                    f"{stage['seconds']:.1f} s, {_gb_rate(stage['bytes_per_s'])}"))
+    ckpt = result.get("checkpoint")
+    if ckpt:
+        out.append(("checkpoints", f"{ckpt['count']} x {_size(ckpt['bytes'] / ckpt['count'])}; "
+                    f"write {_gb_rate(ckpt['write_bytes_per_s'])}, read "
+                    f"{_gb_rate(ckpt['read_bytes_per_s'])}"))
+    return out
+
+
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 1e9:,.2f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:,.1f} MB"
+
+
+def _gb_rate(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate / 1e9:,.3f} GB/s"
 
 
 def _print_notes(result: RunResult, console: Console) -> None:
@@ -78,8 +130,9 @@ def _print_notes(result: RunResult, console: Console) -> None:
         )
     if honesty["page_cache_possible"]:
         console.print(
-            f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is under "
-            f"5x this host's memory ({honesty['host_memory_bytes'] / 1e9:.1f} GB), O_DIRECT is "
+            f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
+            f"than 5 x this host's memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "
+            f"{5 * honesty['host_memory_bytes'] / 1e9:.1f} GB), O_DIRECT is "
             "off and the cache was not dropped: reads may have come from RAM, not storage. "
             "Use reader.odirect=true, storage.drop_cache=true or a larger dataset "
             "(`dliobench datasize`) to measure storage."

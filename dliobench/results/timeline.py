@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 COLUMNS = ("rank", "epoch", "step", "t_start_s", "wait_s", "compute_s", "comm_s", "ckpt_s",
-           "samples", "bytes")
+           "samples", "bytes", "counted")
 
 
 class Timeline:
@@ -44,12 +44,21 @@ def columns_of(rows: list[tuple[int, int, float, float, float, float, float, int
     return {name: table[:, i] for i, name in enumerate(names)}
 
 
-def write_csv(path: Path, timelines: list[Timeline]) -> None:
-    """Write all ranks' steps to one CSV (the ``timeline.csv`` of a run)."""
+def write_csv(path: Path, timelines: list[Timeline], exclude_start: int = 0,
+              exclude_end: int = 0) -> None:
+    """Write all ranks' steps to one CSV (the ``timeline.csv`` of a run); ``counted`` is 1
+    for the steps the metrics count (each epoch's steps but the first ``exclude_start`` and
+    the last ``exclude_end``)."""
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(COLUMNS)
         for tl in timelines:
+            per_epoch: dict[int, int] = {}
+            for row in tl.rows:
+                per_epoch[row[0]] = per_epoch.get(row[0], 0) + 1
+            seen: dict[int, int] = {}
             for e, s, t, w, c, m, k, n, b in tl.rows:
+                index = seen[e] = seen.get(e, -1) + 1
+                counted = exclude_start <= index < per_epoch[e] - exclude_end
                 out.writerow((tl.rank, e, s, f"{t:.6f}", f"{w:.6f}", f"{c:.6f}", f"{m:.6f}",
-                              f"{k:.6f}", n, b))
+                              f"{k:.6f}", n, b, int(counted)))

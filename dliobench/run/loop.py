@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import resource
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +76,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
     loader = make_loader(plan)
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
     try:
         comm.barrier()
         t0 = time.perf_counter()
@@ -91,9 +94,18 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         raise TrainingFailed(trace, exc) from exc
     finally:
         gradients.close()
-        loader.close()
+        loader.close()  # worker processes end here: their CPU time counts below
         trace.deviations = list(loader.deviations)
+        trace.cpu_s, trace.cpu_wall_s = cpu_seconds() - cpu0, time.perf_counter() - t0
+        trace.cpu_cores = len(os.sched_getaffinity(0)) / max(1, world.local_size)
     return trace
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its ended children (loader workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:

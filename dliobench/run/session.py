@@ -75,7 +75,9 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         return RunOutcome(None, None)
     result = build_result(config, run_id, "complete", traces, started, _now(),
                           ready.total_bytes, extra)
-    write_csv(run_dir / "timeline.csv", [t.timeline for t in traces])
+    m = config.metric
+    write_csv(run_dir / "timeline.csv", [t.timeline for t in traces], m.exclude_start_steps,
+              m.exclude_end_steps)
     write_result(run_dir, result)
     return RunOutcome(run_dir, result)
 
@@ -108,6 +110,7 @@ def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
     run_dir.mkdir(parents=True, exist_ok=True)
     if not write_result(run_dir, result, replace=world.is_root):
         return
-    write_csv(run_dir / "timeline.csv", [trace.timeline])
+    write_csv(run_dir / "timeline.csv", [trace.timeline], config.metric.exclude_start_steps,
+              config.metric.exclude_end_steps)
     log.warning("the run ended early; what rank %d measured is in %s (status: partial)",
                 world.rank, run_dir)

@@ -43,7 +43,7 @@ def test_run_writes_result_and_timeline(workdir: Path, write_workload: Callable[
         rows = list(csv.DictReader(handle))
     assert len(rows) == 8
     assert set(rows[0]) == {"rank", "epoch", "step", "t_start_s", "wait_s", "compute_s",
-                            "comm_s", "ckpt_s", "samples", "bytes"}
+                            "comm_s", "ckpt_s", "samples", "bytes", "counted"}
 
 
 def test_au_high_when_compute_dominates(workdir: Path, write_workload: Callable[..., Path],
@@ -165,6 +165,9 @@ def test_corrupt_file_stops_with_partial_result(
     result = last_result(workdir / "reports")
     assert result["status"] == "partial"
     assert result["errors"]
+    interrupted = result["epochs"][-1]  # the epoch the damaged file ended: nothing to claim
+    assert interrupted["complete"] is False and interrupted["exactly_once"] is None
+    assert result["metrics"]["exactly_once"] is None
 
 
 def test_generate_verify_rewrites_damaged_files(

@@ -77,10 +77,10 @@ def test_find_max_accelerators_answers(workdir: Path, write_workload: Callable[.
                    "--max-accelerators", "2", "--output", str(workdir / "sweeps"))
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "this storage sustains 2 fake accelerator(s) for tiny" in out
+    assert "this storage sustains at least 2 fake accelerator(s) for tiny (cap reached" in out
     summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
     assert [p["ranks"] for p in summary["points"]] == [1, 2]
-    assert summary["search"]["best"] == 2
+    assert summary["search"]["best"] == 2 and summary["search"]["cap_reached"] is True
 
 
 def test_workloads_can_be_an_axis() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,9 @@ def fake_storage(capacity: int, calls: list[int]):  # type: ignore[no-untyped-de
     def run_point(spec, ranks, settings, folder, timeout=None):  # type: ignore[no-untyped-def]
         calls.append(ranks)
         au = 0.95 if ranks <= capacity else 0.5
+        verdict = {"limiter": "none" if au > 0.9 else "storage", "reason": f"AU {au:.0%}"}
         result = {"metrics": {"au": au, "samples_per_s": 10.0 * ranks, "bytes_per_s": 1e9},
-                  "config": {"metric": {"au": 0.9}}}
+                  "config": {"metric": {"au": 0.9}}, "verdict": verdict}
         return PointOutcome(f"r{ranks}", ranks, settings, run_dir="x", result=result)
 
     return run_point
@@ -40,5 +42,15 @@ def test_search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capacity: int, 
     assert calls == probes
     assert (search.best.ranks if search.best else None) == best
     text = search.sentence("unet3d")
-    assert ("cannot sustain" in text) if best is None else f"sustains {best} h100" in text
-    assert (search.folder / "sweep.json").exists()
+    summary = json.loads((search.folder / "sweep.json").read_text())["search"]
+    if best is None:
+        assert "cannot sustain even one h100" in text and "AU 50%" in text
+    elif capacity >= limit:  # nothing failed: a lower bound, and the sentence says so
+        assert f"sustains at least {best} h100" in text and "cap reached" in text
+        assert summary["cap_reached"] is True and summary["first_failure"] is None
+    else:
+        assert f"sustains {best} h100" in text and f"at {best + 1} the run was " \
+            "storage-limited" in text
+        assert summary["cap_reached"] is False
+        assert summary["first_failure"] == {"ranks": best + 1, "limiter": "storage",
+                                            "reason": "AU 50%"}

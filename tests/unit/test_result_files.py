@@ -13,7 +13,7 @@ import pytest
 from dliobench.cli.main import main
 from dliobench.errors import DlioBenchError
 from dliobench.results.files import read_result, write_result
-from dliobench.results.schema import SCHEMA_MAJOR, parse_version
+from dliobench.results.schema import SCHEMA_MAJOR, SCHEMA_MINOR, parse_version
 from tests.conftest import tiny_workload
 
 
@@ -39,7 +39,7 @@ def _copy_with(real_run: Path, tmp_path: Path, change: Callable[[dict[str, Any]]
 
 def test_a_real_result_reads_back_typed_and_round_trips(real_run: Path, tmp_path: Path) -> None:
     result = read_result(real_run)
-    assert parse_version(result["schema_version"]) == (SCHEMA_MAJOR, 0)
+    assert parse_version(result["schema_version"]) == (SCHEMA_MAJOR, SCHEMA_MINOR)
     assert result["status"] == "complete" and result["metrics"]["steps"] > 0
     assert result["honesty"]["page_cache_possible"] is True
     (tmp_path / "copy").mkdir()

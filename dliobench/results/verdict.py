@@ -1,0 +1,65 @@
+"""What a run concludes: did it meet its AU floor, and if not, what limited it.
+
+Shares of counted wall time, summed over ranks: compute, wait (for the loader), comm (the
+allreduce beyond what overlapped compute), checkpoint, other. A run below its floor is limited
+by its largest non-compute share; a wait-limited run is ``storage``-limited unless each rank
+demanded more than this host's loader can deliver even from memory (the client ceiling,
+``metric.client_ceiling``): then it is ``client``-limited, whatever the storage did. With
+compute 0 there is no demand and no floor (layout and tier comparisons run that way).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dliobench.config.schema import Config
+
+LIMITERS = ("none", "storage", "client", "communication", "checkpoint", "other",
+            "not applicable", "unknown")
+_SHARE_LIMITER = {"wait": "storage", "comm": "communication", "checkpoint": "checkpoint",
+                  "other": "other"}
+
+
+def time_shares(metrics: dict[str, Any]) -> dict[str, float] | None:
+    """Shares of the counted wall time (summed over ranks); None without counted steps."""
+    wall = float(metrics.get("wall_s") or 0.0)
+    if wall <= 0:
+        return None
+    parts = {"compute": metrics["compute_s"], "wait": metrics["wait_s"],
+             "comm": metrics["comm_s"], "checkpoint": metrics["ckpt_s"]}
+    parts["other"] = max(0.0, wall - sum(parts.values()))
+    return {name: float(value) / wall for name, value in parts.items()}
+
+
+def verdict(config: Config, metrics: dict[str, Any],
+            shares: dict[str, float] | None) -> dict[str, Any]:
+    """``meets_floor``, ``limiter``, one ``reason`` sentence, and the figures they rest on."""
+    floor, au = config.metric.au, metrics.get("au")
+    compute_s = config.train.computation_time
+    demand = config.reader.batch_size / compute_s if compute_s > 0 else None
+    ceiling = config.metric.client_ceiling or None
+    figures = {"au": au, "au_floor": floor, "demand_samples_per_s_per_rank": demand,
+               "client_ceiling_samples_per_s_per_rank": ceiling}
+    if demand is None:
+        return {"meets_floor": None, "limiter": "not applicable", **figures,
+                "reason": "compute time is 0: no demand and no AU floor (a storage or layout "
+                          "comparison: read samples/s and bytes/s)"}
+    if au is None or shares is None:
+        return {"meets_floor": None, "limiter": "unknown", **figures,
+                "reason": "no step was counted, so there is no AU to judge"}
+    if au >= floor:
+        return {"meets_floor": True, "limiter": "none", **figures,
+                "reason": f"AU {au:.1%} meets the floor of {floor:.0%}"}
+    worst = max(("wait", "comm", "checkpoint", "other"), key=lambda k: shares[k])
+    limiter = _SHARE_LIMITER[worst]
+    below = f"AU {au:.1%} is below the floor of {floor:.0%}"
+    if limiter == "storage" and ceiling is not None and demand > ceiling:
+        limiter = "client"
+        reason = (f"{below}: each rank needs {demand:,.1f} samples/s, more than this host's "
+                  f"loader delivers even from memory ({ceiling:,.1f} samples/s per rank)")
+    else:
+        what = {"storage": "waiting for the loader", "communication": "in the allreduce "
+                "beyond compute", "checkpoint": "checkpointing", "other": "outside wait, "
+                "compute, communication and checkpoints"}[limiter]
+        reason = f"{below}: {shares[worst]:.0%} of the counted time went {what}"
+    return {"meets_floor": False, "limiter": limiter, **figures, "reason": reason}
