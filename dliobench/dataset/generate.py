@@ -109,7 +109,8 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
     start = time.perf_counter()
     mine = missing[world.rank::world.size]
     todo = data_files(dataset, plan.fmt.extension, mine) if mine else []
-    written = _write_all(plan, todo, manifest, world, show_progress)
+    desc = f"generating {len(missing)} {plan.fmt.name} files"
+    written = _write_all(plan, todo, manifest, world, comm, desc, show_progress)
     nbytes = sum(comm.allgather(sum(w.size for w in written.values())))
     seconds = time.perf_counter() - start
     comm.barrier()
@@ -141,29 +142,35 @@ def _prepare_storage(plan: Plan, missing: list[int]) -> None:
 
 
 def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: World,
-               show_progress: bool) -> dict[int, Written]:
-    """Write ``todo`` with a pool of writers, journaling the files as they become durable."""
-    if not todo:  # more ranks than missing files
-        return {}
-    for folder in {f"{TRAIN}/{f.relpath}".rsplit("/", 1)[0] for f in todo}:  # once per folder
-        plan.backend.make_room(folder)
+               comm: Comm, desc: str, show_progress: bool) -> dict[int, Written]:
+    """Write ``todo`` with a pool of writers, journaling the files as they become durable.
+
+    Every rank takes part in the job's progress bar, with or without files to write.
+    """
     written: dict[int, Written] = {}
     journaled: set[int] = set()
-    total = sum(f.payload_bytes for f in todo)
-    desc = f"generating {len(todo)} {plan.fmt.name} files"
-    pool, write, workers = writers.pool_for(plan.fmt, plan.backend, todo, plan.config.dataset,
-                                            world)
-    failure: BaseException | None = None
-    with pool:  # submitted before the progress bar's thread starts: writer processes fork
+    pending: dict[Future[dict[int, Written]], list[DataFile]] = {}
+    pool = None
+    if todo:  # a rank may have none: more ranks than missing files
+        for folder in {f"{TRAIN}/{f.relpath}".rsplit("/", 1)[0] for f in todo}:
+            plan.backend.make_room(folder)
+        pool, write, workers = writers.pool_for(plan.fmt, plan.backend, todo,
+                                                plan.config.dataset, world)
+        # submitted before any progress thread starts: writer processes fork
         pending = {pool.submit(write, batch): batch
                    for batch in writers.batches(todo, workers)}
-        try:
-            _wait_all(pending, written, journaled, plan, manifest, world, desc, total,
-                      show_progress)
-        except BaseException as exc:
-            failure = exc
-            for future in pending:
-                future.cancel()
+    failure: BaseException | None = None
+    try:
+        with progress.job_bar(desc, sum(f.payload_bytes for f in todo), show_progress,
+                              world, comm) as advance:
+            _wait_all(pending, written, journaled, plan, manifest, world, advance)
+    except BaseException as exc:
+        failure = exc
+        for future in pending:
+            future.cancel()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
     if failure is not None:  # the pool has shut down: keep every batch that completed
         for future in pending:
             if future.done() and not future.cancelled() and future.exception() is None:
@@ -178,20 +185,19 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
 
 def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
               written: dict[int, Written], journaled: set[int], plan: Plan, manifest: Manifest,
-              world: World, desc: str, total: int, show_progress: bool) -> None:
-    """Collect the writers' results with a progress bar, journaling them as they come."""
+              world: World, advance: progress.Advance) -> None:
+    """Collect the writers' results as they come, advancing the bar and journaling them."""
     last = time.monotonic()
-    with progress.bar(desc, total, show_progress and world.is_root, unit="bytes") as advance:
-        while pending:
-            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for future in done:
-                batch = pending.pop(future)
-                written.update(future.result())
-                advance(sum(f.payload_bytes for f in batch))
-            due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
-            if due or time.monotonic() - last > JOURNAL_EVERY_S:
-                _journal(plan, manifest, world, written, journaled)
-                last = time.monotonic()
+    while pending:
+        done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+        for future in done:
+            batch = pending.pop(future)
+            written.update(future.result())
+            advance(sum(f.payload_bytes for f in batch))
+        due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
+        if due or time.monotonic() - last > JOURNAL_EVERY_S:
+            _journal(plan, manifest, world, written, journaled)
+            last = time.monotonic()
 
 
 def _journal(plan: Plan, manifest: Manifest, world: World, written: dict[int, Written],

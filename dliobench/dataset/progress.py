@@ -1,22 +1,34 @@
-"""Progress bars for long work (rich), silent when disabled or on non-root ranks."""
+"""Progress bars for long work (rich), silent when disabled or on non-root ranks.
+
+Rates are bytes done over time elapsed since the bar started (not a short window that one
+large advance throws off), and the columns fit 80 characters. Under MPI ``job_bar`` shows
+the whole job: every rank's done bytes are summed on rank 0 every ``JOB_EVERY_S`` by a
+thread on a duplicated communicator, so the work itself is never interrupted.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
 from rich.progress import (
     BarColumn,
-    DownloadColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
-    TransferSpeedColumn,
 )
+from rich.text import Text
+
+from dliobench.comm.world import Comm, World
+
+JOB_EVERY_S = 0.5
 
 
 class Advance(Protocol):
@@ -26,18 +38,65 @@ class Advance(Protocol):
         """Advance by ``amount`` units."""
 
 
+class _Bytes(ProgressColumn):
+    """Done / total and the average rate since the start, in decimal units, one line."""
+
+    def render(self, task: Task) -> Text:
+        elapsed = task.elapsed or 0.0
+        rate = task.completed / elapsed if elapsed > 0 else 0.0
+        total = task.total or 0.0
+        return Text(f"{task.completed / 1e9:,.2f}/{total / 1e9:,.2f} GB {rate / 1e9:,.2f} GB/s")
+
+
 @contextmanager
 def bar(description: str, total: float, enabled: bool, unit: str = "steps") -> Iterator[Advance]:
-    """A progress bar over ``total`` units (``unit='bytes'`` shows sizes and speed)."""
+    """A progress bar over ``total`` units (``unit='bytes'`` shows GB and the mean GB/s)."""
     if not enabled:
         yield lambda amount=1: None
         return
-    if unit == "bytes":
-        columns = [DownloadColumn(binary_units=True), TransferSpeedColumn()]
-    else:
-        columns = [MofNCompleteColumn(), TextColumn(unit)]
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
-                        *columns, TimeElapsedColumn(), TimeRemainingColumn(), transient=False)
+    columns: list[ProgressColumn | str] = (
+        [_Bytes()] if unit == "bytes" else [MofNCompleteColumn(), TextColumn(unit)])
+    clock = [TimeRemainingColumn()] if unit == "bytes" else [TimeElapsedColumn(),
+                                                           TimeRemainingColumn()]
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=12),
+                        TaskProgressColumn(), *columns, *clock, transient=False)
     with progress:
         task = progress.add_task(description, total=total)
         yield lambda amount=1: progress.advance(task, amount)
+
+
+@contextmanager
+def job_bar(description: str, total: float, enabled: bool, world: World,
+            comm: Comm) -> Iterator[Advance]:
+    """A bytes bar of the whole job on rank 0: ``total`` and the advances are this rank's,
+    the bar shows every rank's summed (one rank: an ordinary bar)."""
+    if world.size == 1:
+        with bar(description, total, enabled, unit="bytes") as advance:
+            yield advance
+        return
+    totals = comm.allgather(total)
+    done = [0.0]
+    finished = threading.Event()
+    with bar(description, sum(totals), enabled and world.is_root, unit="bytes") as shown:
+        channel = comm.dup()
+
+        def reduce() -> None:  # every rank runs it in lockstep until all are finished
+            reported = 0.0
+            while True:
+                finished.wait(JOB_EVERY_S)
+                states = channel.allgather((done[0], finished.is_set()))
+                job = sum(d for d, _ in states)
+                shown(job - reported)
+                reported = job
+                if all(f for _, f in states):
+                    return
+
+        thread = threading.Thread(target=reduce, name="progress", daemon=True)
+        thread.start()
+        try:
+            yield lambda amount=1: done.__setitem__(0, done[0] + amount)
+        except BaseException:
+            finished.set()  # the failing rank ends the job: it does not wait for the others
+            raise
+        finished.set()
+        thread.join()
