@@ -13,6 +13,14 @@ import yaml
 from dliobench.cli.main import main
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Client ceilings measured by tests are cached in a folder of their own (subprocesses
+    inherit it), never in the user's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temporary working directory (data/ and reports/ land here)."""

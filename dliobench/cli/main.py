@@ -143,6 +143,28 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ceiling(args: argparse.Namespace) -> int:
+    """Measure (and cache) what this host's loader delivers per rank from memory."""
+    from dliobench.run import ceiling
+
+    cfg, _ = _load(args)
+    world, comm = _world()
+    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm))
+    if world.is_root:
+        r, d = cfg.reader, cfg.dataset
+        rate = value * d.record_length_bytes / 1e6
+        print(f"client ceiling of {world.host} for {cfg.name}: {value:,.1f} samples/s per rank "
+              f"(about {rate:,.1f} MB/s per rank) with {d.format}, the {r.data_loader} loader, "
+              f"{r.read_threads} read threads, batch {r.batch_size}, {world.local_size} "
+              f"rank(s) per node; cached in {ceiling.cache_path()}")
+        demand = r.batch_size / cfg.train.computation_time if cfg.train.computation_time else 0
+        if demand:
+            verdict = "can" if demand <= value else "cannot"
+            print(f"  each rank demands {demand:,.1f} samples/s at {cfg.train.computation_time:g}"
+                  f" s per batch: this client {verdict} keep up, whatever the storage")
+    return 0
+
+
 def cmd_datasize(args: argparse.Namespace) -> int:
     """Print how many files an honest run needs (MLPerf Storage's rule)."""
     from dliobench.dataset.datasize import MEMORY_FACTOR, MIN_STEPS, required_files
@@ -245,7 +267,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "report": cmd_report, "generate": cmd_generate, "datasize": cmd_datasize,
-    "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
+    "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys, "ceiling": cmd_ceiling,
 }
 
 

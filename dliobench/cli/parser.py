@@ -127,6 +127,19 @@ def _add_show_config_parser(sub: SubParsers, commands: Commands) -> None:
     p.set_defaults(func=commands["show-config"])
 
 
+def _add_ceiling_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench ceiling`."""
+    p = sub.add_parser(
+        "ceiling", help="what this host's loader delivers per rank from memory",
+        description="Measure the client ceiling: the samples/s one rank of this host takes in "
+        "with the workload's format, sample sizes and loader settings, from a copy generated "
+        "in /dev/shm (at most a quarter of RAM), compute 0, as many ranks as the launcher "
+        "started. A run demanding more is client-limited whatever the storage. The figure is "
+        "cached (metric.client_ceiling: auto uses it).")
+    _add_workload_args(p)
+    p.set_defaults(func=commands["ceiling"])
+
+
 def _add_keys_parser(sub: SubParsers, commands: Commands) -> None:
     """`dliobench keys`."""
     p = sub.add_parser("keys", help="list every configuration key",
@@ -157,4 +170,5 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     _add_sweep_parser(sub, commands)
     _add_show_config_parser(sub, commands)
     _add_keys_parser(sub, commands)
+    _add_ceiling_parser(sub, commands)
     return parser

@@ -248,6 +248,10 @@ def _check(config: Config) -> None:
                           "or -1 to run all epochs")
     if config.dataset.num_subfolders_train > config.dataset.num_files_train:
         raise ConfigError("dataset.num_subfolders_train must not exceed dataset.num_files_train")
+    ceiling = config.metric.client_ceiling
+    if ceiling not in ("auto", "off") and not (cv.is_number(ceiling) and float(ceiling) > 0):
+        raise ConfigError(f"metric.client_ceiling: {ceiling!r} is not 'auto', 'off' or a number "
+                          "of samples/s per rank (such as 1250)")
 
 
 def load(path: str | Path | None, overrides: list[str] | None = None,

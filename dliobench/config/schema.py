@@ -144,10 +144,10 @@ class MetricConfig:
     au: float = key(0.90, "float", "accelerator-utilization floor", minimum=0, maximum=1)
     fail_below_floor: bool = key(
         False, "bool", "exit with code 3 when the run's AU is below the floor (for scripts)")
-    client_ceiling: float = key(
-        0.0, "float", "samples/s one rank of this host can take in from memory with these "
-        "loader settings (0: not known); a run whose demand exceeds it is client-limited",
-        minimum=0)
+    client_ceiling: str = key(
+        "auto", "str", "samples/s one rank of this host can take in from memory with these "
+        "loader settings: a number, 'off', or 'auto' (measured with `dliobench ceiling` when a "
+        "run misses its floor waiting, then cached); a run demanding more is client-limited")
     exclude_start_steps: int = key(1, "int", "warm-up steps left out of each epoch", minimum=0)
     exclude_end_steps: int = key(0, "int", "closing steps left out of each epoch", minimum=0)
 

@@ -51,6 +51,11 @@ def to_size(name: str, value: Any) -> int:
     raise _fail(name, value, "a byte count such as 65536, 146600628.0 or '64KiB'")
 
 
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a finite number."""
+    return _is_float(text) and math.isfinite(float(text))
+
+
 def _is_float(text: str) -> bool:
     try:
         float(text)

@@ -20,6 +20,13 @@ _SHARE_LIMITER = {"wait": "storage", "comm": "communication", "checkpoint": "che
                   "other": "other"}
 
 
+def pinned_ceiling(config: Config) -> float | None:
+    """``metric.client_ceiling`` as samples/s per rank, or None ('auto' not measured yet,
+    'off')."""
+    value = config.metric.client_ceiling
+    return None if value in ("auto", "off") else float(value)
+
+
 def time_shares(metrics: dict[str, Any]) -> dict[str, float] | None:
     """Shares of the counted wall time (summed over ranks); None without counted steps."""
     wall = float(metrics.get("wall_s") or 0.0)
@@ -37,9 +44,10 @@ def verdict(config: Config, metrics: dict[str, Any],
     floor, au = config.metric.au, metrics.get("au")
     compute_s = config.train.computation_time
     demand = config.reader.batch_size / compute_s if compute_s > 0 else None
-    ceiling = config.metric.client_ceiling or None
+    ceiling = pinned_ceiling(config)
     figures = {"au": au, "au_floor": floor, "demand_samples_per_s_per_rank": demand,
-               "client_ceiling_samples_per_s_per_rank": ceiling}
+               "client_ceiling_samples_per_s_per_rank": ceiling,
+               "client_ceiling_source": "pinned" if ceiling is not None else None}
     if demand is None:
         return {"meets_floor": None, "limiter": "not applicable", **figures,
                 "reason": "compute time is 0: no demand and no AU floor (a storage or layout "

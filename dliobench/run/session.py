@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from dliobench.results.files import new_run_id, write_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import write_csv
+from dliobench.results.verdict import verdict
+from dliobench.run import ceiling
 from dliobench.run.loop import TrainingFailed, train
 
 log = logging.getLogger(__name__)
@@ -71,15 +73,35 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     if staged is not None and not config.storage.keep_staged:
         staging.remove(staged, world, comm)  # the source is what the result records
     traces = comm.gather(trace)
-    if not world.is_root or traces is None:
+    result = None
+    if world.is_root and traces is not None:
+        result = build_result(config, run_id, "complete", traces, started, _now(),
+                              ready.total_bytes, extra)
+        m = config.metric
+        write_csv(run_dir / "timeline.csv", [t.timeline for t in traces],
+                  m.exclude_start_steps, m.exclude_end_steps)
+    _judge_client(config, world, comm, result)
+    if result is None:
         return RunOutcome(None, None)
-    result = build_result(config, run_id, "complete", traces, started, _now(),
-                          ready.total_bytes, extra)
-    m = config.metric
-    write_csv(run_dir / "timeline.csv", [t.timeline for t in traces], m.exclude_start_steps,
-              m.exclude_end_steps)
     write_result(run_dir, result)
     return RunOutcome(run_dir, result)
+
+
+def _judge_client(config: Config, world: World, comm: Comm, result: RunResult | None) -> None:
+    """A run that waited below its floor with ``metric.client_ceiling: auto``: find (cached,
+    or measured now by every rank) what this host's loader delivers from memory, and judge
+    the run against it (rank 0 holds the result)."""
+    waited = result is not None and result["verdict"]["limiter"] == "storage"
+    if not comm.bcast(waited and config.metric.client_ceiling == "auto"):
+        return
+    value = comm.bcast(ceiling.cached(config, world) if world.is_root else None)
+    source = "cached"
+    if value is None:
+        value, source = ceiling.measure(config, world, comm), "measured"
+    if result is not None and value > 0:
+        judged = replace(config, metric=replace(config.metric, client_ceiling=str(value)))
+        result["verdict"] = {**verdict(judged, dict(result["metrics"]), result["time_shares"]),
+                             "client_ceiling_source": source}
 
 
 def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: str,

@@ -68,6 +68,30 @@ def test_a_demand_above_the_client_ceiling_is_client_limited(
     assert last_result(workdir / "again")["verdict"]["limiter"] == "storage"
 
 
+def test_auto_measures_the_ceiling_once_then_uses_the_cache(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A wait-limited run with metric.client_ceiling: auto (the default) measures this host's
+    loader from memory; its demand (4,000 samples/s of 4 MiB, one reader) is beyond it."""
+    path = write_workload(tiny_workload(dataset={"record_length_bytes": 4 << 20},
+                                        reader={"read_threads": 0},
+                                        train={"computation_time": 0.0005}))
+    assert run_cli("run", str(path), "--no-progress") == 0
+    first = last_result(workdir / "reports")["verdict"]
+    assert first["client_ceiling_source"] == "measured" and first["limiter"] == "client"
+    assert 0 < first["client_ceiling_samples_per_s_per_rank"] < 4000
+    assert run_cli("run", str(path), "--no-progress", "--output", str(workdir / "again")) == 0
+    again = last_result(workdir / "again")["verdict"]
+    assert again["client_ceiling_source"] == "cached"
+    assert again["client_ceiling_samples_per_s_per_rank"] == \
+        first["client_ceiling_samples_per_s_per_rank"]
+    capsys.readouterr()
+    assert run_cli("ceiling", str(path)) == 0
+    out = capsys.readouterr().out
+    assert "samples/s per rank" in out and "cannot keep up, whatever the storage" in out
+    assert not list(Path("/dev/shm").glob("dliobench-ceiling-*"))  # the copy is removed
+
+
 def test_a_blocking_large_allreduce_is_communication_limited(tmp_path: Path) -> None:
     cfg, warnings = load(None, [f"dataset.data_folder={tmp_path / 'd'}",
                                 f"output.folder={tmp_path / 'r'}", "dataset.num_files_train=16",

@@ -1,0 +1,126 @@
+"""The client ceiling: what this host's loader delivers per rank from memory (compute 0).
+
+A run that waited is storage-limited only if the client could have kept up: the same format,
+sample sizes, loader settings and ranks per node, read from a copy generated in ``/dev/shm``
+(at most a quarter of RAM; re-read over several epochs when that holds fewer steps than
+needed), give the most samples/s a rank can take in here, whatever the storage. Results are
+cached in ``$XDG_CACHE_HOME/dliobench/ceiling.json`` (default ``~/.cache``), keyed by host,
+dliobench version and those settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import socket
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dliobench import __version__
+from dliobench.comm.world import Comm, World
+from dliobench.config.schema import Config
+from dliobench.storage.atomic import write_json_atomic
+
+log = logging.getLogger(__name__)
+COUNTED_STEPS = 10  # counted steps per rank the measurement needs at least
+MEMORY_SHARE = 0.25  # of the host's memory, for the generated copy (all of a node's ranks)
+
+
+def key_of(config: Config, world: World) -> str:
+    """What the ceiling depends on: host, version, format, sizes, loader settings, ranks."""
+    d, r = config.dataset, config.reader
+    parts = [socket.gethostname(), __version__, d.format, d.num_samples_per_file,
+             d.record_length_bytes, d.record_length_bytes_stdev, d.record_length_bytes_resize,
+             d.enable_chunking, d.chunk_size, d.compression, r.data_loader, r.batch_size,
+             r.read_threads, r.prefetch_size, r.sharding, r.file_shuffle != "off",
+             r.sample_shuffle != "off", r.multiprocessing_context, r.dali_native_reader,
+             r.file_access, world.local_size]
+    return json.dumps(parts, default=str)
+
+
+def cache_path() -> Path:
+    """The ceiling cache file."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "dliobench" / "ceiling.json"
+
+
+def cached(config: Config, world: World) -> float | None:
+    """A ceiling measured before for these settings on this host, if any."""
+    try:
+        entries = json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return None
+    value = entries.get(key_of(config, world), {}).get("samples_per_s_per_rank")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _remember(config: Config, world: World, value: float, detail: dict[str, Any]) -> None:
+    path = cache_path()
+    try:
+        entries = json.loads(path.read_text()) if path.exists() else {}
+        entries[key_of(config, world)] = {"samples_per_s_per_rank": value, **detail}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, entries)
+    except (OSError, ValueError) as exc:  # a cache that cannot be written costs a re-measure
+        log.warning("cannot cache the client ceiling in %s (%s)", path, exc)
+
+
+def plan_of(config: Config, world: World, folder: Path) -> Config:
+    """The measurement's configuration: the run's reading settings on a copy in memory."""
+    d, r = config.dataset, config.reader
+    file_bytes = max(1, d.record_length_bytes * d.num_samples_per_file)
+    per_epoch = r.batch_size * (COUNTED_STEPS + config.metric.exclude_start_steps
+                                + config.metric.exclude_end_steps)
+    wanted = math.ceil(per_epoch * world.size / d.num_samples_per_file)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    fits = max(world.size, int(MEMORY_SHARE * memory / world.node_count) // file_bytes)
+    files = max(world.size, min(wanted, fits))
+    steps = max(1, files * d.num_samples_per_file // world.size // r.batch_size)
+    epochs = max(2, math.ceil(COUNTED_STEPS / max(1, steps - 1)) + 1)
+    return replace(
+        config,
+        dataset=replace(d, data_folder=str(folder), num_files_train=files,
+                        num_subfolders_train=min(d.num_subfolders_train, files)),
+        reader=replace(r, odirect=False),  # tmpfs has no O_DIRECT; memory is the point
+        train=replace(config.train, computation_time=0.0, computation_time_stdev=0.0,
+                      epochs=epochs, total_training_steps=-1, allreduce_bytes=0),
+        workflow=replace(config.workflow, generate_data=True, train=True, checkpoint=False),
+        storage=replace(config.storage, stage_to="", drop_cache=False),
+        metric=replace(config.metric, client_ceiling="off", fail_below_floor=False),
+        output=replace(config.output, folder=str(folder / "results")),
+    )
+
+
+def measure(config: Config, world: World, comm: Comm) -> float:
+    """Samples/s per rank this host delivers with the run's reading settings (and cache it)."""
+    from dliobench.run import session  # a run within the run: imported when needed
+
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    digest = hashlib.sha1(key_of(config, world).encode()).hexdigest()[:12]
+    folder = base / f"dliobench-ceiling-{digest}"
+    probe = plan_of(config, world, folder)
+    log.info("measuring the client ceiling from %s (%d files, %d epochs)", folder,
+             probe.dataset.num_files_train, probe.train.epochs)
+    try:
+        outcome = session.run(probe, world, comm, [], show_progress=False)
+    finally:
+        comm.barrier()
+        if world.local_rank == 0:
+            shutil.rmtree(folder, ignore_errors=True)
+    value = 0.0
+    if outcome.result is not None:
+        rate = outcome.result["metrics"]["samples_per_s"] or 0.0
+        value = rate / world.size
+        _remember(config, world, value, {"files": probe.dataset.num_files_train,
+                                         "epochs": probe.train.epochs,
+                                         "bytes_per_s_per_rank":
+                                             (outcome.result["metrics"]["bytes_per_s"] or 0.0)
+                                             / world.size})
+    out: float = comm.bcast(value)
+    return out
