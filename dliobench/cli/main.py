@@ -30,7 +30,7 @@ def _workload_path(name: str) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return path
-    for folder in (Path("workloads"), Path(__file__).resolve().parent.parent / "workloads"):
+    for folder in (Path("workloads"), Path(__file__).resolve().parents[2] / "workloads"):
         candidate = folder / f"{name}.yaml"
         if candidate.exists():
             return candidate

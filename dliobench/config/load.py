@@ -183,6 +183,8 @@ def _convert(name: str, value: Any) -> Any:
         out = cv.to_choice(name, value, meta["choices"])
     elif kind == "shuffle":
         out = cv.to_shuffle(name, value, meta["choices"])
+    elif name == "metric.client_ceiling" and value is False:
+        out = "off"  # YAML reads a bare `off` as false
     else:
         out = cv.to_str(name, value)
     low, high = meta["minimum"], meta["maximum"]

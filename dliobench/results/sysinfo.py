@@ -30,7 +30,7 @@ def machine() -> dict[str, Any]:
 
 def commit() -> str | None:
     """The git commit of the dliobench source, when it runs from a checkout."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the checkout holding dliobench/
     if not (root / ".git").exists():
         return None
     try:

@@ -59,8 +59,11 @@ def test_a_demand_above_the_client_ceiling_is_client_limited(
     path = write_workload(tiny_workload(dataset={"record_length_bytes": 4 << 20},
                                         reader={"read_threads": 0},
                                         train={"computation_time": 0.0005}))
-    assert run(run_cli, path, "metric.client_ceiling=10") == 0
-    verdict = last_result(workdir / "reports")["verdict"]
+    assert run_cli("run", str(path), "--no-progress", "metric.client_ceiling=off") == 0
+    unjudged = last_result(workdir / "reports")["verdict"]  # off: never measured
+    assert unjudged["limiter"] == "storage" and unjudged["client_ceiling_source"] is None
+    assert run(run_cli, path, "metric.client_ceiling=10", "--output", str(workdir / "c")) == 0
+    verdict = last_result(workdir / "c")["verdict"]
     assert verdict["meets_floor"] is False and verdict["limiter"] == "client"
     assert verdict["demand_samples_per_s_per_rank"] == pytest.approx(2 / 0.0005)
     # ceiling 100000: storage-limited, and --fail-below-floor makes the miss exit 3
