@@ -211,6 +211,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from dliobench.report.sweep import run_sweep
 
     spec = _sweep_spec(args)
+    if args.dry_run:
+        return _sweep_dry_run(spec)
     if args.find_max_accelerators:
         search = find_max_accelerators(spec, args.accelerator or "", args.max_accelerators,
                                        args.timeout)
@@ -228,6 +230,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} points ran; runs in {folder}")
     _sweep_report(folder, len(failed) < len(outcomes))
     return 1 if failed else 0
+
+
+def _sweep_dry_run(spec: SweepSpec) -> int:
+    """List every point with the settings that differ between points, all checked."""
+    from dliobench.report.sweep import check_points, command, point_name
+
+    checked = check_points(spec)
+    print(f"sweep {spec.name}: {len(checked)} point(s), workload {spec.workload}, fixed "
+          f"overrides: {' '.join(spec.overrides) or 'none'}")
+    for ranks, settings, config in checked:
+        shown = ", ".join(f"{k}={v}" for k, v in settings.items()) or "(the workload as is)"
+        print(f"  {point_name(ranks, settings)}: {ranks} rank(s); {shown}; "
+              f"{config.dataset.num_files_train} {config.dataset.format} files in "
+              f"{config.dataset.data_folder}, {config.train.computation_time:g} s/batch")
+    ranks, settings, _ = checked[0]
+    out = spec.output / "<sweep>" / point_name(ranks, settings)
+    print(f"first command: {' '.join(command(spec, ranks, settings, out))}")
+    print("all points load; nothing was run (drop --dry-run to run them)")
+    return 0
 
 
 def _sweep_report(folder: Path, any_run: bool) -> None:
@@ -293,10 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dliobench`` command; returns the exit code."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and (not hasattr(args, "workload") or any(x.startswith("-") for x in extra)):
+    positional = "workload" if hasattr(args, "workload") else \
+        "sweep" if hasattr(args, "sweep") else None
+    if extra and (positional is None or any(x.startswith("-") for x in extra)):
         parser.error("unrecognized arguments: " + " ".join(extra))
-    if extra:  # overrides given after options: `run W --no-progress a.b=c`
-        args.workload += extra
+    if extra and positional is not None:  # overrides after options: `run W --no-progress a=b`
+        setattr(args, positional, getattr(args, positional) + extra)
     _setup_logging(args.verbose, args.quiet)
     try:
         return int(args.func(args))

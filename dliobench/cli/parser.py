@@ -113,6 +113,9 @@ def _add_sweep_parser(sub: SubParsers, commands: Commands) -> None:
     p.add_argument("--max-accelerators", type=int, default=64, metavar="N",
                    help="upper bound of the search (default 64)")
     p.add_argument("--timeout", type=float, metavar="S", help="give up on a point after S s")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list every point with its settings and check that all of them load; "
+                   "run nothing")
     p.add_argument("--output", metavar="DIR", help="root of sweep folders (default "
                    "reports/sweeps)")
     p.set_defaults(func=commands["sweep"])

@@ -96,8 +96,8 @@ def with_overrides(spec: SweepSpec, overrides: list[str]) -> SweepSpec:
     """
     from dliobench.config.load import parse_overrides
 
-    axis_items = [f"{name.strip()}=0" for axis in spec.axes if axis not in ("ranks", "workload")
-                  for name in axis.split(",")]
+    axis_items = [f"{name.strip()}=0" for axis in spec.axes for name in axis.split(",")
+                  if name.strip() not in ("ranks", "workload")]  # not config keys
     axis_keys = set(parse_overrides(axis_items).values)
     clash = sorted(set(parse_overrides(overrides).values) & axis_keys)
     if clash:
@@ -128,6 +128,23 @@ def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:
                     raise ConfigError(f"axis '{axis}': each value must list {len(names)} "
                                       f"values, got {value!r}")
             out.append((int(ranks), settings))
+    return out
+
+
+def check_points(spec: SweepSpec) -> list[tuple[int, dict[str, Any], Any]]:
+    """Every point with its resolved configuration, or ConfigError naming the first point
+    whose settings do not load: nothing runs before all of them are known to."""
+    from dliobench.config.load import load
+
+    out = []
+    for ranks, settings in points(spec):
+        workload = settings.get("workload", spec.workload)
+        keys = [f"{k}={v}" for k, v in settings.items() if k != "workload"]
+        try:
+            config, _ = load(Path(str(workload)), [*spec.overrides, *keys])
+        except ConfigError as exc:
+            raise ConfigError(f"point {point_name(ranks, settings)}: {exc}") from None
+        out.append((ranks, settings, config))
     return out
 
 
@@ -208,10 +225,12 @@ def sweep_folder(spec: SweepSpec) -> Path:
 
 
 def run_sweep(spec: SweepSpec, timeout: float | None = None) -> tuple[Path, list[PointOutcome]]:
-    """Run every point (failures are recorded, not fatal) and write sweep.json."""
+    """Run every point (failures are recorded, not fatal) and write sweep.json; every point's
+    settings are checked first."""
+    checked = check_points(spec)
     folder = sweep_folder(spec)
     outcomes = []
-    for ranks, settings in points(spec):
+    for ranks, settings, _ in checked:
         outcome = run_point(spec, ranks, settings, folder, timeout)
         if outcome.error:
             log.warning("%s failed: %s", outcome.name, outcome.error)

@@ -23,6 +23,30 @@ def test_shipped_sweep_files_parse(name: str) -> None:
     assert points(spec)
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.yaml")))
+def test_shipped_sweep_files_load_every_point(name: str, run_cli: Callable[..., int],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--dry-run checks every point's settings (a combined axis naming the workload too) and
+    takes overrides after the options, as `run` does."""
+    spec = load_sweep(CONFIGS / name)
+    assert run_cli("sweep", str(CONFIGS / name), "--dry-run", "train.epochs=1") == 0
+    out = capsys.readouterr().out
+    assert f"{len(points(spec))} point(s)" in out and "train.epochs=1" in out
+    assert "all points load; nothing was run" in out
+
+
+def test_a_point_that_does_not_load_stops_the_sweep_before_anything_runs(
+        tmp_path: Path, run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": str(CONFIGS.parent / "workloads/default.yaml"),
+                                    "output": str(tmp_path / "out"),
+                                    "axes": {"reader.read_threads": [1, -1]}}))
+    assert run_cli("sweep", str(path)) == 2
+    assert "point r1-reader.read_threads=-1: reader.read_threads" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_linked_axes_vary_together(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"workload": "w.yaml", "axes": {
