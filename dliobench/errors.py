@@ -36,6 +36,8 @@ class MissingExtraError(DlioBenchError):
     """An optional dependency (torch, DALI, mpi4py) is not installed."""
 
     def __init__(self, package: str, extra: str) -> None:
-        super().__init__(
-            f"{package} is not installed; install it with `pip install 'dliobench[{extra}]'`"
-        )
+        from dliobench.config.shipped import CHECKOUT, from_checkout
+
+        how = (f"`pip install -e '{CHECKOUT}[{extra}]'` (this checkout)" if from_checkout()
+               else f"`pip install 'dliobench[{extra}]'`")
+        super().__init__(f"{package} is not installed; install it with {how}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from dliobench.cli import parser as cli_parser
-from dliobench.errors import ConfigError, DlioBenchError
+from dliobench.errors import DlioBenchError
 
 if TYPE_CHECKING:
     from dliobench.comm.world import Comm, World
@@ -26,16 +26,10 @@ BELOW_FLOOR_EXIT = 3  # run --fail-below-floor: the run completed but missed its
 
 
 def _workload_path(name: str) -> Path:
-    """A workload given as a path, or as a name looked up in ./workloads and the source tree."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        return path
-    for folder in (Path("workloads"), Path(__file__).resolve().parents[2] / "workloads"):
-        candidate = folder / f"{name}.yaml"
-        if candidate.exists():
-            return candidate
-    raise ConfigError(f"no workload named '{name}': give a path to a YAML file or one of the "
-                      "names in workloads/ (unet3d, default, ...)")
+    """A workload given as a path, or as a shipped workload's name (``config.shipped``)."""
+    from dliobench.config.shipped import workload_path
+
+    return workload_path(name)
 
 
 def _split(items: list[str]) -> tuple[Path, list[str]]:
@@ -187,10 +181,13 @@ def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     """A sweep file, or a workload (with overrides) to sweep over ranks only."""
     import yaml
 
+    from dliobench.config.shipped import find
     from dliobench.report.sweep import SweepSpec, load_sweep
 
     first, overrides = args.sweep[0], args.sweep[1:]
     path = Path(first)
+    if not path.exists() and path.suffix not in (".yaml", ".yml"):
+        path = find(first, "configs") or path  # a shipped sweep file's name
     doc = yaml.safe_load(path.read_text()) if path.is_file() else None
     if isinstance(doc, dict) and "workload" in doc:
         spec = load_sweep(path)

@@ -1,0 +1,57 @@
+"""The workload and sweep files dliobench ships, found by name from any folder.
+
+A name (``unet3d``) is looked up in ``./workloads`` (or ``./configs``) first, then in the
+source checkout dliobench runs from, then where a wheel installs them
+(``<prefix>/share/dliobench/...``). A path is taken as given.
+"""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from pathlib import Path
+
+from dliobench.errors import ConfigError
+
+CHECKOUT = Path(__file__).resolve().parents[2]  # holds workloads/ and configs/ in a checkout
+
+
+def folders(kind: str) -> list[Path]:
+    """Where shipped files of ``kind`` ("workloads" or "configs") may be, in search order."""
+    data = Path(sysconfig.get_paths()["data"])
+    return [Path(kind), CHECKOUT / kind, data / "share" / "dliobench" / kind,
+            Path(sys.prefix) / "share" / "dliobench" / kind]
+
+
+def find(name: str, kind: str) -> Path | None:
+    """The shipped file ``name`` (without .yaml) of ``kind``, or None."""
+    for folder in folders(kind):
+        candidate = folder / f"{name}.yaml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def names(kind: str) -> list[str]:
+    """The names of every shipped file of ``kind`` that can be found."""
+    found = {p.stem for folder in folders(kind) if folder.is_dir()
+             for p in folder.glob("*.yaml")}
+    return sorted(found)
+
+
+def workload_path(name: str) -> Path:
+    """A workload given as a path, or as the name of a shipped workload."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    found = find(name, "workloads")
+    if found is None:
+        known = ", ".join(names("workloads")) or "none found"
+        raise ConfigError(f"no workload named '{name}': give a path to a YAML file or one of "
+                          f"the shipped names ({known})")
+    return found
+
+
+def from_checkout() -> bool:
+    """Whether dliobench runs from a source checkout (editable install or PYTHONPATH)."""
+    return (CHECKOUT / "pyproject.toml").is_file() and (CHECKOUT / "dliobench").is_dir()
