@@ -166,6 +166,8 @@ class OutputConfig:
     """Where results go."""
 
     folder: str = key("reports", "str", "root folder of run results")
+    label: str = key("", "str", "a name for this run in reports (sweep files set it from "
+                     "their `labels:`); empty: reports name runs by what sets them apart")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class SweepSpec:
     axes: dict[str, list[Any]]
     launcher: str = DEFAULT_LAUNCHER
     output: Path = Path("reports/sweeps")
+    labels: dict[str, list[str]] = field(default_factory=dict)  # axis -> a label per value
 
 
 @dataclass
@@ -60,9 +61,10 @@ def load_sweep(path: Path) -> SweepSpec:
         raise ConfigError(f"sweep file {path} does not exist") from None
     except yaml.YAMLError:
         raise ConfigError(f"sweep file {path} is not valid YAML") from None
-    unknown = set(doc) - {"name", "workload", "overrides", "axes", "launcher", "output"}
+    unknown = set(doc) - {"name", "workload", "overrides", "axes", "launcher", "output",
+                          "labels"}
     if unknown or "workload" not in doc:
-        raise ConfigError(f"sweep file {path}: expected keys workload, overrides, axes, "
+        raise ConfigError(f"sweep file {path}: expected keys workload, overrides, axes, labels, "
                           f"launcher, output, name (unknown: {', '.join(sorted(unknown)) or '-'})")
     axes = doc.get("axes") or {}
     if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
@@ -74,10 +76,16 @@ def load_sweep(path: Path) -> SweepSpec:
             at = names.index("workload")
             axes[axis] = [_resolve(path, v) if len(names) == 1 else
                           [*v[:at], _resolve(path, v[at]), *v[at + 1:]] for v in values]
+    labels = doc.get("labels") or {}
+    for axis, names in labels.items():
+        if axis not in axes or not isinstance(names, list) or len(names) != len(axes[axis]):
+            raise ConfigError(f"sweep file {path}: labels of '{axis}' must be a list with one "
+                              "label per value of that axis")
     return SweepSpec(name=str(doc.get("name") or path.stem), workload=workload,
                      overrides=[str(o) for o in doc.get("overrides") or []], axes=axes,
                      launcher=str(doc.get("launcher") or DEFAULT_LAUNCHER),
-                     output=Path(doc.get("output") or "reports/sweeps"))
+                     output=Path(doc.get("output") or "reports/sweeps"),
+                     labels={k: [str(n) for n in v] for k, v in labels.items()})
 
 
 def _resolve(sweep_file: Path, workload: Any) -> Path:
@@ -116,8 +124,11 @@ def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:
     keys = [k for k in spec.axes if k != "ranks"]
     out = []
     for ranks in spec.axes.get("ranks", [1]):
-        for values in itertools.product(*(spec.axes[k] for k in keys)):
+        for picks in itertools.product(*(range(len(spec.axes[k])) for k in keys)):
+            values = [spec.axes[k][i] for k, i in zip(keys, picks, strict=True)]
             settings: dict[str, Any] = {}
+            labels = [spec.labels[k][i] for k, i in zip(keys, picks, strict=True)
+                      if k in spec.labels]
             for axis, value in zip(keys, values, strict=True):
                 names = [n.strip() for n in axis.split(",")]
                 if len(names) == 1:
@@ -127,6 +138,8 @@ def points(spec: SweepSpec) -> list[tuple[int, dict[str, Any]]]:
                 else:
                     raise ConfigError(f"axis '{axis}': each value must list {len(names)} "
                                       f"values, got {value!r}")
+            if labels:  # the sweep file's names for this point, shown by reports
+                settings["output.label"] = " / ".join(labels)
             out.append((int(ranks), settings))
     return out
 
@@ -151,7 +164,7 @@ def check_points(spec: SweepSpec) -> list[tuple[int, dict[str, Any], Any]]:
 def point_name(ranks: int, settings: dict[str, Any]) -> str:
     """A folder-safe name of a point, e.g. ``r4-reader.data_loader=pytorch``."""
     parts = [f"r{ranks}", *(Path(str(v)).stem if k == "workload" else f"{k}={v}"
-                            for k, v in settings.items())]
+                            for k, v in settings.items() if k != "output.label")]
     return "-".join(parts).replace("/", "_").replace(" ", "")
 
 

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 # Keys that differ between runs without changing what was measured (``accelerators`` holds
 # the profiles; the one in use is resolved into train.computation_time and metric.au).
-IGNORED_KEYS = frozenset({"output.folder"})
+IGNORED_KEYS = frozenset({"output.folder", "output.label"})
 IGNORED_SECTIONS = ("accelerators",)
 
 
@@ -217,7 +217,7 @@ def _labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]:
     labels = []
     many_ranks = table["ranks"].nunique() > 1
     for _, row in table.iterrows():
-        text = describe(row, table, factors)
+        text = str(row.get("user_label") or "") or describe(row, table, factors)
         if many_ranks:
             text = "; ".join(p for p in (text, plural(row["ranks"], "rank")) if p)
         labels.append(text or ("common settings" if len(table) > 1 else str(row["run_id"])))
@@ -232,7 +232,8 @@ def run_set(runs: list[Run]) -> RunSet:
         raise DlioBenchError("no runs to report")
     settings = [_settings(r) for r in runs]
     diff = differing_keys(settings)
-    rows = [{**_row(r), **{k: s.get(k) for k in diff if k != "workload"}}
+    rows = [{**_row(r), "user_label": r.config("output.label", ""),
+             **{k: s.get(k) for k in diff if k != "workload"}}
             for r, s in zip(runs, settings, strict=True)]
     table = pd.DataFrame(rows)
     for col in NUMERIC:

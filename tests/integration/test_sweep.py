@@ -113,3 +113,21 @@ def test_workloads_can_be_an_axis() -> None:
     assert {Path(s["workload"]).name for _, s in got} == {"unet3d.yaml", "bert.yaml"}
     assert all(Path(s["workload"]).exists() for _, s in got)
     assert {r for r, _ in got} == {1, 2, 4}
+
+
+@pytest.mark.slow
+def test_the_shipped_layout_comparison_measures_and_labels_each_layout(
+        workdir: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
+    """Compute 0 and O_DIRECT: the three layouts are measured on the storage, and the
+    report names each by the sweep file's label."""
+    assert run_cli("sweep", str(CONFIGS / "layout_comparison.yaml"), "--output",
+                   str(workdir / "sweeps")) == 0
+    capsys.readouterr()
+    folder = next((workdir / "sweeps").iterdir())
+    table = (folder / "report" / "runs.csv").read_text()
+    for label in ("file per sample", "16 samples per file", "one shared file"):
+        assert label in table
+    results = [json.loads(p.read_text()) for p in folder.glob("*/*/result.json")]
+    assert len(results) == 3
+    assert all(r["config"]["reader"]["odirect"] and r["metrics"]["bytes_per_s"] for r in results)
+    assert {r["verdict"]["limiter"] for r in results} == {"not applicable"}
