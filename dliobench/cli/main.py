@@ -104,10 +104,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dliobench.report.tables import find_run_dirs
     from dliobench.results.trace import write_trace
 
-    if args.trace:
+    if args.trace:  # into -o when given: the runs' folders stay as they were
         for run_dir in find_run_dirs(args.runs):
+            dest = Path(args.out) / "traces" / f"{run_dir.name}.trace.json" if args.out \
+                else None
             try:
-                print(f"trace: {write_trace(run_dir)}")
+                print(f"trace: {write_trace(run_dir, dest)}")
             except DlioBenchError as exc:  # e.g. a partial run without steps: skip it
                 log.warning("%s", exc)
     page = write_report(args.runs, Path(args.out) if args.out else None, args.timeline_run)
@@ -264,11 +266,16 @@ def cmd_keys(args: argparse.Namespace) -> int:
     by_key: dict[str, list[str]] = {}
     for alias, canonical in ALIASES.items():
         by_key.setdefault(canonical, []).append(alias)
+    units = {"seconds": "seconds; also {mean: S, stdev: S}", "size": "bytes; also 64KiB, 1.5MB"}
     for name, f in sorted(FIELDS.items()):
         meta = f.metadata
         choices = f" ({'|'.join(meta['choices'])})" if meta["choices"] else ""
+        unit = f" [{units[meta['kind']]}]" if meta["kind"] in units else ""
         aka = f"  [also: {', '.join(sorted(by_key[name]))}]" if name in by_key else ""
-        print(f"{name} = {f.default!r}{choices}\n    {meta['help']}{aka}")
+        print(f"{name} = {f.default!r}{choices}{unit}\n    {meta['help']}{aka}")
+    print("accelerators.<name> = {computation_time: S, au: F[, computation_time_stdev: S]}\n"
+          "    a workload's accelerator profiles: compute seconds per batch and AU floor; "
+          "train.accelerator (or --accelerator) picks one")
     return 0
 
 

@@ -239,7 +239,19 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
                                                data_folder=str(Path(root) / folder))
     config = Config(**built, accelerators=profiles, source=source)
     _check(config)
-    return config, warnings
+    return config, warnings + _advice(config)
+
+
+def _advice(config: Config) -> list[str]:
+    """Warnings about settings that run but probably do not say what was meant."""
+    d = config.dataset
+    mean, stdev = d.record_length_bytes, d.record_length_bytes_stdev
+    if stdev > mean / 2:  # e.g. UNet3D scaled to a 2 MiB mean keeps its 68 MB stdev
+        return [f"dataset.record_length_bytes_stdev ({stdev:,} B) is more than half of "
+                f"dataset.record_length_bytes ({mean:,} B): sample sizes will range from 1 B "
+                f"to about {mean + 3 * stdev:,} B; when scaling a workload down, scale its "
+                "stdev too (dliobench does not change it for you)"]
+    return []
 
 
 def _check(config: Config) -> None:

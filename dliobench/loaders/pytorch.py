@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import warnings
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from dliobench.plan import Plan
 
 log = logging.getLogger(__name__)
+# torch repeats this at every DataLoader and iterator start; the loader says it once, below
+warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
 
 try:
     import torch
@@ -89,6 +93,11 @@ class PyTorchLoader:
                  persistent_workers: bool, pin_memory: bool) -> None:
         self._sampler = EpochSampler()
         workers = read_threads
+        cores = len(os.sched_getaffinity(0))
+        if workers > cores:
+            log.warning("reader.read_threads=%d: the PyTorch DataLoader starts %d worker "
+                        "processes on %d CPU(s); they take turns on the cores", workers,
+                        workers, cores)
         extra: dict[str, Any] = {}
         if workers > 0:
             extra = {"prefetch_factor": max(1, math.ceil(prefetch_size / workers)),

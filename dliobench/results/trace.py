@@ -72,8 +72,9 @@ def trace_events(run_dir: str | Path) -> dict[str, Any]:
                           "commit": result.get("commit")}}
 
 
-def write_trace(run_dir: str | Path) -> Path:
-    """Write ``<run_dir>/trace.json`` and return its path."""
-    path = Path(run_dir) / "trace.json"
+def write_trace(run_dir: str | Path, path: Path | None = None) -> Path:
+    """Write the run's trace to ``path`` (default ``<run_dir>/trace.json``); return it."""
+    path = path or Path(run_dir) / "trace.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, trace_events(run_dir), indent=None)
     return path

@@ -8,6 +8,7 @@ read-back runs after the written pages are evicted, so both time the storage.
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import numpy as np
@@ -47,6 +48,7 @@ class Checkpointer:
         self.nbytes = shard_bytes(config, world)
         self.backend = backend_for(self.cfg.checkpoint_folder)
         self.run_id = run_id
+        self.written: list[str] = []  # this rank's shards, deleted by ``finish``
         self.events: list[CheckpointEvent] = []
         self._payload: np.ndarray | None = None
 
@@ -97,12 +99,25 @@ class Checkpointer:
                 writer.write(part)
                 left -= len(part)
             writer.commit(durable=self.cfg.fsync)
+            self.written.append(key)
         except OSError as exc:
             writer.abort()
             raise DatasetError(f"cannot write checkpoint {self.backend.describe(key)}: "
                                f"{exc.strerror}; free space or choose another "
                                "checkpoint.checkpoint_folder") from None
         return time.perf_counter() - start
+
+    def finish(self) -> None:
+        """After the run: delete the shards unless ``checkpoint.keep`` (one rank per node
+        removes the emptied folders once every rank is done)."""
+        if not self.enabled or self.cfg.keep:
+            return
+        for key in self.written:
+            self.backend.delete(key)
+        self.comm.barrier()
+        local = self.backend.local_path(self.run_id)
+        if self.world.local_rank == 0 and local is not None:
+            shutil.rmtree(local, ignore_errors=True)
 
     def _read(self, key: str) -> float:
         """Read the shard back after evicting it, so the read reaches the storage."""

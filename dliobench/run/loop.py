@@ -89,6 +89,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
                     evict_dataset(plan, world)
                 comm.barrier()
                 trace.checks.append(_epoch(ctx, epoch, n_steps))
+        checkpointer.finish()
     except BaseException as exc:
         trace.error = str(exc) or type(exc).__name__
         raise TrainingFailed(trace, exc) from exc

@@ -123,8 +123,12 @@ def test_checkpoints_are_written_timed_and_read_back(
                         workflow={"checkpoint": True},
                         checkpoint={"checkpoint_folder": "ckpt", "checkpoint_after_epoch": 1,
                                     "epochs_between_checkpoints": 1, "read_after_write": True,
-                                    "optimizer_state_factor": 1.0})
-    assert run_cli("run", str(write_workload(doc)), "--no-progress") == 0
+                                    "optimizer_state_factor": 1.0, "keep": True})
+    path = write_workload(doc)
+    assert run_cli("run", str(path), "--no-progress", "checkpoint.keep=false", "--output",
+                   str(workdir / "first")) == 0
+    assert not list((workdir / "ckpt").iterdir())  # measured, then deleted by default
+    assert run_cli("run", str(path), "--no-progress") == 0
     result = last_result(workdir / "reports")
     ckpt = result["checkpoint"]
     assert ckpt["count"] == 2  # after epochs 1 and 2

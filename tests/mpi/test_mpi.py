@@ -138,7 +138,7 @@ def test_killed_rank_ends_the_job_without_hanging(
 def test_all_ranks_checkpoint_shards(workdir: Path, write_workload: Callable[..., Path]) -> None:
     doc = tiny_workload(model={"name": "tiny", "model_size_bytes": 1_000_001},
                         workflow={"checkpoint": True},
-                        checkpoint={"checkpoint_folder": "ckpt", "type": "all_ranks",
+                        checkpoint={"checkpoint_folder": "ckpt", "type": "all_ranks", "keep": True,
                                     "steps_between_checkpoints": 2},
                         train={"epochs": 1, "allreduce_bytes": 0})
     proc = mpirun(2, "run", str(write_workload(doc)), "--no-progress")

@@ -155,3 +155,24 @@ def test_missing_accelerator_lists_the_available(write_workload: Callable[..., P
 def test_unsupported_distribution_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"train\.computation_time"):
         load(None, ["train.computation_time={type: gamma, shape: 2}"])
+
+
+def test_a_stdev_left_larger_than_half_the_mean_is_warned_about() -> None:
+    workload = Path(__file__).resolve().parents[2] / "workloads" / "unet3d.yaml"
+    _, warnings = load(workload, ["dataset.record_length_bytes=2MiB"])
+    assert any("more than half of dataset.record_length_bytes" in w for w in warnings)
+    _, quiet = load(workload, ["dataset.record_length_bytes=2MiB",
+                               "dataset.record_length_bytes_stdev=100KiB"])
+    assert not any("more than half" in w for w in quiet)
+
+
+def test_keys_give_units_and_the_accelerators_section(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from dliobench.cli.main import main
+
+    assert main(["keys"]) == 0
+    out = capsys.readouterr().out
+    assert "train.computation_time = 0.0 [seconds" in out
+    assert "storage.lustre_stripe_size = 0 [bytes" in out
+    assert "dataset.chunk_size = 0 [bytes" in out
+    assert "accelerators.<name> = {computation_time: S, au: F" in out

@@ -121,8 +121,8 @@ def _trace_sums(trace: dict[str, Any]) -> tuple[dict[int, str], dict[int, float]
     return names, dict(sums)
 
 
-def _check_trace(run_dir: Path) -> dict[int, str]:
-    trace = json.loads((run_dir / "trace.json").read_text())
+def _check_trace(run_dir: Path, path: Path | None = None) -> dict[int, str]:
+    trace = json.loads((path or run_dir / "trace.json").read_text())
     timeline = pd.read_csv(run_dir / "timeline.csv")
     names, sums = _trace_sums(trace)
     expect = timeline.groupby("rank")[["wait_s", "compute_s"]].sum().sum(axis=1) * 1e6
@@ -144,7 +144,8 @@ def test_report_trace_writes_traces_after_the_fact(runs: Path, tmp_path: Path) -
     shutil.copytree(run_dir, tmp_path / run_dir.name)
     assert main(["report", "--trace", str(tmp_path / run_dir.name), "-o",
                  str(tmp_path / "out")]) == 0
-    _check_trace(tmp_path / run_dir.name)
+    _check_trace(tmp_path / run_dir.name, tmp_path / "out/traces" / f"{run_dir.name}.trace.json")
+    assert not (tmp_path / run_dir.name / "trace.json").exists()  # -o: the run is untouched
     page = (tmp_path / "out" / "report.html").read_text()
     assert "Not drawn: there is only one run" in page
 
