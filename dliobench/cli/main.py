@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dliobench.cli import parser as cli_parser
 from dliobench.errors import DlioBenchError
@@ -222,13 +222,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     folder, outcomes = run_sweep(spec, args.timeout)
     failed = [o for o in outcomes if o.error]
     for o in outcomes:
-        au = o.result["metrics"]["au"] if o.result else None
-        status = f"error: {o.error}" if o.error else (
-            f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}")
-        print(f"{o.name}: {status}")
+        print(f"{o.settings.get('output.label') or o.name}: {_point_status(o)}")
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} points ran; runs in {folder}")
     _sweep_report(folder, len(failed) < len(outcomes))
     return 1 if failed else 0
+
+
+def _point_status(outcome: Any) -> str:
+    """A point's outcome in a few words: its error, its AU, or (compute 0, no AU) its rates."""
+    if outcome.error or outcome.result is None:
+        return f"error: {outcome.error}"
+    m = outcome.result["metrics"]
+    verdict = outcome.result.get("verdict") or {}
+    if verdict.get("limiter") == "not applicable":
+        rate, nbytes = m["samples_per_s"] or 0.0, m["bytes_per_s"] or 0.0
+        return f"{rate:,.1f} samples/s, {nbytes / 1e6:,.0f} MB/s (compute 0: no AU)"
+    au = m["au"]
+    return f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}" + (
+        f" ({verdict['limiter']}-limited)" if verdict.get("meets_floor") is False else "")
 
 
 def _sweep_dry_run(spec: SweepSpec) -> int:

@@ -122,7 +122,8 @@ def test_the_shipped_layout_comparison_measures_and_labels_each_layout(
     report names each by the sweep file's label."""
     assert run_cli("sweep", str(CONFIGS / "layout_comparison.yaml"), "--output",
                    str(workdir / "sweeps")) == 0
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "one shared file: " in out and "MB/s (compute 0: no AU)" in out
     folder = next((workdir / "sweeps").iterdir())
     table = (folder / "report" / "runs.csv").read_text()
     for label in ("file per sample", "16 samples per file", "one shared file"):

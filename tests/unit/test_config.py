@@ -176,3 +176,12 @@ def test_keys_give_units_and_the_accelerators_section(
     assert "storage.lustre_stripe_size = 0 [bytes" in out
     assert "dataset.chunk_size = 0 [bytes" in out
     assert "accelerators.<name> = {computation_time: S, au: F" in out
+
+
+def test_overrides_may_follow_options_on_every_workload_command(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from dliobench.cli.main import main
+
+    assert main(["show-config", "unet3d", "--accelerator", "a100", "train.epochs=3"]) == 0
+    out = capsys.readouterr().out
+    assert "epochs: 3" in out and "accelerator: a100" in out
