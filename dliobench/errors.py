@@ -41,3 +41,10 @@ class MissingExtraError(DlioBenchError):
         how = (f"`pip install -e '{CHECKOUT}[{extra}]'` (this checkout)" if from_checkout()
                else f"`pip install 'dliobench[{extra}]'`")
         super().__init__(f"{package} is not installed; install it with {how}")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (a batch system's time limit, a preemption): handled like Ctrl-C, so
+    what was measured is written as a partial result, then the command exits with 143."""
+
+    exit_code = 143

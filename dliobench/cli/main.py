@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dliobench.cli import parser as cli_parser
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, Terminated
 
 if TYPE_CHECKING:
     from dliobench.comm.world import Comm, World
@@ -65,7 +66,7 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T]) -> T:
         return work()
     except BaseException as exc:
         if world.size > 1:
-            code = exc.exit_code if isinstance(exc, DlioBenchError) else 1
+            code = exc.exit_code if isinstance(exc, (DlioBenchError, Terminated)) else 1
             reason = str(exc) or type(exc).__name__
             print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
                   f"{reason}", file=sys.stderr, flush=True)
@@ -325,6 +326,12 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM: unwind like Ctrl-C (partial results, clean-up), once."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up
+    raise Terminated("terminated by SIGTERM")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dliobench`` command; returns the exit code."""
     parser = build_parser()
@@ -336,11 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     if extra and positional is not None:  # overrides after options: `run W --no-progress a=b`
         setattr(args, positional, getattr(args, positional) + extra)
     _setup_logging(args.verbose, args.quiet)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args))
     except DlioBenchError as exc:
         print(f"dliobench: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print("dliobench: terminated (SIGTERM); what was measured until then is in the run's "
+              "result.json (status: partial) and generated files are kept", file=sys.stderr)
+        return Terminated.exit_code
     except KeyboardInterrupt:
         print("dliobench: interrupted", file=sys.stderr)
         return 130

@@ -1,8 +1,13 @@
-"""Faults a user meets: a full disk during generation. Complete files must stay valid."""
+"""Faults a user meets: a full disk during generation, SIGTERM. Complete files must stay
+valid and what was measured must reach the user."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,3 +67,47 @@ def test_not_enough_space_is_said_before_writing(small_fs: Path,
     err = capsys.readouterr().err
     assert "needs 0.01 GB more but only" in err and "free" in err
     assert not list((small_fs / "data/train").glob("*"))
+
+
+def _until(predicate: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_sigterm_ends_a_run_like_ctrl_c(workdir: Path,
+                                        write_workload: Callable[..., Path]) -> None:
+    """What Slurm sends at a time limit: the run stops, writes what it measured, exits 143."""
+    path = write_workload(tiny_workload(train={"epochs": 500, "computation_time": 0.005}))
+    proc = subprocess.Popen([sys.executable, "-m", "dliobench", "run", str(path),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    reports = workdir / "reports"
+    _until(lambda: reports.exists() and any(reports.iterdir()))
+    time.sleep(1.0)  # some steps
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err
+    result = json.loads(next(reports.glob("*/result.json")).read_text())
+    assert result["status"] == "partial" and result["metrics"]["steps"] > 0
+    assert result["errors"] == ["rank 0: terminated by SIGTERM"]
+    assert result["epochs"][-1]["complete"] is False
+
+
+def test_sigterm_during_generation_keeps_the_complete_files(
+        workdir: Path, write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload(dataset={"num_files_train": 6000,
+                                                 "record_length_bytes": 4096}))
+    cmd = [sys.executable, "-m", "dliobench", "generate", str(path), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    train = workdir / "data/tiny/train"
+    _until(lambda: train.exists() and sum(1 for _ in train.glob("img_*")) > 1500)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err
+    kept = len(manifest_files(workdir / "data/tiny"))
+    assert 0 < kept < 6000
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and f"wrote {6000 - kept} of 6000 files" in done.stdout
