@@ -92,6 +92,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             from dliobench.results.trace import write_trace
             print(f"trace: {write_trace(outcome.run_dir)} (open in https://ui.perfetto.dev)")
+        if outcome.problem:
+            print(f"dliobench: error: {outcome.problem}", file=sys.stderr)
+            return 1
         verdict = outcome.result.get("verdict") or {}
         if verdict.get("meets_floor") is False and (args.fail_below_floor
                                                     or cfg.metric.fail_below_floor):

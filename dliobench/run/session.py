@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,13 @@ from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
+from dliobench.errors import DlioBenchError
 from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result
 from dliobench.results.files import new_run_id, write_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.schema import RunResult
-from dliobench.results.timeline import write_csv
+from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
 from dliobench.run import ceiling
 from dliobench.run.loop import TrainingFailed, train
@@ -32,6 +34,7 @@ class RunOutcome:
 
     run_dir: Path | None
     result: RunResult | None
+    problem: str | None = None  # files that could not go to output.folder, and where they went
 
 
 def _now() -> str:
@@ -55,7 +58,11 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
     run_dir = Path(config.output.folder) / run_id
     if world.is_root:
-        run_dir.mkdir(parents=True, exist_ok=False)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise DlioBenchError(f"cannot create the run folder {run_dir}: {exc.strerror}; "
+                                 "free space or choose another output.folder") from None
     started = _now()
     staged = _stage(ready, world, comm, run_id, extra)
     reads = staged.plan if staged else ready.plan  # the result keeps the source data folder
@@ -77,14 +84,33 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     if world.is_root and traces is not None:
         result = build_result(config, run_id, "complete", traces, started, _now(),
                               ready.total_bytes, extra)
-        m = config.metric
-        write_csv(run_dir / "timeline.csv", [t.timeline for t in traces],
-                  m.exclude_start_steps, m.exclude_end_steps)
     _judge_client(config, world, comm, result)
-    if result is None:
+    if result is None or traces is None:
         return RunOutcome(None, None)
-    write_result(run_dir, result)
-    return RunOutcome(run_dir, result)
+    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    return RunOutcome(where, result, problem)
+
+
+def save(run_dir: Path, result: RunResult, timelines: list[Timeline],
+         config: Config) -> tuple[Path, str | None]:
+    """Commit result.json (small: first) and timeline.csv. When the output folder cannot
+    take them (a full disk), both go to a folder under the system's temporary directory
+    instead: (where they are, a sentence saying what was not written where)."""
+    m = config.metric
+    try:
+        write_result(run_dir, result)
+        write_csv(run_dir / "timeline.csv", timelines, m.exclude_start_steps, m.exclude_end_steps)
+        return run_dir, None
+    except (DlioBenchError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        written = "result.json" if (run_dir / "result.json").exists() else "nothing"
+        fallback = Path(tempfile.gettempdir()) / "dliobench-results" / run_dir.name
+        fallback.mkdir(parents=True, exist_ok=True)
+        write_result(fallback, result)
+        write_csv(fallback / "timeline.csv", timelines, m.exclude_start_steps,
+                  m.exclude_end_steps)
+        return fallback, (f"could not write the run's files in {run_dir} ({reason}; {written} "
+                          f"is there); result.json and timeline.csv are in {fallback}")
 
 
 def _judge_client(config: Config, world: World, comm: Comm, result: RunResult | None) -> None:
@@ -129,10 +155,14 @@ def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
     """
     result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
                           {**extra, "ranks_launched": world.size})
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not write_result(run_dir, result, replace=world.is_root):
-        return
-    write_csv(run_dir / "timeline.csv", [trace.timeline], config.metric.exclude_start_steps,
-              config.metric.exclude_end_steps)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not write_result(run_dir, result, replace=world.is_root):
+            return
+        write_csv(run_dir / "timeline.csv", [trace.timeline], config.metric.exclude_start_steps,
+                  config.metric.exclude_end_steps)
+    except (DlioBenchError, OSError):  # a full output disk: the measurements go elsewhere
+        run_dir, problem = save(run_dir, result, [trace.timeline], config)
+        log.warning("%s", problem)
     log.warning("the run ended early; what rank %d measured is in %s (status: partial)",
                 world.rank, run_dir)

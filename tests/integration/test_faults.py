@@ -3,7 +3,9 @@ valid and what was measured must reach the user."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,3 +113,29 @@ def test_sigterm_during_generation_keeps_the_complete_files(
     assert 0 < kept < 6000
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and f"wrote {6000 - kept} of 6000 files" in done.stdout
+
+
+def test_a_full_output_disk_still_delivers_the_measurements(
+        small_fs: Path, workdir: Path, write_workload: Callable[..., Path],
+        run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
+    """The results folder is on a full tmpfs: the summary prints, and result.json and
+    timeline.csv go to a folder under the system's temporary directory, said in one line."""
+    # fill the tmpfs to the last byte
+    with open(small_fs / "filler", "wb") as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"x" * 65536)
+            handle.flush()
+    path = write_workload(tiny_workload(train={"computation_time": 0.001}))
+    assert run_cli("run", str(path), "--no-progress", "--output", str(small_fs / "out")) == 1
+    captured = capsys.readouterr()
+    assert "accelerator utilization" in captured.out  # the summary still reached the user
+    assert "Traceback" not in captured.err
+    line = next(ln for ln in captured.err.splitlines() if "could not write" in ln)
+    fallback = Path(line.rsplit(" are in ", 1)[1])
+    try:
+        result = json.loads((fallback / "result.json").read_text())
+        assert result["status"] == "complete" and result["metrics"]["steps"] > 0
+        assert (fallback / "timeline.csv").read_text().count("\n") > 1
+        assert str(small_fs / "out") in line and "No space left" in line
+    finally:
+        shutil.rmtree(fallback, ignore_errors=True)
