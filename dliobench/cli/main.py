@@ -124,13 +124,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write the dataset only (what is missing of it)."""
     from dliobench.dataset.generate import generate
+    from dliobench.dataset.lock import locked
     from dliobench.plan import resolve
 
     cfg, _ = _load(args)
     world, comm = _world()
-    done = _on_every_rank(world, comm, lambda: generate(
-        resolve(cfg, world, comm), world, comm, show_progress=not args.no_progress,
-        check=args.verify))
+
+    def work() -> Any:
+        plan = resolve(cfg, world, comm)
+        with locked(plan.backend, world, exclusive=True, doing="generating"):
+            return generate(plan, world, comm, show_progress=not args.no_progress,
+                            check=args.verify)
+
+    done = _on_every_rank(world, comm, work)
     if not world.is_root:
         return 0
     if done.files_written:

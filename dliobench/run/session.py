@@ -14,6 +14,7 @@ from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
+from dliobench.dataset.lock import locked
 from dliobench.errors import DlioBenchError
 from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result
@@ -43,10 +44,23 @@ def _now() -> str:
 
 def run(config: Config, world: World, comm: Comm, warnings: list[str],
         show_progress: bool = True) -> RunOutcome:
-    """Generate what is missing, train, and write ``<output.folder>/<run-id>/``."""
+    """Generate what is missing, train, and write ``<output.folder>/<run-id>/``.
+
+    The data folder is locked for the run: exclusively while it may be generated, shared
+    while it is read (``dataset.lock``).
+    """
     plan = resolve(config, world, comm)
     check_run(config, world)
-    ready = dataset_mod.prepare(plan, world, comm, show_progress)
+    with locked(plan.backend, world, exclusive=True, doing="prepared for a run") as lock:
+        ready = dataset_mod.prepare(plan, world, comm, show_progress)
+        lock.share()
+        return _train_and_report(ready, world, comm, warnings, show_progress)
+
+
+def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
+                      warnings: list[str], show_progress: bool) -> RunOutcome:
+    """The run once its dataset is ready: stage, train, write the result."""
+    config = ready.plan.config
     extra: dict[str, Any] = {"warnings": warnings}
     if ready.generated and ready.generated.files_written:
         g = ready.generated
