@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import shutil
@@ -78,14 +79,18 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
             raise DlioBenchError(f"cannot create the run folder {run_dir}: {exc.strerror}; "
                                  "free space or choose another output.folder") from None
     started = _now()
-    staged = _stage(ready, world, comm, run_id, extra)
-    reads = staged.plan if staged else ready.plan  # the result keeps the source data folder
+    staged = None
     try:
+        staged = _stage(ready, world, comm, run_id, extra)
+        reads = staged.plan if staged else ready.plan  # the result keeps the source folder
         trace = train(reads, world, comm, show_progress, run_id)
     except BaseException as exc:
         if isinstance(exc, TrainingFailed):
             _write_partial(config, world, run_id, run_dir, exc.trace, started,
                            ready.total_bytes, extra)
+        if world.is_root:  # nothing measured (staging failed, or before the first step)
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # only if empty
         if staged is not None and not config.storage.keep_staged and world.local_rank == 0:
             shutil.rmtree(staged.folder, ignore_errors=True)  # no barrier: the job is failing
         if isinstance(exc, TrainingFailed):
