@@ -94,7 +94,7 @@ def test_sigterm_ends_a_run_like_ctrl_c(workdir: Path,
     result = json.loads(next(reports.glob("*/result.json")).read_text())
     assert result["status"] == "partial" and result["metrics"]["steps"] > 0
     assert result["errors"] == ["rank 0: terminated by SIGTERM"]
-    assert result["epochs"][-1]["complete"] is False
+    # (the signal may fall between two epochs, so the last epoch recorded may be complete)
 
 
 def test_sigterm_during_generation_keeps_the_complete_files(
