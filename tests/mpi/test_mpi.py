@@ -78,9 +78,11 @@ def test_failing_rank_names_itself_and_ends_the_job(
     raw = bytearray(victim.read_bytes())
     raw[3000] ^= 0xFF
     victim.write_bytes(bytes(raw))
+    shm = set(Path("/dev/shm").glob("mpich_shm_*"))
     start = time.monotonic()
     proc = mpirun(2, "run", str(path), "--no-progress", "train.computation_time=0.05")
     assert proc.returncode != 0
+    assert set(Path("/dev/shm").glob("mpich_shm_*")) <= shm  # the abort unlinked its segment
     assert time.monotonic() - start < 60
     assert "rank 1 of 2" in proc.stderr and "img_0000007.npz" in proc.stderr
     assert "Traceback" not in proc.stderr
