@@ -66,7 +66,7 @@ def _start_process(fmt: Format, dataset: DatasetConfig, backend: Backend, parent
     """Set up a writer process: it dies with its parent, leaves Ctrl-C to it (the parent
     cancels what is queued and waits for the batches under way), builds its own base buffer."""
     global _process_job
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -80,7 +80,7 @@ def _write_batch_in_process(files: list[DataFile]) -> dict[int, filegen.Written]
     return _write_batch(fmt, backend, fill, files)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to kill this process when its parent dies (a killed generate leaves no
     writers behind to race the resumed one); a no-op elsewhere."""
     try:

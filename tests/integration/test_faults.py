@@ -4,6 +4,7 @@ valid and what was measured must reach the user."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import shutil
 import signal
@@ -173,3 +174,23 @@ def test_one_writer_or_many_readers_per_data_folder(
     finally:
         reader.send_signal(signal.SIGTERM)
         reader.communicate(timeout=60)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nvidia.dali") is None, reason="no DALI")
+def test_no_dali_worker_outlives_a_killed_run(workdir: Path,
+                                              write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload(reader={"data_loader": "dali"},
+                                        train={"epochs": 500, "computation_time": 0.005}))
+    proc = subprocess.Popen([sys.executable, "-m", "dliobench", "run", str(path),
+                             "--no-progress"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    reports = workdir / "reports"
+    _until(lambda: reports.exists() and any(reports.iterdir()))
+    time.sleep(1.5)  # training: DALI's workers have served samples
+    children = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)],
+                                               capture_output=True, text=True).stdout.split()]
+    assert children, "no DALI worker processes seen"
+    proc.kill()
+    proc.wait()
+    _until(lambda: not [c for c in children if Path(f"/proc/{c}").exists()], 10)
+    assert not [c for c in children if Path(f"/proc/{c}").exists()]

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.dataset.writer_pool import die_with_parent
 from dliobench.errors import DlioBenchError
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.dali.base import (
@@ -77,6 +78,9 @@ class EpochIds:
         return self._cached[1]
 
 
+_BOUND: list[bool] = []  # set in a worker process once it is bound to its parent's life
+
+
 class EpochSource:
     """The ``external_source`` callback (pickled into DALI's workers): per sample, sample
     ``idx_in_epoch`` of this epoch's ids or a placeholder; per batch, batch ``iteration``."""
@@ -87,6 +91,9 @@ class EpochSource:
         self.per_sample, self.in_worker = per_sample, in_worker
 
     def __call__(self, info: SampleInfo | BatchInfo) -> tuple[Any, Any]:
+        if self.in_worker and not _BOUND:  # first call in a DALI worker process
+            _BOUND.append(True)
+            die_with_parent()  # a killed run leaves no DALI worker behind
         ids = self.ids.get(info.epoch_idx)
         end = epoch_length(ids.size, self.batch_size, self.drop_last)
         if isinstance(info, SampleInfo):
