@@ -22,6 +22,7 @@ from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
 from dliobench.run.gradients import GradientSync
+from dliobench.run.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class _Step:
     comm: Comm
     gradients: GradientSync
     checkpointer: Checkpointer
+    watchdog: Watchdog
     timeline: Timeline
     t0: float
     advance: Any
@@ -77,16 +79,19 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     trace.checkpoints = checkpointer.events
     loader = make_loader(plan)
     cpu0, t0 = cpu_seconds(), time.perf_counter()
+    watchdog = Watchdog(config.train.stall_timeout_s, world, comm)
     try:
+        watchdog.beat("waiting for the other ranks to start training")
         comm.barrier()
         t0 = time.perf_counter()
         with progress.bar(f"training {config.name}", sum(plan.steps),
                           show_progress and world.is_root) as advance:
             ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
-                        trace.timeline, t0, advance)
+                        watchdog, trace.timeline, t0, advance)
             for epoch, n_steps in enumerate(plan.steps):
                 if config.storage.drop_cache:
                     evict_dataset(plan, world)
+                watchdog.beat(f"waiting for the other ranks to start epoch {epoch}")
                 comm.barrier()
                 trace.checks.append(_epoch(ctx, epoch, n_steps))
         checkpointer.finish()
@@ -94,6 +99,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         trace.error = str(exc) or type(exc).__name__
         raise TrainingFailed(trace, exc) from exc
     finally:
+        watchdog.stop()
         gradients.close()
         loader.close()  # worker processes end here: their CPU time counts below
         trace.deviations = list(loader.deviations)
@@ -119,6 +125,7 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
     try:
         for step in range(n_steps):
             start = clock()
+            ctx.watchdog.beat(f"reading the batch of step {step} of epoch {epoch}")
             batch = next(batches_iter)
             got = clock()
             ctx.gradients.start()
@@ -126,6 +133,7 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
             comm = ctx.gradients.finish()  # only what did not overlap compute
             ckpt = 0.0
             if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
+                ctx.watchdog.beat(f"checkpointing after step {step} of epoch {epoch}")
                 ckpt = ctx.checkpointer.run(epoch, step)
             ctx.global_step += 1
             ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,

@@ -5,6 +5,7 @@ Timing bounds are loose: 4 ranks share 2 cores.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -232,3 +233,32 @@ def test_killed_mpi_generation_resumes_only_the_missing_files(
                     f"dataset.data_folder={fresh}", *shape], check=True, capture_output=True)
     for name in sorted(held)[:50] + sorted(set(manifest_files(folder)) - set(held))[:50]:
         assert (folder / "train" / name).read_bytes() == (fresh / "train" / name).read_bytes()
+
+
+def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
+        workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
+    """SIGSTOP one rank (what a hung file system looks like to MPI): the other rank waits at
+    its next collective, then ends the job with one sentence instead of hanging."""
+    path = write_workload(tiny_workload(train={"epochs": 2000, "computation_time": 0.002,
+                                               "stall_timeout_s": 2}), "stall.yaml")
+    proc = subprocess.Popen(mpi_cmd(2, "run", str(path), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = None
+    try:
+        deadline = time.monotonic() + 60
+        while stopped is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
+                stopped = _rank_pid("stall.yaml", 1)
+        assert stopped is not None, "rank 1 never started training"
+        os.kill(stopped, signal.SIGSTOP)
+        _, err = proc.communicate(timeout=60)  # hang guard: the timeout is 2 s
+        assert proc.returncode != 0
+        assert "rank 0 of 2" in err and "made no progress for" in err, err
+        assert "train.stall_timeout_s" in err and "Traceback" not in err
+    finally:
+        if stopped is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()

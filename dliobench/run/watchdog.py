@@ -1,0 +1,56 @@
+"""The stall watchdog: a rank that makes no progress for ``train.stall_timeout_s`` ends the job.
+
+Progress is a training step or a checkpoint; a rank blocked at a collective because another
+rank stopped (SIGSTOP, a hung file system) or blocked in a read that never returns says so in
+one sentence, naming itself and what it was doing, and ends the job, instead of the job
+hanging until the batch system's limit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from dliobench.comm.world import Comm, World
+
+EXIT_STALLED = 1
+
+
+class Watchdog:
+    """One rank's watchdog thread (``seconds`` 0: off)."""
+
+    def __init__(self, seconds: float, world: World, comm: Comm) -> None:
+        self.seconds, self.world, self.comm = seconds, world, comm
+        self.doing = "starting"
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if seconds > 0:
+            self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
+            self._thread.start()
+
+    def beat(self, doing: str) -> None:
+        """Progress: this rank is now ``doing`` (words for the sentence)."""
+        self._last = time.monotonic()
+        self.doing = doing
+
+    def _watch(self) -> None:
+        while not self._stop.wait(min(1.0, self.seconds / 4)):
+            idle = time.monotonic() - self._last
+            if idle > self.seconds:
+                w = self.world
+                print(f"dliobench: error: rank {w.rank} of {w.size} on {w.host} made no progress "
+                      f"for {idle:.0f} s while {self.doing} (another rank stopped, or storage "
+                      "hangs); ending the job (train.stall_timeout_s)", file=sys.stderr,
+                      flush=True)
+                if w.size > 1:
+                    self.comm.abort(EXIT_STALLED)
+                os._exit(EXIT_STALLED)
+
+    def stop(self) -> None:
+        """Training is over: stop watching."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
