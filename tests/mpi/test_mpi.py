@@ -113,6 +113,18 @@ def _rank_pid(marker: str, rank: int) -> int | None:
     return None
 
 
+def _training_rank(workdir: Path, marker: str, rank: int) -> int:
+    """The pid of ``rank`` of the job started with workload ``marker``, once it trains."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
+            pid = _rank_pid(marker, rank)
+            if pid is not None:
+                return pid
+    raise AssertionError(f"rank {rank} never started training")
+
+
 def test_killed_rank_ends_the_job_without_hanging(
         workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     path = write_workload(tiny_workload(train={"epochs": 50, "computation_time": 0.02}),
@@ -120,13 +132,7 @@ def test_killed_rank_ends_the_job_without_hanging(
     proc = subprocess.Popen(mpi_cmd(2, "run", str(path), "--no-progress"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        pid = None
-        deadline = time.monotonic() + 60
-        while pid is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-            if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
-                pid = _rank_pid("killme.yaml", 1)
-        assert pid is not None, "rank 1 never started training"
+        pid = _training_rank(workdir, "killme.yaml", 1)
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
         proc.wait(timeout=30)
@@ -245,12 +251,7 @@ def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stopped = None
     try:
-        deadline = time.monotonic() + 60
-        while stopped is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-            if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
-                stopped = _rank_pid("stall.yaml", 1)
-        assert stopped is not None, "rank 1 never started training"
+        stopped = _training_rank(workdir, "stall.yaml", 1)
         os.kill(stopped, signal.SIGSTOP)
         _, err = proc.communicate(timeout=60)  # hang guard: the timeout is 2 s
         assert proc.returncode != 0
