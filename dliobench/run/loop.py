@@ -125,7 +125,7 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
     try:
         for step in range(n_steps):
             start = clock()
-            ctx.watchdog.beat(f"reading the batch of step {step} of epoch {epoch}")
+            ctx.watchdog.beat("reading the batch of step %d of epoch %d", step, epoch)
             batch = next(batches_iter)
             got = clock()
             ctx.gradients.start()
@@ -133,7 +133,7 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
             comm = ctx.gradients.finish()  # only what did not overlap compute
             ckpt = 0.0
             if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
-                ctx.watchdog.beat(f"checkpointing after step {step} of epoch {epoch}")
+                ctx.watchdog.beat("checkpointing after step %d of epoch %d", step, epoch)
                 ckpt = ctx.checkpointer.run(epoch, step)
             ctx.global_step += 1
             ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,

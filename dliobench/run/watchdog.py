@@ -23,7 +23,7 @@ class Watchdog:
 
     def __init__(self, seconds: float, world: World, comm: Comm) -> None:
         self.seconds, self.world, self.comm = seconds, world, comm
-        self.doing = "starting"
+        self._doing: tuple[str, tuple[object, ...]] = ("starting", ())
         self._last = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -31,10 +31,17 @@ class Watchdog:
             self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
             self._thread.start()
 
-    def beat(self, doing: str) -> None:
-        """Progress: this rank is now ``doing`` (words for the sentence)."""
+    def beat(self, doing: str, *args: object) -> None:
+        """Progress: this rank is now ``doing`` (a %-template for the sentence, formatted only
+        if it is ever said: this runs every step)."""
         self._last = time.monotonic()
-        self.doing = doing
+        self._doing = (doing, args)
+
+    @property
+    def doing(self) -> str:
+        """What the rank was last doing, in words."""
+        template, args = self._doing
+        return template % args if args else template
 
     def _watch(self) -> None:
         while not self._stop.wait(min(1.0, self.seconds / 4)):
