@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -144,36 +145,33 @@ def test_a_full_output_disk_still_delivers_the_measurements(
 
 def test_one_writer_or_many_readers_per_data_folder(
         workdir: Path, write_workload: Callable[..., Path]) -> None:
-    """Two real processes race for one folder: the second is refused with the holder named,
-    and nothing of the first's is touched."""
-    path = write_workload(tiny_workload(dataset={"num_files_train": 6000,
-                                                 "record_length_bytes": 4096}))
+    """Another process holds the folder's lock (this test, with the lock dliobench uses):
+    writing against a writer or a reader, and reading against a writer, are refused with the
+    holder named, and nothing is written; once it lets go, the same commands succeed."""
+    from dliobench.comm.world import World
+    from dliobench.dataset.lock import locked
+    from dliobench.storage.posix import PosixBackend
+
+    path = write_workload(tiny_workload())
     base = [sys.executable, "-m", "dliobench"]
-    first = subprocess.Popen([*base, "generate", str(path), "--no-progress"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    train = workdir / "data/tiny/train"
-    _until(lambda: train.exists() and any(train.iterdir()))
-    assert first.poll() is None, "the first generation ended before the race; enlarge it"
-    for second in (["generate", str(path), "dataset.generation_seed=7"],
-                   ["run", str(path), "--no-progress"]):
-        done = subprocess.run([*base, *second], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 1, done.stderr
-        assert f"is being written: generating by pid {first.pid}" in done.stderr
-        assert "Traceback" not in done.stderr
-    first.communicate(timeout=120)
-    assert first.returncode == 0
-    assert len(manifest_files(workdir / "data/tiny")) == 6000  # the first one's, complete
-    reader = subprocess.Popen([*base, "run", str(path), "--no-progress", "train.epochs=500",
-                               "train.computation_time=0.005"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    try:
-        _until(lambda: (workdir / "reports").exists() and any((workdir / "reports").iterdir()))
-        done = subprocess.run([*base, "generate", str(path), "--verify"], capture_output=True,
+    folder = workdir / "data/tiny"
+    backend = PosixBackend(str(folder))
+    with locked(backend, World.single(), exclusive=True, doing="generating"):
+        for second in (["generate", str(path), "dataset.generation_seed=7"],
+                       ["run", str(path), "--no-progress"]):
+            done = subprocess.run([*base, *second], capture_output=True, text=True,
+                                  timeout=60)
+            assert done.returncode == 1, done.stderr
+            assert f"is being written: generating by pid {os.getpid()}" in done.stderr
+            assert "Traceback" not in done.stderr
+        assert not (folder / "train").exists()  # refused before writing anything
+    with locked(backend, World.single(), exclusive=False, doing="reading"):
+        done = subprocess.run([*base, "generate", str(path)], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 1 and "being read by another dliobench run" in done.stderr
-    finally:
-        reader.send_signal(signal.SIGTERM)
-        reader.communicate(timeout=60)
+    assert subprocess.run([*base, "run", str(path), "--no-progress"], capture_output=True,
+                          timeout=120).returncode == 0
+    assert len(manifest_files(folder)) == 8
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nvidia.dali") is None, reason="no DALI")
