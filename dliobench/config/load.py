@@ -170,11 +170,14 @@ def _convert(name: str, value: Any) -> Any:
     """Convert one raw value to its key's kind and check its bounds."""
     meta = FIELDS[name].metadata
     kind = meta["kind"]
-    if kind == "int":
-        out: Any = cv.to_int(name, value)
+    word = next((v for raw, v in meta["words"] if type(raw) is type(value) and raw == value),
+                None)
+    if word is not None:  # a word the key takes as it is (``model``, ``off``)
+        out: Any = word
+    elif kind == "int":
+        out = cv.to_int(name, value)
     elif kind == "size":
-        out = -1 if name == "train.allreduce_bytes" and value == "model" else \
-            cv.to_size(name, value)
+        out = cv.to_size(name, value)
     elif kind in ("float", "seconds"):
         out = cv.to_float(name, value)
     elif kind == "bool":
@@ -183,8 +186,6 @@ def _convert(name: str, value: Any) -> Any:
         out = cv.to_choice(name, value, meta["choices"])
     elif kind == "shuffle":
         out = cv.to_shuffle(name, value, meta["choices"])
-    elif name == "metric.client_ceiling" and value is False:
-        out = "off"  # YAML reads a bare `off` as false
     else:
         out = cv.to_str(name, value)
     low, high = meta["minimum"], meta["maximum"]

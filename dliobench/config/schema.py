@@ -24,8 +24,13 @@ def key(
     minimum: float | None = None,
     maximum: float | None = None,
     choices: tuple[str, ...] = (),
+    words: tuple[tuple[Any, Any], ...] = (),
 ) -> Any:
-    """Declare one configuration key (a dataclass field carrying its parsing rules)."""
+    """Declare one configuration key (a dataclass field carrying its parsing rules).
+
+    ``words``: (raw value, value) pairs taken before the kind's conversion, e.g. the word
+    ``model`` for a size, or YAML's ``false`` read from a bare ``off``.
+    """
     meta = {
         "kind": kind,
         "help": help,
@@ -33,6 +38,7 @@ def key(
         "minimum": minimum,
         "maximum": maximum,
         "choices": choices,
+        "words": words,
     }
     return field(default=default, metadata=meta)
 
@@ -129,7 +135,7 @@ class TrainConfig:
     allreduce_bytes: int = key(
         0, "size", "bytes of emulated gradients summed over ranks each step (0: none, as "
         "MLPerf Storage and DLIO; 'model' or -1: model.model_size_bytes; one rank never "
-        "communicates)", minimum=-1,
+        "communicates)", minimum=-1, words=(("model", -1),),
     )
     stall_timeout_s: float = key(
         600.0, "seconds", "end the job when a rank makes no training progress (a step, a "
@@ -150,7 +156,8 @@ class MetricConfig:
     client_ceiling: str = key(
         "auto", "str", "samples/s one rank of this host can take in from memory with these "
         "loader settings: a number, 'off', or 'auto' (measured with `dliobench ceiling` when a "
-        "run misses its floor waiting, then cached); a run demanding more is client-limited")
+        "run misses its floor waiting, then cached); a run demanding more is client-limited",
+        words=((False, "off"),))  # YAML reads a bare `off` as false
     exclude_start_steps: int = key(1, "int", "warm-up steps left out of each epoch", minimum=0)
     exclude_end_steps: int = key(0, "int", "closing steps left out of each epoch", minimum=0)
 

@@ -14,17 +14,20 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from dliobench.comm.world import Comm, World
 from dliobench.dataset import manifest as manifest_mod
 from dliobench.dataset import progress
 from dliobench.dataset import writer_pool as writers
 from dliobench.dataset.check import SliceState, check_slice, share
 from dliobench.dataset.file_writer import Written
-from dliobench.dataset.layout import TRAIN, DataFile, data_files
+from dliobench.dataset.layout import TRAIN, DataFile, data_files, sample_sizes
 from dliobench.dataset.manifest import Manifest
 from dliobench.errors import DatasetError
 from dliobench.plan import Plan
 from dliobench.storage import lustre
+from dliobench.storage.posix import TMP_MARK
 
 log = logging.getLogger(__name__)
 JOURNAL_EVERY_S = 1.0  # a killed generation loses at most about this much work,
@@ -100,15 +103,16 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
                     + (" ..." if len(damaged) > 5 else ""))
     if not missing:
         return Generated(0, 0, 0.0, dataset.num_files_train, len(damaged), manifest)
+    sizes = sample_sizes(dataset)  # per file; drawn once, for the space check and the writers
     if world.is_root:
-        _prepare_storage(plan, missing)
+        _prepare_storage(plan, missing, sizes)
         manifest.open_journals(world.size)
         manifest.append(0, manifest_mod.forget(damaged, len(manifest.side_suffixes),
                                                manifest.sample_crcs))
     manifest = comm.bcast(manifest)
     start = time.perf_counter()
     mine = missing[world.rank::world.size]
-    todo = data_files(dataset, plan.fmt.extension, mine) if mine else []
+    todo = data_files(dataset, plan.fmt.extension, mine, sizes) if mine else []
     desc = f"generating {len(missing)} {plan.fmt.name} files"
     written = _write_all(plan, todo, manifest, world, comm, desc, show_progress)
     nbytes = sum(comm.allgather(sum(w.size for w in written.values())))
@@ -121,7 +125,7 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
                      manifest)
 
 
-def _prepare_storage(plan: Plan, missing: list[int]) -> None:
+def _prepare_storage(plan: Plan, missing: list[int], sizes: np.ndarray) -> None:
     """Rank 0, before anyone writes: the training folder, striping, leftovers, free space."""
     backend, config = plan.backend, plan.config
     backend.make_room(TRAIN)
@@ -129,9 +133,9 @@ def _prepare_storage(plan: Plan, missing: list[int]) -> None:
     if local is not None:
         if lustre.wants_striping(config.storage):
             lustre.set_stripe(local, config.storage)
-        for stale in local.rglob(".*.tmp-*"):  # writers killed before their commit
+        for stale in local.rglob(f".*{TMP_MARK}*"):  # writers killed before their commit
             stale.unlink(missing_ok=True)
-    need = sum(f.payload_bytes for f in data_files(config.dataset, plan.fmt.extension, missing))
+    need = int(sizes[missing].sum()) * config.dataset.num_samples_per_file
     free = backend.free_bytes()
     if free is not None and need > free:
         raise DatasetError(

@@ -92,8 +92,10 @@ def dataset_files(dataset: DatasetConfig, extension: str) -> list[DataFile]:
     ]
 
 
-def data_files(dataset: DatasetConfig, extension: str, indices: Sequence[int]) -> list[DataFile]:
-    """The files ``indices`` (to write them: their sample sizes are drawn for all files)."""
-    sizes = sample_sizes(dataset)
+def data_files(dataset: DatasetConfig, extension: str, indices: Sequence[int],
+               sizes: np.ndarray | None = None) -> list[DataFile]:
+    """The files ``indices``, to write them (``sizes``: ``sample_sizes(dataset)``, drawn for
+    all files, when the caller has it already)."""
+    sizes = sample_sizes(dataset) if sizes is None else sizes
     return [DataFile(i, relpath(dataset, i, extension), dataset.num_samples_per_file,
                      int(sizes[i])) for i in indices]

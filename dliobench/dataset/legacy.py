@@ -14,7 +14,7 @@ from dliobench.dataset.manifest import (
     LEGACY_INDEX,
     LEGACY_KEY,
     Manifest,
-    _read_whole,
+    read_whole,
     records,
 )
 from dliobench.errors import DatasetError
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def migrate(backend: Backend) -> Manifest | None:
     """The schema-2 manifest of a dataset with a schema-1 one (which is then removed)."""
-    data = _read_whole(backend, LEGACY_KEY)
+    data = read_whole(backend, LEGACY_KEY)
     if data is None:
         return None
     path = backend.describe(LEGACY_KEY)

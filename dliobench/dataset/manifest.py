@@ -103,7 +103,7 @@ class Manifest:
     @classmethod
     def load(cls, backend: Backend) -> Manifest | None:
         """The dataset's manifest, migrated from schema 1 if need be; None if there is none."""
-        data = _read_whole(backend, HEADER_KEY)
+        data = read_whole(backend, HEADER_KEY)
         if data is None:
             from dliobench.dataset.legacy import migrate
 
@@ -247,7 +247,7 @@ class Manifest:
         dtype = record_dtype(len(self.side_suffixes), self.sample_crcs)
         parts = []
         for key in self.journals:
-            data = _read_whole(self.backend, key)
+            data = read_whole(self.backend, key)
             if data is None:
                 continue
             whole = len(data) - len(data) % dtype.itemsize  # a torn tail is dropped
@@ -290,7 +290,8 @@ def _with_checks(recs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _read_whole(backend: Backend, key: str) -> memoryview | None:
+def read_whole(backend: Backend, key: str) -> memoryview | None:
+    """A small object whole (a header, a journal), or None when it does not exist."""
     size = backend.size(key)
     if size is None:
         return None
