@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dliobench.cli import parser as cli_parser
 from dliobench.errors import DlioBenchError, Terminated
+from dliobench.units import size_text
 
 if TYPE_CHECKING:
     from dliobench.comm.world import Comm, World
@@ -140,9 +141,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if not world.is_root:
         return 0
     if done.files_written:
-        rate = done.bytes_written / done.seconds / 1e9 if done.seconds else 0.0
+        rate = done.bytes_written / done.seconds if done.seconds else 0.0
         print(f"wrote {done.files_written} of {done.files_total} files, "
-              f"{done.bytes_written / 1e9:.3f} GB in {done.seconds:.1f} s ({rate:.2f} GB/s) "
+              f"{size_text(done.bytes_written)} in {done.seconds:.1f} s "
+              f"({size_text(rate)}/s) "
               f"to {cfg.dataset.data_folder}")
     else:
         print(f"all {done.files_total} files are already in {cfg.dataset.data_folder}")

@@ -86,6 +86,11 @@ class DatasetConfig:
         "more with O_DIRECT, bypassing the page cache (buffered where the file system refuses "
         "it)",
     )
+    check_free_space: bool = key(
+        True, "bool", "refuse to generate when the files (payload, format overhead and block "
+        "rounding, measured on a few small probe files) would not fit in the free space; off "
+        "for storage whose free space is not what it reports (quotas, thin provisioning)",
+    )
 
 
 @dataclass(frozen=True)

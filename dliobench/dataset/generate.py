@@ -18,7 +18,7 @@ import numpy as np
 
 from dliobench.comm.world import Comm, World
 from dliobench.dataset import manifest as manifest_mod
-from dliobench.dataset import progress
+from dliobench.dataset import progress, space
 from dliobench.dataset import writer_pool as writers
 from dliobench.dataset.check import SliceState, check_slice, share
 from dliobench.dataset.file_writer import Written
@@ -28,6 +28,7 @@ from dliobench.errors import DatasetError
 from dliobench.plan import Plan
 from dliobench.storage import lustre
 from dliobench.storage.posix import TMP_MARK
+from dliobench.units import size_text
 
 log = logging.getLogger(__name__)
 JOURNAL_EVERY_S = 1.0  # a killed generation loses at most about this much work,
@@ -106,7 +107,8 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
     sizes = sample_sizes(dataset)  # per file; drawn once, for the space check and the writers
     if world.is_root:
         _prepare_storage(plan, missing, sizes)
-        manifest.open_journals(world.size)
+        manifest.open_journals([len(missing[r::world.size]) + (len(damaged) if r == 0 else 0)
+                                for r in range(world.size)])
         manifest.append(0, manifest_mod.forget(damaged, len(manifest.side_suffixes),
                                                manifest.sample_crcs))
     manifest = comm.bcast(manifest)
@@ -135,13 +137,17 @@ def _prepare_storage(plan: Plan, missing: list[int], sizes: np.ndarray) -> None:
             lustre.set_stripe(local, config.storage)
         for stale in local.rglob(f".*{TMP_MARK}*"):  # writers killed before their commit
             stale.unlink(missing_ok=True)
-    need = int(sizes[missing].sum()) * config.dataset.num_samples_per_file
-    free = backend.free_bytes()
-    if free is not None and need > free:
+    free = backend.free_bytes() if config.dataset.check_free_space else None
+    if free is None:
+        return
+    need = space.bytes_needed(plan.fmt, config.dataset, sizes[missing], backend.block_bytes())
+    if need > free:
+        payload = int(sizes[missing].sum()) * config.dataset.num_samples_per_file
         raise DatasetError(
-            f"the dataset needs {need / 1e9:.2f} GB more but only {free / 1e9:.2f} GB are free "
+            f"the dataset needs {size_text(need)} more ({size_text(payload)} of samples plus "
+            f"format overhead and block rounding) but only {size_text(free)} are free "
             f"under {backend.describe()}; free space, lower dataset.num_files_train or choose "
-            "another dataset.data_folder"
+            "another dataset.data_folder (dataset.check_free_space=false skips this check)"
         )
 
 
@@ -177,8 +183,9 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
             pool.shutdown(wait=True)
     if failure is not None:  # the pool has shut down: keep every batch that completed
         for future in pending:
-            if future.done() and not future.cancelled() and future.exception() is None:
-                written.update(future.result())
+            if future.done() and not future.cancelled():
+                with contextlib.suppress(Exception):  # the first error is the one to say
+                    _collect(future, written)
         with contextlib.suppress(OSError, DatasetError):  # the first error is the one to say
             _journal(plan, manifest, world, written, journaled)
         raise failure
@@ -196,12 +203,22 @@ def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
         done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
         for future in done:
             batch = pending.pop(future)
-            written.update(future.result())
+            _collect(future, written)
             advance(sum(f.payload_bytes for f in batch))
         due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
         if due or time.monotonic() - last > JOURNAL_EVERY_S:
             _journal(plan, manifest, world, written, journaled)
             last = time.monotonic()
+
+
+def _collect(future: Future[dict[int, Written]], written: dict[int, Written]) -> None:
+    """Add the files a writer batch wrote to ``written``; a batch that failed part way has
+    its complete files added before its error is raised."""
+    try:
+        written.update(future.result())
+    except writers.PartialBatch as part:
+        written.update(part.written)
+        raise part.error from None
 
 
 def _journal(plan: Plan, manifest: Manifest, world: World, written: dict[int, Written],

@@ -204,11 +204,17 @@ class Manifest:
         """The journal of ``rank`` in the current generation."""
         return f"{FOLDER}/journal-{self.generation:06d}/rank-{rank:05d}.bin"
 
-    def open_journals(self, ranks: int) -> None:
-        """Name the journals ``ranks`` writers will append to, before any of them writes."""
-        keys = [self.journal_key(r) for r in range(ranks)]
+    def open_journals(self, files_per_rank: list[int]) -> None:
+        """Name the journals of the writers (one per rank) before any of them writes, with
+        room reserved for each rank's records: a disk that fills up with data files cannot
+        lose the record of the complete ones."""
+        keys = [self.journal_key(r) for r in range(len(files_per_rank))]
         self.journals = sorted(set(self.journals) | set(keys))
         self.backend.make_room(keys[0].rsplit("/", 1)[0])
+        itemsize = record_dtype(len(self.side_suffixes), self.sample_crcs).itemsize
+        with self._writing():
+            for key, files in zip(keys, files_per_rank, strict=True):
+                self.backend.reserve(key, files * itemsize)
         self.save_header()
 
     def append(self, rank: int, records: np.ndarray) -> None:

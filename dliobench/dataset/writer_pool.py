@@ -53,10 +53,24 @@ def batches(todo: list[DataFile], workers: int) -> list[list[DataFile]]:
     return [todo[i:i + per] for i in range(0, len(todo), per)]
 
 
+class PartialBatch(Exception):
+    """A batch that failed part way: the files it wrote before ``error``, to be recorded."""
+
+    def __init__(self, written: dict[int, filegen.Written], error: BaseException) -> None:
+        super().__init__(written, error)
+        self.written = written
+        self.error = error
+
+
 def _write_batch(fmt: Format, backend: Backend, fill: filegen.Fill,
                  files: list[DataFile]) -> dict[int, filegen.Written]:
-    return {f.index: filegen.write_file(fmt, backend, f"{TRAIN}/{f.relpath}", f, fill)
-            for f in files}
+    written: dict[int, filegen.Written] = {}
+    try:
+        for f in files:
+            written[f.index] = filegen.write_file(fmt, backend, f"{TRAIN}/{f.relpath}", f, fill)
+    except Exception as exc:
+        raise PartialBatch(written, exc) from None
+    return written
 
 
 _process_job: tuple[Format, Backend, filegen.Fill] | None = None

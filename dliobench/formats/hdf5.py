@@ -157,15 +157,24 @@ class Hdf5Format(FileFormat):
         return rows, size
 
     def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write ``records`` and DLIO's ``labels`` with h5py (byte-identical for equal input)."""
+        """Write ``records`` and DLIO's ``labels`` with h5py (byte-identical for equal input).
+
+        h5py builds the file in memory and Python writes it: HDF5 failing to write to a
+        full disk would print its errors from finalizers (and once crashed), where a
+        Python write raises one OSError.
+        """
         rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
         level = self.compression_level if self.compression == "gzip" else None
-        with h5py.File(path, "w") as out:
+        image = io.BytesIO()
+        with h5py.File(image, "w") as out:
             out.create_dataset(self.dataset, data=rows, chunks=self.chunk_shape(*rows.shape),
                                compression=self.compression, compression_opts=level,
                                fletcher32=self.fletcher32, track_times=False)
             out.create_dataset(LABELS, data=np.zeros(len(rows), dtype=np.int64),
                                track_times=False)
+        del rows
+        with open(path, "wb") as target:
+            target.write(image.getbuffer())
 
     def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:

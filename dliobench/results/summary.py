@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.results.schema import RunResult
+from dliobench.units import size_text
 
 
 def _pct(x: float | None) -> str:
@@ -88,22 +89,18 @@ def _phases(result: RunResult) -> list[tuple[str, str]]:
     out = []
     gen = result.get("generation")
     if gen:
-        out.append(("generation", f"{gen['files']} files, {_size(gen['bytes'])} in "
+        out.append(("generation", f"{gen['files']} files, {size_text(gen['bytes'])} in "
                     f"{gen['seconds']:.1f} s, {_gb_rate(gen['bytes_per_s'])}"))
     stage = result.get("staging")
     if stage:
-        out.append(("staging", f"{stage['files']} files, {_size(stage['bytes'])} in "
+        out.append(("staging", f"{stage['files']} files, {size_text(stage['bytes'])} in "
                     f"{stage['seconds']:.1f} s, {_gb_rate(stage['bytes_per_s'])}"))
     ckpt = result.get("checkpoint")
     if ckpt:
-        out.append(("checkpoints", f"{ckpt['count']} x {_size(ckpt['bytes'] / ckpt['count'])}; "
+        out.append(("checkpoints", f"{ckpt['count']} x {size_text(ckpt['bytes'] / ckpt['count'])}; "
                     f"write {_gb_rate(ckpt['write_bytes_per_s'])}, read "
                     f"{_gb_rate(ckpt['read_bytes_per_s'])}"))
     return out
-
-
-def _size(nbytes: float) -> str:
-    return f"{nbytes / 1e9:,.2f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:,.1f} MB"
 
 
 def _gb_rate(rate: float | None) -> str:

@@ -84,6 +84,10 @@ class Backend(Protocol):
         append that returned; one interrupted by a crash may be seen in part, so records
         appended must let a reader recognise a torn tail."""
 
+    def reserve(self, key: str, nbytes: int) -> None:
+        """Set aside room for ``nbytes`` of later appends to ``key`` where the storage can,
+        so a full disk cannot lose them (OSError ENOSPC when there is no such room)."""
+
     def delete(self, key: str) -> None:
         """Remove the object if it exists."""
 
@@ -106,6 +110,9 @@ class Backend(Protocol):
 
     def free_bytes(self) -> int | None:
         """Bytes that may still be written, or None when the storage does not say."""
+
+    def block_bytes(self) -> int:
+        """The unit the storage allocates in (a file system block; 1 for an object store)."""
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys under ``prefix``. Only the step that indexes an existing dataset lists; runs

@@ -23,8 +23,10 @@ KEEP_FREE_BYTES = 1 << 30  # free buffers beyond this are unmapped
 
 def aligned_map(size: int, granule: int = BLOCK) -> mmap.mmap:
     """Anonymous memory of at least ``size`` bytes, rounded up to ``granule``: anonymous maps
-    are page aligned, as O_DIRECT needs."""
-    return mmap.mmap(-1, max(granule, -(-size // granule) * granule))
+    are page aligned, as O_DIRECT needs. Private: a forked writer or loader worker gets its
+    own copy (Python's default, MAP_SHARED, let forked writers fill one buffer at once)."""
+    return mmap.mmap(-1, max(granule, -(-size // granule) * granule),
+                     flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 
 
 class AlignedBuffer:

@@ -189,6 +189,10 @@ class PosixBackend:
         finally:
             os.close(fd)
 
+    def reserve(self, key: str, nbytes: int) -> None:
+        """See ``Backend.reserve``: blocks allocated past the end of the file."""
+        posix_io.reserve(self.path(key), nbytes)
+
     def delete(self, key: str) -> None:
         """See ``Backend.delete``."""
         with contextlib.suppress(FileNotFoundError):
@@ -219,6 +223,10 @@ class PosixBackend:
         import shutil
 
         return shutil.disk_usage(_existing(self.root)).free
+
+    def block_bytes(self) -> int:
+        """The file system's fragment size, at most 64 KiB (some report stripe-sized blocks)."""
+        return max(1, min(os.statvfs(_existing(self.root)).f_frsize, 64 << 10))
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Every file below ``prefix`` (writers' temporary files left out), sorted per folder."""

@@ -5,6 +5,7 @@ Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 from pathlib import Path
@@ -88,6 +89,29 @@ def sync_filesystem(path: Path) -> None:
     try:
         if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
             os.sync()
+    finally:
+        os.close(fd)
+
+
+def reserve(path: str, nbytes: int) -> None:
+    """Allocate ``nbytes`` of blocks to the file ``path`` (created when missing) without
+    changing its size (Linux fallocate(2) with FALLOC_FL_KEEP_SIZE), so later appends do not
+    need free space. Raises OSError(ENOSPC) when the room is not there; does nothing where
+    the file system or the OS cannot reserve."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    call = getattr(libc, "fallocate", None)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if call is None or nbytes <= 0:
+            return
+        call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+        if call(fd, 1, 0, nbytes) != 0:  # 1: FALLOC_FL_KEEP_SIZE
+            code = ctypes.get_errno()
+            if code == errno.ENOSPC:
+                raise OSError(code, os.strerror(code), path)
     finally:
         os.close(fd)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gc
+import os
 from pathlib import Path
 
 import numpy as np
 
 from dliobench.storage import posix_io as storage
-from dliobench.storage.buffers import GRANULE, BufferPool
+from dliobench.storage.buffers import GRANULE, AlignedBuffer, BufferPool
 
 
 def test_buffer_is_lent_until_its_last_view_dies() -> None:
@@ -51,3 +52,19 @@ def test_direct_reads_never_overwrite_a_sample_still_held(tmp_path: Path) -> Non
         held.append(np.frombuffer(data, dtype=np.uint8))
     for k, sample in enumerate(held):
         assert sample.size == 50_000 and (sample == k).all()
+
+
+def test_a_forked_process_gets_its_own_copy_of_a_buffer() -> None:
+    # Generation forks writer processes after the parent has used its buffer (the space
+    # probe): they must not fill one shared buffer at once.
+    buffer = AlignedBuffer()
+    view = buffer.view(4096)
+    view[:4] = b"mine"
+    pid = os.fork()
+    if pid == 0:  # the child scribbles on its copy and leaves at once
+        view[:4] = b"kids"
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert bytes(view[:4]) == b"mine"
+    view.release()
+    buffer.close()

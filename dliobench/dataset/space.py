@@ -1,0 +1,90 @@
+"""How much storage a generation will take: payload, format overhead, block rounding.
+
+The payload alone under-counts: every format frames its samples (headers, record framing,
+an HDF5 superblock, index side files, image compression), and a file system allocates
+whole blocks, so a thousand 4 KiB + 1 byte files take 8 MB, not 4. The overhead is measured,
+not assumed: a few small files are written with the real writer into a scratch folder, and a
+model ``bytes = A + n*C + n*s*B`` per file (``n`` samples of ``s`` bytes; ``A`` per file,
+``C`` per sample, ``B`` per payload byte) is fitted to their sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from dliobench.config.schema import DatasetConfig
+from dliobench.dataset.file_writer import Fill, write_file
+from dliobench.dataset.layout import DataFile
+from dliobench.formats import Format
+from dliobench.storage.posix import PosixBackend
+
+PROBE_SAMPLE_BYTES = 256 << 10  # the largest sample a probe writes
+PROBE_SAMPLES = 4  # the most samples a probe file holds
+MANIFEST_FILE_BYTES = 64  # manifest columns and journal records per file, generously
+MANIFEST_SAMPLE_BYTES = 8  # per-sample checksums in the manifest and journal
+
+
+@dataclass(frozen=True)
+class FileCost:
+    """Stored bytes of a file of ``n`` samples of ``s`` bytes: ``A + n*C + n*s*B``."""
+
+    per_file: float
+    per_sample: float
+    per_byte: float
+
+    def bytes(self, num_samples: int, sample_bytes: np.ndarray) -> np.ndarray:
+        """Stored bytes (data file and side files) of files of ``sample_bytes`` per sample."""
+        return (self.per_file + num_samples * self.per_sample
+                + num_samples * sample_bytes.astype(np.float64) * self.per_byte)
+
+
+def measure_cost(fmt: Format, dataset: DatasetConfig, typical_sample_bytes: int) -> FileCost:
+    """Fit the format's per-file, per-sample and per-byte cost from a few real small files."""
+    fill = dataclasses.replace(Fill.for_dataset(dataset), direct=False, sample_crcs=False)
+    hi = max(1, min(typical_sample_bytes, PROBE_SAMPLE_BYTES))
+    lo = max(1, hi // 4)
+    n = max(1, min(dataset.num_samples_per_file, PROBE_SAMPLES))
+    scratch = tempfile.mkdtemp(prefix="dliobench-space-",
+                               dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        backend = PosixBackend(scratch)
+
+        def stored(samples: int, sample_bytes: int) -> float:
+            written = write_file(fmt, backend, f"probe_{samples}_{sample_bytes}",
+                                 DataFile(0, "probe", samples, sample_bytes), fill)
+            return float(written.size + sum(size for size, _ in written.sides))
+
+        big, small = stored(n, hi), stored(n, lo)
+        per_byte = max(0.0, (big - small) / (n * (hi - lo))) if hi > lo else 1.0
+        per_sample = 0.0
+        if n > 1:
+            one = stored(1, lo)
+            per_sample = max(0.0, (small - one - (n - 1) * lo * per_byte) / (n - 1))
+            small = one
+        per_file = max(0.0, small - per_sample - lo * per_byte)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return FileCost(per_file, per_sample, per_byte)
+
+
+def bytes_needed(fmt: Format, dataset: DatasetConfig, sample_bytes: np.ndarray,
+                 block_bytes: int) -> int:
+    """Storage the files with ``sample_bytes`` per sample take, each of their data and side
+    files rounded up to whole ``block_bytes``, plus their manifest records."""
+    if not len(sample_bytes):
+        return 0
+    cost = measure_cost(fmt, dataset, int(np.median(sample_bytes)))
+    per_file = cost.bytes(dataset.num_samples_per_file, sample_bytes)
+    block = max(1, block_bytes)
+    sides = len(fmt.side_suffixes)
+    # the data file rounded up exactly; each side file may take one more block at most
+    files = (np.ceil(per_file / block) * block).sum() + len(sample_bytes) * sides * block
+    manifest = len(sample_bytes) * (MANIFEST_FILE_BYTES
+                                    + dataset.num_samples_per_file * MANIFEST_SAMPLE_BYTES)
+    return int(files) + manifest
