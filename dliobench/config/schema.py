@@ -143,8 +143,9 @@ class TrainConfig:
         "communicates)", minimum=-1, words=(("model", -1),),
     )
     stall_timeout_s: float = key(
-        600.0, "seconds", "end the job when a rank makes no training progress (a step, a "
-        "checkpoint) for this long: a stopped rank or hung storage (0: never)", minimum=0)
+        600.0, "seconds", "end the job when a rank makes no progress (a training step, a "
+        "checkpoint, a data file written or checked) for this long: a stopped rank or hung "
+        "storage (0: never)", minimum=0)
     allreduce_overlap: bool = key(
         True, "bool", "run the allreduce alongside the step's compute, as DDP overlaps it with "
         "the backward pass (false: after compute, blocking)",

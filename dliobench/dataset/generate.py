@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.dataset import manifest as manifest_mod
 from dliobench.dataset import progress, space
@@ -75,12 +76,22 @@ def _check_sample_crcs(manifest: Manifest, plan: Plan) -> None:
 
 
 def survey(plan: Plan, manifest: Manifest, world: World, comm: Comm, verify: bool,
-           show_progress: bool) -> tuple[list[int], list[int], int]:
-    """(missing files, damaged files, bytes of the complete ones), over all ranks."""
+           show_progress: bool,
+           watchdog: Watchdog | None = None) -> tuple[list[int], list[int], int]:
+    """(missing files, damaged files, bytes of the complete ones), over all ranks; each file
+    checked is progress for the ``watchdog``."""
     files = share(len(plan.keys), world.size, world.rank)
     with progress.bar("verifying checksums", files[1] - files[0],
                       show_progress and world.is_root and verify, unit="files") as advance:
-        mine = check_slice(plan, manifest, world, verify, advance)
+
+        def checked(n: int) -> None:
+            if watchdog is not None:
+                watchdog.beat("checking the dataset's files")
+            advance(n)
+
+        mine = check_slice(plan, manifest, world, verify, checked)
+    if watchdog is not None:
+        watchdog.beat("waiting for the other ranks to check their files")
     parts: list[SliceState] = comm.allgather(mine)
     return ([i for p in parts for i in p.missing], [i for p in parts for i in p.damaged],
             sum(p.present_bytes for p in parts))
@@ -91,13 +102,26 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
     """Write the files that are missing (or, with ``check``, damaged); ranks split the work.
 
     ``manifest`` and ``missing``: what the caller found already (then nothing is re-checked).
+    A rank without progress (a file written or checked) for ``train.stall_timeout_s`` ends
+    the job, naming itself and what it was doing.
     """
+    with Watchdog(plan.config.train.stall_timeout_s, world, comm) as watchdog:
+        return _generate(plan, world, comm, show_progress, check, manifest, missing, watchdog)
+
+
+def _generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: bool,
+              manifest: Manifest | None, missing: list[int] | None,
+              watchdog: Watchdog) -> Generated:
     dataset = plan.config.dataset
     if manifest is None:
+        watchdog.beat("reading the manifest" if world.is_root else
+                      "waiting for rank 0 to read the manifest")
         manifest = open_manifest(plan, world, comm)
     damaged: list[int] = []
     if missing is None:
-        missing, damaged, _ = survey(plan, manifest, world, comm, check, show_progress)
+        watchdog.beat("checking the dataset's files")
+        missing, damaged, _ = survey(plan, manifest, world, comm, check, show_progress,
+                                     watchdog)
     if damaged:
         log.warning("%d file(s) did not match their checksum and are written again: %s",
                     len(damaged), ", ".join(plan.keys[i] for i in damaged[:5])
@@ -105,21 +129,27 @@ def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: b
     if not missing:
         return Generated(0, 0, 0.0, dataset.num_files_train, len(damaged), manifest)
     sizes = sample_sizes(dataset)  # per file; drawn once, for the space check and the writers
+    watchdog.beat("preparing the storage" if world.is_root else
+                  "waiting for rank 0 to prepare the storage")
     if world.is_root:
         _prepare_storage(plan, missing, sizes)
         manifest.open_journals([len(missing[r::world.size]) + (len(damaged) if r == 0 else 0)
                                 for r in range(world.size)])
         manifest.append(0, manifest_mod.forget(damaged, len(manifest.side_suffixes),
                                                manifest.sample_crcs))
+        watchdog.beat("sending the manifest to the other ranks")
     manifest = comm.bcast(manifest)
     start = time.perf_counter()
     mine = missing[world.rank::world.size]
     todo = data_files(dataset, plan.fmt.extension, mine, sizes) if mine else []
     desc = f"generating {len(missing)} {plan.fmt.name} files"
-    written = _write_all(plan, todo, manifest, world, comm, desc, show_progress)
+    written = _write_all(plan, todo, manifest, world, comm, desc, show_progress, watchdog)
+    watchdog.beat("waiting for the other ranks to finish writing")
     nbytes = sum(comm.allgather(sum(w.size for w in written.values())))
     seconds = time.perf_counter() - start
     comm.barrier()
+    watchdog.beat("recording the manifest" if world.is_root else
+                  "waiting for rank 0 to record the manifest")
     if world.is_root:
         manifest.compact(min_files=len(plan.keys))
     manifest = comm.bcast(manifest)
@@ -152,7 +182,8 @@ def _prepare_storage(plan: Plan, missing: list[int], sizes: np.ndarray) -> None:
 
 
 def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: World,
-               comm: Comm, desc: str, show_progress: bool) -> dict[int, Written]:
+               comm: Comm, desc: str, show_progress: bool,
+               watchdog: Watchdog) -> dict[int, Written]:
     """Write ``todo`` with a pool of writers, journaling the files as they become durable.
 
     Every rank takes part in the job's progress bar, with or without files to write.
@@ -173,7 +204,7 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
     try:
         with progress.job_bar(desc, sum(f.payload_bytes for f in todo), show_progress,
                               world, comm) as advance:
-            _wait_all(pending, written, journaled, plan, manifest, world, advance)
+            _wait_all(pending, written, journaled, plan, manifest, world, advance, watchdog)
     except BaseException as exc:
         failure = exc
         for future in pending:
@@ -196,19 +227,26 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
 
 def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
               written: dict[int, Written], journaled: set[int], plan: Plan, manifest: Manifest,
-              world: World, advance: progress.Advance) -> None:
-    """Collect the writers' results as they come, advancing the bar and journaling them."""
+              world: World, advance: progress.Advance, watchdog: Watchdog) -> None:
+    """Collect the writers' results as they come, advancing the bar and journaling them;
+    each batch written is progress for the ``watchdog``."""
     last = time.monotonic()
+    total = len(pending)
+    watchdog.beat("writing its first batch of files")
     while pending:
         done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
         for future in done:
             batch = pending.pop(future)
             _collect(future, written)
             advance(sum(f.payload_bytes for f in batch))
+            watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
+                          total)
         due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
         if due or time.monotonic() - last > JOURNAL_EVERY_S:
             _journal(plan, manifest, world, written, journaled)
             last = time.monotonic()
+    _journal(plan, manifest, world, written, journaled)  # before waiting for the other ranks
+    watchdog.beat("waiting for the other ranks to finish writing")
 
 
 def _collect(future: Future[dict[int, Written]], written: dict[int, Written]) -> None:

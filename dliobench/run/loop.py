@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import progress
@@ -22,7 +23,6 @@ from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
 from dliobench.run.gradients import GradientSync
-from dliobench.run.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 

@@ -241,6 +241,46 @@ def test_killed_mpi_generation_resumes_only_the_missing_files(
         assert (folder / "train" / name).read_bytes() == (fresh / "train" / name).read_bytes()
 
 
+def test_a_stopped_rank_ends_a_generation_and_the_files_written_stay_recorded(
+        workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
+    """SIGSTOP rank 1 of a 2-rank generation: rank 0 writes its share, waits for rank 1 for
+    the stall timeout, ends the job saying so; the next generate writes only what is missing."""
+    shape = ["dataset.num_files_train=4000", "dataset.record_length_bytes=4KiB",
+             "train.stall_timeout_s=2"]
+    path = write_workload(tiny_workload(), "genstall.yaml")
+    folder = workdir / "data/stalled"
+    proc = subprocess.Popen(mpi_cmd(2, "generate", str(path), "--no-progress",
+                                    f"dataset.data_folder={folder}", *shape),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = None
+    try:
+        deadline = time.monotonic() + 60
+        while stopped is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+            if (folder / "train").exists() and sum(1 for _ in (folder / "train").iterdir()) > 200:
+                stopped = _rank_pid("genstall.yaml", 1)
+        assert stopped is not None, "generation ended before rank 1 could be stopped"
+        os.kill(stopped, signal.SIGSTOP)
+        _, err = proc.communicate(timeout=60)  # hang guard: the timeout is 2 s
+        assert proc.returncode != 0
+        assert "made no progress for" in err and "train.stall_timeout_s" in err, err
+        assert "Traceback" not in err
+    finally:
+        if stopped is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)
+    held = manifest_files(folder)
+    assert len(held) >= 2000, (err, sorted((folder / "dliobench-manifest").rglob("*")))
+    done = subprocess.run([sys.executable, "-m", "dliobench", "generate", str(path),
+                           "--no-progress", f"dataset.data_folder={folder}", *shape],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {4000 - len(held)} of 4000 files" in done.stdout
+
+
 def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
         workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     """SIGSTOP one rank (what a hung file system looks like to MPI): the other rank waits at

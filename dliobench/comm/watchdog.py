@@ -1,6 +1,7 @@
 """The stall watchdog: a rank that makes no progress for ``train.stall_timeout_s`` ends the job.
 
-Progress is a training step or a checkpoint; a rank blocked at a collective because another
+Progress is a training step, a checkpoint, a data file written or checked; a rank blocked at
+a collective because another
 rank stopped (SIGSTOP, a hung file system) or blocked in a read that never returns says so in
 one sentence, naming itself and what it was doing, and ends the job, instead of the job
 hanging until the batch system's limit.
@@ -12,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from types import TracebackType
 
 from dliobench.comm.world import Comm, World
 
@@ -56,8 +58,15 @@ class Watchdog:
                     self.comm.abort(EXIT_STALLED)
                 os._exit(EXIT_STALLED)
 
+    def __enter__(self) -> Watchdog:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
     def stop(self) -> None:
-        """Training is over: stop watching."""
+        """The watched work is over: stop watching."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
