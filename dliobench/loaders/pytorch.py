@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dliobench import leftovers
 from dliobench.errors import MissingExtraError
 from dliobench.loaders.base import Batch, SampleReader
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from dliobench.plan import Plan
 
 log = logging.getLogger(__name__)
+TORCH_SEGMENT_AGE_S = 600  # a live job's batch in flight is consumed long before this
 # torch repeats this at every DataLoader and iterator start; the loader says it once, below
 warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
 
@@ -106,6 +108,8 @@ class PyTorchLoader:
         pin = pin_memory and torch.cuda.is_available()
         if pin_memory and not pin:
             log.debug("reader.pin_memory ignored: no CUDA device")
+        if workers:  # segments of workers killed mid-batch (a killed run), gone a while
+            leftovers.sweep(r"torch_(?P<pid>\d+)_\d+_\d+", min_age_s=TORCH_SEGMENT_AGE_S)
         self._loader: DataLoader[Any] | None = DataLoader(
             SampleDataset(reader), batch_size=batch_size, sampler=self._sampler,
             num_workers=workers, drop_last=drop_last, collate_fn=collate, pin_memory=pin,

@@ -19,6 +19,8 @@ import h5py
 import numpy as np
 import pytest
 
+from dliobench import leftovers
+from dliobench.loaders.dali.source import FOLDER_PREFIX, LEFTOVER_PATTERN
 from tests.conftest import manifest_files, tiny_workload
 
 
@@ -206,3 +208,8 @@ def test_no_dali_worker_outlives_a_killed_run(workdir: Path,
     proc.wait()
     _until(lambda: not [c for c in children if Path(f"/proc/{c}").exists()], 10)
     assert not [c for c in children if Path(f"/proc/{c}").exists()]
+    # the killed run could not remove its shared-memory folder: the next DALI loader does
+    left = list(Path("/dev/shm").glob(f"{FOLDER_PREFIX}{proc.pid}-*"))
+    assert left, "the run's folder names its pid"
+    leftovers.sweep(LEFTOVER_PATTERN)  # what the next DALI loader does first
+    assert not any(p.exists() for p in left)

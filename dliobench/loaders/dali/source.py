@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dliobench import leftovers
 from dliobench.dataset.writer_pool import die_with_parent
 from dliobench.errors import DlioBenchError
 from dliobench.loaders.base import Batch, SampleReader
@@ -29,6 +30,8 @@ from dliobench.loaders.dali.base import (
 )
 from dliobench.storage.atomic import write_atomic
 
+FOLDER_PREFIX = "dliobench-dali-"  # + the pid of the run: /dev/shm/dliobench-dali-<pid>-<random>
+LEFTOVER_PATTERN = rf"{FOLDER_PREFIX}(?P<pid>\d+)-.*"
 PAD_ID = -1  # id of the placeholder samples that fill a partial last batch
 _PLACEHOLDER = (np.empty(0, dtype=np.uint8), np.array([PAD_ID, 0, 0], dtype=np.int64))
 
@@ -155,7 +158,9 @@ class SourceFeed:
     def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
                  prefetch_size: int, drop_last: bool, method: str, per_sample: bool) -> None:
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        self.folder = tempfile.mkdtemp(prefix="dliobench-dali-", dir=shm)
+        if shm is not None:  # folders of runs killed before their clean-up
+            leftovers.sweep(LEFTOVER_PATTERN)
+        self.folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=shm)
         self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)  # at exit too
         self.ids = EpochIds(self.folder)
         self.batch_size, self.drop_last = batch_size, drop_last
