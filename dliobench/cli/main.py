@@ -191,8 +191,7 @@ def cmd_datasize(args: argparse.Namespace) -> int:
 
 def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     """A sweep file, or a workload (with overrides) to sweep over ranks only."""
-    import yaml
-
+    from dliobench.config import yamlfile
     from dliobench.config.shipped import find
     from dliobench.report.sweep import SweepSpec, load_sweep
 
@@ -200,7 +199,7 @@ def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     path = Path(first)
     if not path.exists() and path.suffix not in (".yaml", ".yml"):
         path = find(first, "configs") or path  # a shipped sweep file's name
-    doc = yaml.safe_load(path.read_text()) if path.is_file() else None
+    doc = yamlfile.read(path, "sweep file") if path.is_file() else None
     if isinstance(doc, dict) and "workload" in doc:
         spec = load_sweep(path)
     else:
