@@ -128,7 +128,11 @@ def read_workload(path: str | Path) -> _Layer:
         raise ConfigError(f"workload file {path} does not exist; give a path to a YAML file "
                           "(examples live in workloads/)")
     data = yamlfile.read(path, "workload file")
-    layer = layer_from_mapping({} if data is None else data, f"workload file {path}")
+    if data is None:  # a truncated or wrong file rather than "all defaults" ({} says that)
+        raise ConfigError(f"workload file {path} is empty (no sections, only blank lines or "
+                          "comments); write its sections (dataset:, reader:, ...), or {} for "
+                          "all defaults")
+    layer = layer_from_mapping(data, f"workload file {path}")
     layer.values.setdefault("model.name", path.stem.split("_")[0] if path.stem else "")
     return layer
 

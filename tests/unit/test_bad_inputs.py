@@ -80,6 +80,7 @@ def test_empty_cli_folders_are_refused(refused: Refused) -> None:
     (b"dataset: {format: [unclosed\n", "is not valid YAML at line 2"),
     (b"dataset: {a: \x00}\n", "control character"),
     (b"a: &a [*a]\n", "aliases"),
+    (b"# only a comment\n", "is empty"),
 ])
 def test_defective_workload_files(workdir: Path, refused: Refused, text: bytes,
                                   needle: str) -> None:
