@@ -110,7 +110,7 @@ def to_name(name: str, value: Any) -> str:
 
 def to_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """One of a fixed set of names, case-insensitive."""
-    text = to_str(name, value).strip().lower()
+    text = str(value).strip().lower() if isinstance(value, (str, int, float)) else None
     if text not in choices:
         raise _fail(name, value, "one of " + ", ".join(choices))
     return text
