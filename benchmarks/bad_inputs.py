@@ -181,13 +181,13 @@ def file_cases() -> list[Case]:
 def cli_cases() -> list[Case]:
     """CLI options with values that make no sense; commands with bad overrides."""
     cases = []
-    for value in ("-3", "0", "x", "1.5", HUGE + "x"):
+    for value in ("-3", "0", "x", "1.5", HUGE, HUGE + "x"):
         cases.append(Case(f"datasize --accelerators {value}",
                           ["datasize", "--accelerators", value]))
     for option in ("--hosts",):
         cases += [Case(f"datasize {option} {v}", ["datasize", option, v]) for v in ("-1", "0")]
     cases += [Case(f"datasize --host-memory-gb {v}", ["datasize", "--host-memory-gb", v])
-              for v in ("-1", "0", "nan", "inf")]
+              for v in ("-1", "0", "nan", "inf", "1e300")]
     cases += [Case(f"sweep --max-accelerators {v}", ["sweep", "w.yaml",
                                                       "--find-max-accelerators",
                                                       "--max-accelerators", v],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable, Mapping
 
 from dliobench import __version__
@@ -17,26 +16,22 @@ OVERRIDES_HELP = (
 )
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not allowed; give 1 or more")
-    return value
+def positive(kind: type[int] | type[float], most: float) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above 0 and at most ``most`` (far beyond any
+    real machine, so that arithmetic on it cannot overflow)."""
+    noun = "a whole number" if kind is int else "a number"
 
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
+        if not (0 < value <= most):  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; give {noun} above 0 "
+                                             f"and at most {most:,.0f}")
+        return value
 
-def positive_float(text: str) -> float:
-    """An argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not allowed; give a number above 0")
-    return value
+    return convert
 
 
 def folder(text: str) -> str:
@@ -116,11 +111,11 @@ def _add_datasize_parser(sub: SubParsers, commands: Commands) -> None:
                        "least 5x the memory of the participating hosts and gives at least 500 "
                        "steps per accelerator per epoch (MLPerf Storage's rule).")
     _add_workload_args(p)
-    p.add_argument("--accelerators", type=positive_int, default=1, metavar="N",
+    p.add_argument("--accelerators", type=positive(int, 1e6), default=1, metavar="N",
                    help="emulated accelerators (ranks) in the run (default 1)")
-    p.add_argument("--hosts", type=positive_int, default=1, metavar="H",
+    p.add_argument("--hosts", type=positive(int, 1e6), default=1, metavar="H",
                    help="hosts the ranks run on (default 1)")
-    p.add_argument("--host-memory-gb", type=positive_float, metavar="GB",
+    p.add_argument("--host-memory-gb", type=positive(float, 1e6), metavar="GB",
                    help="memory per host in GB (default: this host's)")
     p.set_defaults(func=commands["datasize"])
 
@@ -142,9 +137,9 @@ def _add_sweep_parser(sub: SubParsers, commands: Commands) -> None:
     p.add_argument("--find-max-accelerators", action="store_true",
                    help="search for the most accelerators the storage sustains at the AU floor")
     p.add_argument("--accelerator", metavar="NAME", help="accelerator profile for the search")
-    p.add_argument("--max-accelerators", type=positive_int, default=64, metavar="N",
+    p.add_argument("--max-accelerators", type=positive(int, 1e6), default=64, metavar="N",
                    help="upper bound of the search (default 64)")
-    p.add_argument("--timeout", type=positive_float, metavar="S",
+    p.add_argument("--timeout", type=positive(float, 1e7), metavar="S",
                    help="give up on a point after S s")
     p.add_argument("--dry-run", action="store_true",
                    help="list every point with its settings and check that all of them load; "

@@ -131,7 +131,8 @@ def test_checkpoints_need_a_model_size_and_training(refused: Refused) -> None:
 @pytest.mark.parametrize("argv", [
     ("datasize", "--accelerators", "-3"), ("datasize", "--accelerators", "0"),
     ("datasize", "--hosts", "x"), ("datasize", "--host-memory-gb", "-1"),
-    ("datasize", "--host-memory-gb", "inf"), ("sweep", "w", "--max-accelerators", "0"),
+    ("datasize", "--host-memory-gb", "inf"), ("datasize", "--host-memory-gb", "1e300"),
+    ("datasize", "--accelerators", "10" * 20), ("sweep", "w", "--max-accelerators", "0"),
     ("sweep", "w", "--timeout", "-5"),
 ])
 def test_cli_numbers_must_be_positive(refused: Refused, argv: tuple[str, ...]) -> None:
