@@ -423,7 +423,7 @@ def signal_checkpoint(root: Path) -> Outcome:
     """SIGTERM while a checkpoint is written: no partial checkpoint file remains."""
     case = Case(root, "SIGTERM during a checkpoint")
     with watch_processes(case):
-        case.workload(model={"model_size_bytes": "1GB"},
+        case.workload(model={"model_size_bytes": "1GB"}, workflow={"checkpoint": True},
                       checkpoint={"steps_between_checkpoints": 2},
                       train={"epochs": 3, "computation_time": 0.01})
         case.run("generate", "workload.yaml", "--no-progress")
