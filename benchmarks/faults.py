@@ -340,8 +340,8 @@ def stopped_rank(root: Path, command: str) -> Outcome:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         case.sentence(err, "made no progress", "train.stall_timeout_s")
-        if command == "generate":
-            case.check_dataset("data", 4000)
+        if command == "generate":  # MPI_Abort SIGKILLs the stopped rank
+            case.check_dataset("data", 4000, killed=True)
         else:
             case.out.lost += 0 if list((case.dir / "reports").glob("*")) else 1
     return case.close()
@@ -371,7 +371,7 @@ def full_output_disk(root: Path, free_kb: int) -> Outcome:
     case = Case(root, f"full output disk {free_kb} kB free")
     with watch_processes(case):
         disk = case.tmpfs("out", "1M")
-        with open(disk / "filler", "wb") as handle, contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), open(disk / "filler", "wb") as handle:
             while True:
                 handle.write(b"x" * 4096)
                 handle.flush()
@@ -381,6 +381,7 @@ def full_output_disk(root: Path, free_kb: int) -> Outcome:
         case.run("generate", "workload.yaml", "--no-progress")
         done = case.run("run", "workload.yaml", "--no-progress", "--output", str(disk / "r"),
                         expect=None)
+        case.out.code = done.returncode
         written = list((disk / "r").glob("*/result.json"))
         line = next((ln for ln in done.stderr.splitlines() if "could not write" in ln), "")
         if "accelerator utilization" not in done.stdout:
@@ -413,8 +414,8 @@ def concurrent(root: Path, first: list[str], second: list[str], label: str) -> O
         case.finish(one, 0, first[0])
         if two.returncode not in (0, 1):
             case.out.problems.append(f"second: exit {two.returncode}")
-        if two.returncode == 1:
-            case.sentence(two.stderr, "being")
+        if two.returncode == 1:  # refused: the folder is busy, or holds another dataset
+            case.sentence(two.stderr, "being" if "being" in two.stderr else "other parameters")
         case.check_dataset("data", 3000)
     return case.close()
 
@@ -486,17 +487,17 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
     out.append(("full output disk 0", lambda: full_output_disk(root, 0)))
     out.append(("full output disk 8", lambda: full_output_disk(root, 8)))
     gen = ["generate", "workload.yaml", "--no-progress"]
-    out.append(("two generates", lambda: concurrent(
+    out.append(("concurrent two generates", lambda: concurrent(
         root, gen, [*gen, "dataset.generation_seed=7"], "two generates other seed")))
-    out.append(("generate and run", lambda: concurrent(
+    out.append(("concurrent generate and run", lambda: concurrent(
         root, gen, ["run", "workload.yaml", "--no-progress"], "generate then run")))
-    out.append(("npz and npy", lambda: concurrent(
+    out.append(("concurrent npz and npy", lambda: concurrent(
         root, gen, [*gen, "dataset.format=npy"], "npz and npy generates")))
-    out.append(("run and generate", lambda: concurrent(
+    out.append(("concurrent run and generate", lambda: concurrent(
         root, ["run", "workload.yaml", "--no-progress", "train.epochs=20"],
         [*gen, "dataset.generation_seed=7"], "run then generate")))
-    out.append(("checkpoint", lambda: signal_checkpoint(root)))
-    out.append(("staging", lambda: signal_staging(root)))
+    out.append(("SIGTERM checkpoint", lambda: signal_checkpoint(root)))
+    out.append(("SIGTERM staging", lambda: signal_staging(root)))
     return out
 
 
@@ -512,7 +513,10 @@ def main() -> int:
         if args.only and args.only not in name:
             continue
         start = time.monotonic()
-        outcome = run()
+        try:
+            outcome = run()
+        except Exception as exc:  # a defect of this script's case, said as a failed case
+            outcome = Outcome(name, problems=[f"the case itself failed: {exc!r}"])
         outcome.seconds = time.monotonic() - start
         outcomes.append(outcome)
         print(f"{'ok  ' if outcome.ok else 'FAIL'} {outcome.case:45s} exit {outcome.code} "
