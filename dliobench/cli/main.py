@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dliobench.cli import parser as cli_parser
+from dliobench.comm.watchdog import Watchdog
 from dliobench.errors import ConfigError, DlioBenchError, Terminated
 from dliobench.units import size_text
 
@@ -61,10 +62,18 @@ def _world() -> tuple[World, Comm]:
     return World.single(), LocalComm()
 
 
-def _on_every_rank(world: World, comm: Comm, work: Callable[[], T]) -> T:
-    """Run ``work``; under MPI a failing rank names itself and ends the whole job at once."""
+def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
+                   stall_timeout_s: float) -> T:
+    """Run ``work``; under MPI a failing rank names itself and ends the whole job at once,
+    and the ranks finish together, watched: MPI_Finalize at exit would wait forever for a
+    rank that stopped."""
     try:
-        return work()
+        done = work()
+        if world.size > 1:
+            with Watchdog(stall_timeout_s, world, comm) as watchdog:
+                watchdog.beat("waiting for the other ranks to finish")
+                comm.barrier()
+        return done
     except BaseException as exc:
         if world.size > 1:
             code = exc.exit_code if isinstance(exc, (DlioBenchError, Terminated)) else 1
@@ -101,7 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     world, comm = _world()
     _same_on_every_rank(world, lambda: check_run(cfg, world))
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
-        cfg, world, comm, warnings, show_progress=not args.no_progress))
+        cfg, world, comm, warnings, show_progress=not args.no_progress),
+        cfg.train.stall_timeout_s)
     if outcome.result is not None and outcome.run_dir is not None:
         print_summary(outcome.result, str(outcome.run_dir))
         if args.trace:
@@ -151,7 +161,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             return generate(plan, world, comm, show_progress=not args.no_progress,
                             check=args.verify)
 
-    done = _on_every_rank(world, comm, work)
+    done = _on_every_rank(world, comm, work, cfg.train.stall_timeout_s)
     if not world.is_root:
         return 0
     if done.files_written:
@@ -171,7 +181,8 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
 
     cfg, _ = _load(args)
     world, comm = _world()
-    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm))
+    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm),
+                           cfg.train.stall_timeout_s)
     if world.is_root:
         r, d = cfg.reader, cfg.dataset
         rate = value * d.record_length_bytes / 1e6
