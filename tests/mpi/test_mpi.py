@@ -6,6 +6,7 @@ Timing bounds are loose: 4 ranks share 2 cores.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -239,6 +240,29 @@ def test_killed_mpi_generation_resumes_only_the_missing_files(
                     f"dataset.data_folder={fresh}", *shape], check=True, capture_output=True)
     for name in sorted(held)[:50] + sorted(set(manifest_files(folder)) - set(held))[:50]:
         assert (folder / "train" / name).read_bytes() == (fresh / "train" / name).read_bytes()
+
+
+def test_sigterm_to_an_mpi_job_writes_a_partial_result(
+        workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
+    """What Slurm does at a time limit: SIGTERM to every process of the job. The job ends
+    with 143 and the measurements so far in a partial result, no traceback."""
+    path = write_workload(tiny_workload(train={"epochs": 2000, "computation_time": 0.002}),
+                          "term.yaml")
+    proc = subprocess.Popen(mpi_cmd(2, "run", str(path), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _training_rank(workdir, "term.yaml", 1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert "terminated" in err and "Traceback" not in err
+    result = json.loads(next((workdir / "reports").glob("*/result.json")).read_text())
+    assert result["status"] == "partial" and result["metrics"]["steps"] > 0
 
 
 def test_a_stopped_rank_ends_a_generation_and_the_files_written_stay_recorded(
