@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -55,18 +60,60 @@ def start_method(context: str, deviations: list[str]) -> str:
     return "spawn"
 
 
+CLOSE_GRACE_S = 10.0  # a worker still reading a sample this long after close is killed
+
+
+@contextlib.contextmanager
+def workers_ignore_interrupts() -> Iterator[None]:
+    """Start DALI's Python workers inside: they ignore SIGINT and SIGTERM.
+
+    Ctrl-C (and a batch system's SIGTERM) reach the whole process group: workers that took
+    them printed their tracebacks and died, and the run then failed with DALI's "Sending
+    tasks to workers failed" (or, spawned, hung in DALI's close) instead of ending as
+    interrupted. Workers inherit ignored signals (fork and spawn alike); the run stops them
+    in ``release`` (and ``die_with_parent`` when it is killed). Only the main thread can set
+    handlers; elsewhere (thread ranks in tests) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    terminate = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGINT, interrupt)
+
+
 def release(pipe: Any) -> None:
     """Stop a pipeline now: its executor, then its Python worker processes.
 
     DALI has no public close; this is what its ``__del__`` and its pool's finalizer do when
     the pipeline is collected, in the same order (the reverse can fail in DALI's shutdown).
+    Workers ignore SIGTERM (``workers_ignore_interrupts``), so the ones DALI's close would
+    terminate are killed after ``CLOSE_GRACE_S``.
     """
     shutdown = getattr(pipe, "_shutdown", None)
     if shutdown is not None:
         shutdown()
     pool = getattr(pipe, "_py_pool", None)
-    if pool is not None:
+    if pool is None:
+        return
+    stragglers = threading.Timer(CLOSE_GRACE_S, _kill, [list(pool.pids())])
+    stragglers.daemon = True
+    stragglers.start()
+    try:
         pool.close()
+    finally:
+        stragglers.cancel()
+
+
+def _kill(pids: list[int]) -> None:
+    """SIGKILL the worker processes still there (children not yet reaped: no pid reuse)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 class Feed(Protocol):
