@@ -301,8 +301,8 @@ def _typed(doc: dict[str, Any], name: str, kind: type, default: Any = None) -> A
     """Field ``name`` of a manifest document, checked to be a ``kind``."""
     value = doc.get(name, default)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise TypeError(f"its field {name!r} is {json.dumps(value)[:40]}, not a "
-                        f"{kind.__name__}")
+        want = {dict: "an object", list: "a list", int: "an integer"}.get(kind, kind.__name__)
+        raise TypeError(f"its field {name!r} is {json.dumps(value)[:40]}, not {want}")
     return value
 
 

@@ -65,25 +65,29 @@ CLOSE_GRACE_S = 10.0  # a worker still reading a sample this long after close is
 
 @contextlib.contextmanager
 def workers_ignore_interrupts() -> Iterator[None]:
-    """Start DALI's Python workers inside: they ignore SIGINT and SIGTERM.
+    """Start DALI's Python workers inside: SIGINT and SIGTERM never reach them.
 
     Ctrl-C (and a batch system's SIGTERM) reach the whole process group: workers that took
     them printed their tracebacks and died, and the run then failed with DALI's "Sending
     tasks to workers failed" (or, spawned, hung in DALI's close) instead of ending as
-    interrupted. Workers inherit ignored signals (fork and spawn alike); the run stops them
-    in ``release`` (and ``die_with_parent`` when it is killed). Only the main thread can set
-    handlers; elsewhere (thread ranks in tests) nothing changes.
+    interrupted. The two signals are ignored while the workers start, so the workers inherit
+    that (fork and spawn alike); the run stops them in ``release`` (and ``die_with_parent``
+    when it is killed). Blocked meanwhile, a signal that came is delivered to the run once
+    the workers are started, not lost. Only the main thread takes signals; elsewhere (thread ranks
+    in tests) nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    terminate = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    both = (signal.SIGINT, signal.SIGTERM)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, both)  # held, not lost, meanwhile
+    handlers = [signal.signal(signum, signal.SIG_IGN) for signum in both]
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, terminate)
-        signal.signal(signal.SIGINT, interrupt)
+        for signum, handler in zip(both, handlers, strict=True):
+            signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def release(pipe: Any) -> None:
@@ -91,7 +95,7 @@ def release(pipe: Any) -> None:
 
     DALI has no public close; this is what its ``__del__`` and its pool's finalizer do when
     the pipeline is collected, in the same order (the reverse can fail in DALI's shutdown).
-    Workers ignore SIGTERM (``workers_ignore_interrupts``), so the ones DALI's close would
+    Workers do not take SIGTERM (``workers_ignore_interrupts``), so the ones DALI's close would
     terminate are killed after ``CLOSE_GRACE_S``.
     """
     shutdown = getattr(pipe, "_shutdown", None)
