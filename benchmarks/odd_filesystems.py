@@ -125,10 +125,10 @@ def set_field(key: str, value: Any) -> Callable[[dict[str, Any]], Any]:
     return change
 
 
-def swap_during(kind: str) -> Callable[[Path], None]:
-    """While the run reads (its reports folder exists): damage a data file in place."""
+def swap_during(kind: str, suffix: str = "") -> Callable[[Path], None]:
+    """While the run reads (its reports folder exists): damage a data (or side) file."""
     def act(d: Path) -> None:
-        path = data_file(d, index=0)
+        path = data_file(d, index=0, suffix=suffix)
         if kind == "delete":
             path.unlink()
         elif kind == "truncate":
@@ -241,7 +241,34 @@ def data_cases() -> list[Case]:
                               else f"{loader}: data file swapped for a FIFO during the run",
                               ["run", "{w}", "--no-progress"], code=1, overrides=slow,
                               during=swap_during(kind)))
+    cases += [
+        Case("dali own reader: damaged bytes, same size", ["run", "{w}", "--no-progress"],
+             zero_bytes, code=1, overrides=_dali_native()),
+        Case("dali own reader: data file deleted during the run",
+             ["run", "{w}", "--no-progress"], code=1, during=swap_during("delete"),
+             overrides={**_dali_native(), "train.epochs": lambda d: 400,
+                        "train.computation_time": lambda d: 0.002}),
+        Case("hdf5 (h5py reads): data file deleted during the run",
+             ["run", "{w}", "--no-progress"], code=1, during=swap_during("delete"),
+             overrides={"dataset.format": lambda d: "hdf5", "train.epochs": lambda d: 400,
+                        "train.computation_time": lambda d: 0.002}),
+    ]
+    for loader in LOADERS:
+        # a reader that has the file's index already needs no side file (EITHER); one that
+        # has not must say which is missing
+        cases.append(Case(f"{loader}: index side file deleted during the run",
+                          ["run", "{w}", "--no-progress"], expect=EITHER,
+                          during=swap_during("delete", ".off.idx"),
+                          overrides={"reader.data_loader": lambda d, loader=loader: loader,
+                                     "dataset.format": lambda d: "indexed_binary",
+                                     "train.epochs": lambda d: 400,
+                                     "train.computation_time": lambda d: 0.002}))
     return cases
+
+
+def _dali_native() -> dict[str, Callable[[Path], Any]]:
+    return {"dataset.format": lambda d: "npy", "reader.data_loader": lambda d: "dali",
+            "reader.dali_native_reader": lambda d: True}
 
 
 def report_cases() -> list[Case]:
@@ -318,7 +345,7 @@ def _act_when_running(act: Callable[[Path], None], d: Path, proc: subprocess.Pop
 def base_datasets(root: Path) -> dict[str, Path]:
     """One generated dataset and one finished run per format the cases use."""
     out = {}
-    for fmt in ("npz", "indexed_binary"):
+    for fmt in ("npz", "indexed_binary", "npy", "hdf5"):
         d = root / f"base-{fmt}"
         d.mkdir()
         path = d / "w.yaml"

@@ -83,6 +83,26 @@ def test_a_damaged_file_ends_the_run_in_one_sentence(
     _partial(workdir / "reports")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("nvidia.dali") is None, reason="no DALI")
+def test_dali_own_reader_names_a_damaged_file(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """fn.readers.numpy opens the files itself: its C++ error becomes one sentence."""
+    path = write_workload(tiny_workload(dataset={"format": "npy"}, train={"epochs": 1},
+                                        reader={"data_loader": "dali",
+                                                "dali_native_reader": True}))
+    _generate(run_cli, path)
+    damaged = sorted((workdir / "data/tiny/train").glob("*.npy"))[3]
+    with open(damaged, "r+b") as handle:
+        handle.write(bytes(64))
+    capfd.readouterr()
+    assert run_cli("run", str(path), "--no-progress") == 1
+    lines = _error_lines(capfd.readouterr().err)
+    assert len(lines) == 1 and "DALI's reader could not read" in lines[0]
+    assert damaged.name in lines[0]
+    _partial(workdir / "reports")
+
+
 @pytest.mark.parametrize("loader", LOADERS)
 def test_a_file_deleted_during_the_run_ends_it_in_one_sentence(
         loader: str, workdir: Path, write_workload: Callable[..., Path],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dliobench.errors import DlioBenchError, MissingExtraError
+from dliobench.errors import DatasetError, DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch
 
 try:
@@ -43,6 +44,22 @@ def unwrap_worker_error(exc: BaseException) -> DlioBenchError | None:
     error = DlioBenchError(message)
     error.exit_code = int(code)
     return error
+
+
+def reader_error(exc: RuntimeError) -> DatasetError | None:
+    """A DALI reader's failure to read a file (DALI's pipeline error: its C++ assertion,
+    naming the file, inside a traceback of the pipeline) as one sentence; None when the
+    error names no file."""
+    text = str(exc)
+    found = re.search(r'Assert on ".*?" failed: (.*?)(?:\.+ File: (\S+))?$', text, re.M)
+    if found is None:
+        return None
+    reason, path = found.group(1).strip().rstrip("."), found.group(2)
+    if path is None and not re.search(r"file", reason, re.I):
+        return None
+    said = f"could not read {path}: {reason}" if path else f"failed: {reason}"
+    return DatasetError(f"DALI's reader {said}; check the file system, or regenerate the "
+                        "dataset with `dliobench generate`")
 
 
 def host_samples(data: Any) -> list[np.ndarray]:
