@@ -280,13 +280,55 @@ def report_cases() -> list[Case]:
              one_run, code=2),
         Case("report --trace -o under a regular file",
              ["report", "{d}/reports", "--trace", "-o", "{d}/plain/x"], one_run, code=2),
+        Case("report: result.json is a FIFO", ["report", "{d}/reports"],
+             lambda d: _replace_in_run(d, "result.json", "fifo")),
+        Case("report: result.json is a folder", ["report", "{d}/reports"],
+             lambda d: _replace_in_run(d, "result.json", "dir")),
+        Case("report: result.json is a symlink loop", ["report", "{d}/reports"],
+             lambda d: _replace_in_run(d, "result.json", "loop")),
+        Case("report: timeline.csv is a FIFO", ["report", "{d}/reports"],
+             lambda d: _replace_in_run(d, "timeline.csv", "fifo"), expect=EITHER),
+        Case("report --trace: timeline.csv is a FIFO", ["report", "{d}/reports", "--trace"],
+             lambda d: _replace_in_run(d, "timeline.csv", "fifo"), expect=EITHER),
+        Case("report --trace: timeline.csv is a folder", ["report", "{d}/reports", "--trace"],
+             lambda d: _replace_in_run(d, "timeline.csv", "dir"), expect=EITHER),
         Case("report of a missing folder", ["report", "{d}/nowhere"]),
         Case("report of a regular file", ["report", "{d}/plain"], one_run),
     ]
 
 
+def _replace_in_run(d: Path, name: str, kind: str) -> None:
+    """Replace a file of the case's finished run by a FIFO, a folder or a symlink loop."""
+    path = next((d / "reports").glob(f"*/{name}"))
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        path.mkdir()
+    else:
+        os.symlink(path.name, path)
+
+
+def workload_cases() -> list[Case]:
+    """The workload file itself is odd."""
+    def odd(kind: str) -> Callable[[Path], None]:
+        def setup(d: Path) -> None:
+            (d / "w.yaml").unlink()
+            if kind == "fifo":
+                os.mkfifo(d / "w.yaml")
+            elif kind == "dir":
+                (d / "w.yaml").mkdir()
+            else:
+                os.symlink("w.yaml", d / "w.yaml")
+        return setup
+
+    return [Case(f"workload file is a {kind}", ["run", "{w}", "--no-progress"], odd(kind),
+                 code=2) for kind in ("fifo", "dir", "loop")]
+
+
 def cases() -> list[Case]:
-    return manifest_cases() + path_cases() + data_cases() + report_cases()
+    return (manifest_cases() + path_cases() + data_cases() + report_cases()
+            + workload_cases())
 
 
 def prepare_case(case: Case, base: dict[str, Path], root: Path) -> tuple[Path, Path]:

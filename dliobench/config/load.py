@@ -25,6 +25,7 @@ from dliobench.config.dlio import (
 from dliobench.config.profiles import apply_profile, merge_profiles
 from dliobench.config.schema import SECTIONS, Config
 from dliobench.errors import ConfigError
+from dliobench.storage.posix_io import read_text
 
 IGNORED_TOP_LEVEL = ("framework",)
 
@@ -124,12 +125,13 @@ def read_workload(path: str | Path) -> _Layer:
     """Read a workload YAML file into a layer; a missing or malformed file is a ConfigError."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_text(path)  # not a FIFO's open, which would wait for a writer
     except FileNotFoundError:
         raise ConfigError(f"workload file {path} does not exist; give a path to a YAML file "
                           "(examples live in workloads/)") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read workload file {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read workload file {path}: {exc.strerror}; give a path to "
+                          "a YAML file") from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

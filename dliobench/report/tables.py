@@ -79,7 +79,8 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
             found.append(given)
             continue
         if not given.is_dir():
-            raise DlioBenchError(f"{given}: no such folder; give run folders (with a "
+            what = "not a folder" if given.exists() else "no such folder"
+            raise DlioBenchError(f"{given}: {what}; give run folders (with a "
                                  "result.json) or folders that contain them")
         below = []
         for root, dirs, files in os.walk(given):

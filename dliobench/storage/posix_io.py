@@ -58,6 +58,13 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
     return fd
 
 
+def read_text(path: str | Path) -> str:
+    """A small text file whole (a workload, a result), opened as ``open_regular`` does: a FIFO
+    raises OSError at once instead of waiting for a writer."""
+    with os.fdopen(open_regular(path), encoding="utf-8") as handle:
+        return handle.read()
+
+
 def _kind(mode: int) -> str:
     """What a file of ``mode`` is, in words."""
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),

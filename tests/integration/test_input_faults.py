@@ -244,3 +244,23 @@ def test_generate_verify_with_an_odd_data_file(
         assert code == 0 and odd.is_file() and not lines
     else:
         assert code == 1 and len(lines) == 1 and str(odd) in lines[0]
+
+
+def test_a_workload_fifo_is_refused_not_waited_on(
+        workdir: Path, run_cli: Callable[..., int], capfd: pytest.CaptureFixture[str]) -> None:
+    os.mkfifo(workdir / "w.yaml")
+    assert run_cli("run", str(workdir / "w.yaml"), "--no-progress") == 2
+    assert _error_lines(capfd.readouterr().err) == [
+        f"dliobench: error: cannot read workload file {workdir / 'w.yaml'}: it is a FIFO, "
+        "not a regular file; give a path to a YAML file"]
+
+
+def test_report_refuses_a_result_fifo(workdir: Path, run_cli: Callable[..., int],
+                                      capfd: pytest.CaptureFixture[str]) -> None:
+    run = workdir / "reports" / "20260101-000000-odd-abcdef"
+    run.mkdir(parents=True)
+    os.mkfifo(run / "result.json")
+    assert run_cli("report", str(workdir / "reports")) == 1
+    lines = _error_lines(capfd.readouterr().err)
+    assert lines == [f"dliobench: error: {run / 'result.json'} cannot be read (it is a FIFO, "
+                     "not a regular file); leave that folder out"]
