@@ -212,6 +212,18 @@ def path_cases() -> list[Case]:
         (d / "data/train").write_text("x")
 
     cases.append(Case("data_folder/train is a regular file", run, train_file, code=2))
+
+    def train_loop(d: Path) -> None:
+        shutil.rmtree(d / "data/train")
+        os.symlink("train", d / "data/train")
+
+    def data_loop(d: Path) -> str:
+        os.symlink("loop", d / "loop")
+        return str(d / "loop")
+
+    cases.append(Case("data_folder/train is a symlink loop", run, train_loop, code=2))
+    cases.append(Case("dataset.data_folder is a symlink loop", run, code=2,
+                      overrides={"dataset.data_folder": data_loop}))
     return cases
 
 
