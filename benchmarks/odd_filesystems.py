@@ -52,7 +52,7 @@ class Case:
 def workload(folder: Path, fmt: str = "npz", **sections: dict[str, Any]) -> dict[str, Any]:
     """A tiny workload whose folders are all inside ``folder``."""
     doc: dict[str, Any] = {
-        "model": {"name": "odd"},
+        "model": {"name": "odd", "model_size_bytes": 4096},
         "dataset": {"data_folder": str(folder / "data"), "format": fmt, "num_files_train": 6,
                     "num_samples_per_file": 2 if fmt == "indexed_binary" else 1,
                     "record_length_bytes": 32768},

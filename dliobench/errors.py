@@ -25,6 +25,13 @@ class ConfigError(DlioBenchError):
     exit_code = 2
 
 
+class InputError(DlioBenchError):
+    """A file or folder handed to a command is not what it must be (not a run folder, not a
+    dliobench result)."""
+
+    exit_code = 2
+
+
 class DatasetError(DlioBenchError):
     """The dataset is missing, incomplete or does not match the configuration."""
 

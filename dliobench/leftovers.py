@@ -1,14 +1,16 @@
 """Shared memory that processes killed before their clean-up leave behind, removed later.
 
-A SIGKILLed run cannot clean up: DALI's epoch-id folder and the shared-memory segments of
-PyTorch workers killed mid-batch (hundreds of MB each for large samples) stay in /dev/shm,
-which is RAM. Each name carries its creator's pid; an entry whose creator is gone (and, for
-names other programs share, that has not been touched for a while) is removed when the
-next loader starts.
+A SIGKILLed run cannot clean up: DALI's epoch-id folder, the shared-memory segments of
+PyTorch workers killed mid-batch (hundreds of MB each for large samples) and MPICH's
+segments stay in /dev/shm, which is RAM. Where a name carries its creator's pid, an entry
+whose creator is gone (and, for names other programs share, that has not been touched for a
+while) is removed when the next loader starts; MPICH's, which carry none, when no process
+maps them any more, at the next MPI job's start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -35,12 +37,8 @@ def sweep(pattern: str, min_age_s: float = 0.0, folder: Path = SHM) -> int:
     many were removed; entries that vanish meanwhile or cannot be removed are left be."""
     regex = re.compile(pattern)
     removed = 0
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return 0
     now = time.time()
-    for entry in entries:
+    for entry in _entries(folder):
         match = regex.fullmatch(entry.name)
         if match is None or alive(int(match["pid"])):
             continue
@@ -55,3 +53,46 @@ def sweep(pattern: str, min_age_s: float = 0.0, folder: Path = SHM) -> int:
         except OSError:
             continue
     return removed
+
+
+def sweep_unmapped(prefix: str, min_age_s: float, folder: Path = SHM) -> int:
+    """Remove entries of ``folder`` named ``prefix``* that no process on this host maps and
+    that are older than ``min_age_s`` (a segment just created is mapped at once): shared
+    memory of jobs killed without their clean-up, whose names carry no pid (MPICH's)."""
+    now = time.time()
+    candidates = []
+    for entry in _entries(folder):
+        if entry.name.startswith(prefix):
+            with contextlib.suppress(OSError):
+                if now - entry.lstat().st_mtime >= min_age_s:
+                    candidates.append(entry)
+    if not candidates:
+        return 0
+    mapped = _mapped_paths(str(folder / prefix))
+    removed = 0
+    for entry in candidates:
+        if str(entry) not in mapped:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+                removed += 1
+    return removed
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
+
+
+def _mapped_paths(start: str) -> set[str]:
+    """Paths beginning with ``start`` that any process on this host maps."""
+    mapped: set[str] = set()
+    for proc in _entries(Path("/proc")):
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError), open(proc / "maps") as maps:
+            for line in maps:
+                if start in line:
+                    mapped.add(line.split(maxsplit=5)[-1].strip().removesuffix(" (deleted)"))
+    return mapped

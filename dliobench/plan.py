@@ -137,6 +137,12 @@ def check_run(config: Config, world: World) -> None:
                if config.reader.file_access == "shared" else "")
         )
     per_rank = config.total_samples // world.size
+    if per_rank == 0:
+        d = config.dataset
+        raise ConfigError(
+            f"{world.size} ranks but only {config.total_samples} sample(s) ({d.num_files_train} "
+            f"file(s) x {d.num_samples_per_file}): a rank would read nothing; lower the ranks "
+            "or raise dataset.num_files_train")
     if config.reader.batch_size > per_rank and config.reader.drop_last:
         raise ConfigError(
             f"reader.batch_size={config.reader.batch_size} is larger than the {per_rank} samples "

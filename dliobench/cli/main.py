@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dliobench.cli import parser as cli_parser
+from dliobench.comm.watchdog import Watchdog
 from dliobench.errors import ConfigError, DlioBenchError, Terminated
 from dliobench.units import size_text
 
@@ -61,10 +62,18 @@ def _world() -> tuple[World, Comm]:
     return World.single(), LocalComm()
 
 
-def _on_every_rank(world: World, comm: Comm, work: Callable[[], T]) -> T:
-    """Run ``work``; under MPI a failing rank names itself and ends the whole job at once."""
+def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
+                   stall_timeout_s: float) -> T:
+    """Run ``work``; under MPI a failing rank names itself and ends the whole job at once,
+    and the ranks finish together, watched: MPI_Finalize at exit would wait forever for a
+    rank that stopped."""
     try:
-        return work()
+        done = work()
+        if world.size > 1:
+            with Watchdog(stall_timeout_s, world, comm) as watchdog:
+                watchdog.beat("waiting for the other ranks to finish")
+                comm.barrier()
+        return done
     except BaseException as exc:
         if world.size > 1:
             code = exc.exit_code if isinstance(exc, (DlioBenchError, Terminated)) else 1
@@ -75,8 +84,21 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T]) -> T:
         raise
 
 
+def _same_on_every_rank(world: World, check: Callable[[], None]) -> None:
+    """Run a check whose answer is the same on every rank (it reads only the configuration
+    and the number of ranks): rank 0 says what is wrong, the others leave quietly with the
+    same exit code, so a job of N ranks prints one line, not N."""
+    try:
+        check()
+    except ConfigError as exc:
+        if world.is_root:
+            raise
+        raise SystemExit(exc.exit_code) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Generate the dataset if needed, train, write results, print the summary."""
+    from dliobench.plan import check_run
     from dliobench.results.summary import print_summary
     from dliobench.run import session as benchmark
 
@@ -86,8 +108,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world()
+    _same_on_every_rank(world, lambda: check_run(cfg, world))
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
-        cfg, world, comm, warnings, show_progress=not args.no_progress))
+        cfg, world, comm, warnings, show_progress=not args.no_progress),
+        cfg.train.stall_timeout_s)
     if outcome.result is not None and outcome.run_dir is not None:
         print_summary(outcome.result, str(outcome.run_dir))
         if args.trace:
@@ -143,7 +167,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             return generate(plan, world, comm, show_progress=not args.no_progress,
                             check=args.verify)
 
-    done = _on_every_rank(world, comm, work)
+    done = _on_every_rank(world, comm, work, cfg.train.stall_timeout_s)
     if not world.is_root:
         return 0
     if done.files_written:
@@ -163,7 +187,8 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
 
     cfg, _ = _load(args)
     world, comm = _world()
-    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm))
+    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm),
+                           cfg.train.stall_timeout_s)
     if world.is_root:
         r, d = cfg.reader, cfg.dataset
         rate = value * d.record_length_bytes / 1e6
@@ -199,8 +224,7 @@ def cmd_datasize(args: argparse.Namespace) -> int:
 
 def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     """A sweep file, or a workload (with overrides) to sweep over ranks only."""
-    import yaml
-
+    from dliobench.config import yamlfile
     from dliobench.config.shipped import find
     from dliobench.report.sweep import SweepSpec, load_sweep
 
@@ -208,7 +232,7 @@ def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     path = Path(first)
     if not path.exists() and path.suffix not in (".yaml", ".yml"):
         path = find(first, "configs") or path  # a shipped sweep file's name
-    doc = yaml.safe_load(path.read_text()) if path.is_file() else None
+    doc = yamlfile.read(path, "sweep file") if path.is_file() else None
     if isinstance(doc, dict) and "workload" in doc:
         spec = load_sweep(path)
     else:
@@ -340,7 +364,10 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     if any(os.environ.get(v, "0") != "0" for v in LAUNCHER_RANK_VARS):
         level = max(level, logging.ERROR)  # under MPI, rank 0 speaks for the job
     handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False)
-    logging.basicConfig(level=level, format="%(message)s", handlers=[handler])
+    # other libraries (matplotlib's "generated new fontManager") speak at warnings only
+    logging.basicConfig(level=max(level, logging.WARNING), format="%(message)s",
+                        handlers=[handler])
+    log.setLevel(level)
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -16,6 +16,32 @@ OVERRIDES_HELP = (
 )
 
 
+def positive(kind: type[int] | type[float], most: float) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above 0 and at most ``most`` (far beyond any
+    real machine, so that arithmetic on it cannot overflow)."""
+    noun = "a whole number" if kind is int else "a number"
+
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
+        if not (0 < value <= most):  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; give {noun} above 0 "
+                                             f"and at most {most:,.0f}")
+        return value
+
+    return convert
+
+
+def folder(text: str) -> str:
+    """An argparse type: a folder path, not empty (that would be the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty folder is not allowed; use '.' for the "
+                                         "current one")
+    return text
+
+
 def _add_workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="*", metavar="[WORKLOAD] [KEY=VALUE ...]",
                    help="workload YAML file or name in workloads/ (default: 'default'), "
@@ -35,7 +61,7 @@ def _add_report_parser(sub: SubParsers,
                        "step timeline.")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help="run folders, or folders holding run folders (reports/, a sweep)")
-    p.add_argument("-o", "--out", metavar="OUT",
+    p.add_argument("-o", "--out", metavar="OUT", type=folder,
                    help="output folder (default: reports/report-<timestamp>/)")
     p.add_argument("--timeline-run", metavar="RUN_ID",
                    help="run whose per-rank step timeline is drawn (default: the newest)")
@@ -51,7 +77,8 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
                        "(workflow.generate_data), run the emulated training, write "
                        "<output.folder>/<run-id>/result.json and timeline.csv, print a summary.")
     _add_workload_args(p)
-    p.add_argument("--output", metavar="DIR", help="root folder of results (output.folder)")
+    p.add_argument("--output", metavar="DIR", type=folder,
+                   help="root folder of results (output.folder)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
                    "timeline as a Chrome/Perfetto trace")
@@ -84,11 +111,11 @@ def _add_datasize_parser(sub: SubParsers, commands: Commands) -> None:
                        "least 5x the memory of the participating hosts and gives at least 500 "
                        "steps per accelerator per epoch (MLPerf Storage's rule).")
     _add_workload_args(p)
-    p.add_argument("--accelerators", type=int, default=1, metavar="N",
+    p.add_argument("--accelerators", type=positive(int, 1e6), default=1, metavar="N",
                    help="emulated accelerators (ranks) in the run (default 1)")
-    p.add_argument("--hosts", type=int, default=1, metavar="H",
+    p.add_argument("--hosts", type=positive(int, 1e6), default=1, metavar="H",
                    help="hosts the ranks run on (default 1)")
-    p.add_argument("--host-memory-gb", type=float, metavar="GB",
+    p.add_argument("--host-memory-gb", type=positive(float, 1e6), metavar="GB",
                    help="memory per host in GB (default: this host's)")
     p.set_defaults(func=commands["datasize"])
 
@@ -110,14 +137,15 @@ def _add_sweep_parser(sub: SubParsers, commands: Commands) -> None:
     p.add_argument("--find-max-accelerators", action="store_true",
                    help="search for the most accelerators the storage sustains at the AU floor")
     p.add_argument("--accelerator", metavar="NAME", help="accelerator profile for the search")
-    p.add_argument("--max-accelerators", type=int, default=64, metavar="N",
+    p.add_argument("--max-accelerators", type=positive(int, 1e6), default=64, metavar="N",
                    help="upper bound of the search (default 64)")
-    p.add_argument("--timeout", type=float, metavar="S", help="give up on a point after S s")
+    p.add_argument("--timeout", type=positive(float, 1e7), metavar="S",
+                   help="give up on a point after S s")
     p.add_argument("--dry-run", action="store_true",
                    help="list every point with its settings and check that all of them load; "
                    "run nothing")
-    p.add_argument("--output", metavar="DIR", help="root of sweep folders (default "
-                   "reports/sweeps)")
+    p.add_argument("--output", metavar="DIR", type=folder,
+                   help="root of sweep folders (default reports/sweeps)")
     p.set_defaults(func=commands["sweep"])
 
 

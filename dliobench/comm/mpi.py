@@ -12,10 +12,12 @@ import os
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
+from dliobench import leftovers
 from dliobench.comm.world import World
 from dliobench.errors import MissingExtraError
 
@@ -24,6 +26,7 @@ T = TypeVar("T")
 LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 SHM_PREFIX = "/dev/shm/mpich_shm_"
+SHM_LEFTOVER_AGE_S = 5  # another job's segment is mapped within moments of its creation
 ABORT_GRACE_S = 0.3  # lets the launcher forward a failing rank's last message first
 
 
@@ -109,4 +112,7 @@ def detect() -> tuple[World, MPIComm]:
     world = World(rank=comm.Get_rank(), size=comm.Get_size(), local_rank=node.Get_rank(),
                   local_size=node.Get_size(), node_count=len(set(hosts)), host=host)
     node.Free()
+    if world.local_rank == 0:  # segments of jobs on this node killed before their clean-up
+        leftovers.sweep_unmapped(Path(SHM_PREFIX).name, min_age_s=SHM_LEFTOVER_AGE_S,
+                                 folder=Path(SHM_PREFIX).parent)
     return world, MPIComm(comm)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from dliobench.config import rules, yamlfile
 from dliobench.config import values as cv
 from dliobench.config.dlio import (
     LOADER_ALIASES,
@@ -25,9 +25,9 @@ from dliobench.config.dlio import (
 from dliobench.config.profiles import apply_profile, merge_profiles
 from dliobench.config.schema import SECTIONS, Config
 from dliobench.errors import ConfigError
-from dliobench.storage.posix_io import read_text
 
 IGNORED_TOP_LEVEL = ("framework",)
+INT64_MAX = 2**63 - 1  # integers end up in numpy arrays and file offsets
 
 
 def _schema() -> tuple[dict[str, dataclasses.Field[Any]], dict[str, str]]:
@@ -124,21 +124,15 @@ def layer_from_mapping(data: Any, origin: str) -> _Layer:
 def read_workload(path: str | Path) -> _Layer:
     """Read a workload YAML file into a layer; a missing or malformed file is a ConfigError."""
     path = Path(path)
-    try:
-        text = read_text(path)  # not a FIFO's open, which would wait for a writer
-    except FileNotFoundError:
+    if not path.exists():
         raise ConfigError(f"workload file {path} does not exist; give a path to a YAML file "
-                          "(examples live in workloads/)") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read workload file {path}: {exc.strerror}; give a path to "
-                          "a YAML file") from None
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"workload file {path} is not valid YAML{where}") from None
-    layer = layer_from_mapping(data, str(path))
+                          "(examples live in workloads/)")
+    data = yamlfile.read(path, "workload file")
+    if data is None:  # a truncated or wrong file rather than "all defaults" ({} says that)
+        raise ConfigError(f"workload file {path} is empty (no sections, only blank lines or "
+                          "comments); write its sections (dataset:, reader:, ...), or {} for "
+                          "all defaults")
+    layer = layer_from_mapping(data, f"workload file {path}")
     layer.values.setdefault("model.name", path.stem.split("_")[0] if path.stem else "")
     return layer
 
@@ -155,9 +149,9 @@ def parse_overrides(items: list[str]) -> _Layer:
         section, dot, rest = name.partition(".")
         name = SECTION_ALIASES.get(section, section) + dot + rest
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
+            value = yamlfile.parse(raw, f"override '{item}'") if raw.strip() else ""
+        except yamlfile.NotYAML:
+            value = raw  # taken as the string it is
         if name == "model" and not isinstance(value, dict):
             name = "model.name"
         if name.startswith("accelerators."):
@@ -188,14 +182,31 @@ def _convert(name: str, value: Any) -> Any:
         out = cv.to_choice(name, value, meta["choices"])
     elif kind == "shuffle":
         out = cv.to_shuffle(name, value, meta["choices"])
-    else:
+    elif kind == "name":
+        out = cv.to_name(name, value)
+    else:  # str, path
         out = cv.to_str(name, value)
-    low, high = meta["minimum"], meta["maximum"]
-    if low is not None and out < low:
-        raise ConfigError(f"{name}: {value!r} is too small; it must be at least {low:g}")
-    if high is not None and out > high:
-        raise ConfigError(f"{name}: {value!r} is too large; it must be at most {high:g}")
+    _check_bounds(name, value, out, meta)
     return out
+
+
+def _check_bounds(name: str, value: Any, out: Any, meta: Mapping[str, Any]) -> None:
+    """A key's declared minimum and maximum (integers: at most int64), and emptiness."""
+    if meta["nonempty"] and not out.strip():
+        raise ConfigError(f"{name} is empty; give a folder (use '.' for the current one)")
+    low, high = meta["minimum"], meta["maximum"]
+    if meta["kind"] in ("int", "size"):
+        low = -INT64_MAX if low is None else low
+        high = INT64_MAX if high is None else high
+    if low is not None and out < low:
+        raise ConfigError(f"{name}: {value!r} is too small; it must be at least {_num(low)}")
+    if high is not None and out > high:
+        raise ConfigError(f"{name}: {value!r} is too large; it must be at most {_num(high)}")
+
+
+def _num(bound: float) -> str:
+    """A bound as written: 0, 1, 0.99, 9223372036854775807."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
 
 
 def _merge(layers: list[_Layer]) -> tuple[dict[str, Any], dict[str, int], list[str]]:
@@ -241,34 +252,8 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
         built["dataset"] = dataclasses.replace(built["dataset"],
                                                data_folder=str(Path(root) / folder))
     config = Config(**built, accelerators=profiles, source=source)
-    _check(config)
-    return config, warnings + _advice(config)
-
-
-def _advice(config: Config) -> list[str]:
-    """Warnings about settings that run but probably do not say what was meant."""
-    d = config.dataset
-    mean, stdev = d.record_length_bytes, d.record_length_bytes_stdev
-    if stdev > mean / 2:  # e.g. UNet3D scaled to a 2 MiB mean keeps its 68 MB stdev
-        return [f"dataset.record_length_bytes_stdev ({stdev:,} B) is more than half of "
-                f"dataset.record_length_bytes ({mean:,} B): sample sizes will range from 1 B "
-                f"to about {mean + 3 * stdev:,} B; when scaling a workload down, scale its "
-                "stdev too (dliobench does not change it for you)"]
-    return []
-
-
-def _check(config: Config) -> None:
-    """Cross-key rules that no single key can express."""
-    train = config.train
-    if train.total_training_steps == 0 or train.total_training_steps < -1:
-        raise ConfigError("train.total_training_steps must be a positive number of steps, "
-                          "or -1 to run all epochs")
-    if config.dataset.num_subfolders_train > config.dataset.num_files_train:
-        raise ConfigError("dataset.num_subfolders_train must not exceed dataset.num_files_train")
-    ceiling = config.metric.client_ceiling
-    if ceiling not in ("auto", "off") and not (cv.is_number(ceiling) and float(ceiling) > 0):
-        raise ConfigError(f"metric.client_ceiling: {ceiling!r} is not 'auto', 'off' or a number "
-                          "of samples/s per rank (such as 1250)")
+    rules.check(config)
+    return config, warnings + rules.advice(config)
 
 
 def load(path: str | Path | None, overrides: list[str] | None = None,

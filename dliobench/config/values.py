@@ -47,7 +47,9 @@ def to_size(name: str, value: Any) -> int:
     if isinstance(value, str):
         match = _SIZE_RE.match(value)
         if match and match.group(2).lower() in _SIZE_UNITS:
-            return round(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+            number = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+            if math.isfinite(number):  # '1e400' is not a size
+                return round(number)
     raise _fail(name, value, "a byte count such as 65536, 146600628.0 or '64KiB'")
 
 
@@ -87,17 +89,28 @@ def to_bool(name: str, value: Any) -> bool:
 
 
 def to_str(name: str, value: Any) -> str:
-    """A string (numbers are accepted and kept as written)."""
+    """A string (numbers are accepted and kept as written); never one with a NUL byte."""
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
+        text = str(value)
+        if "\0" in text:
+            raise _fail(name, value, "text without NUL bytes")
+        return text
     if value is None:
         return ""
     raise _fail(name, value, "a string")
 
 
+def to_name(name: str, value: Any) -> str:
+    """Part of a file name: a string without '/' (it would make folders)."""
+    text = to_str(name, value)
+    if "/" in text or text in (".", ".."):
+        raise _fail(name, value, "part of a file name, without '/'")
+    return text
+
+
 def to_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """One of a fixed set of names, case-insensitive."""
-    text = to_str(name, value).strip().lower()
+    text = str(value).strip().lower() if isinstance(value, (str, int, float)) else None
     if text not in choices:
         raise _fail(name, value, "one of " + ", ".join(choices))
     return text

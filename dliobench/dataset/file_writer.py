@@ -24,7 +24,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.dataset.layout import DataFile
 from dliobench.errors import DatasetError
 from dliobench.formats import Format
-from dliobench.formats.base import AssembledFormat, FileFormat
+from dliobench.formats.base import AssembledFormat, EncodedFormat, FileFormat
 from dliobench.storage import posix_io as storage
 from dliobench.storage.backend import Backend, Writer
 from dliobench.storage.buffers import AlignedBuffer
@@ -112,12 +112,17 @@ def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill)
 
 def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill,
                    writers: list[Writer], crcs: list[int]) -> tuple[int, int, dict[str, bytes]]:
-    """A format whose library writes a whole file itself (h5py, Pillow): into the writer's
-    spool file, read back for the CRC."""
+    """A format whose library writes a whole file itself (Pillow): into the writer's spool
+    file, read back for the CRC; or builds it in memory (h5py): written from there."""
     samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
     fill.samples(fmt, f, samples, crcs)
     writer = backend.open_write(key)
     writers.append(writer)
+    if isinstance(fmt, EncodedFormat) and not fmt.side_suffixes:  # built in memory
+        image = fmt.encode(samples)
+        del samples
+        writer.write(image)
+        return len(image), crc32c.crc32c(image), {}
     spool = writer.spool_path()
     fmt.write(spool, samples)
     del samples

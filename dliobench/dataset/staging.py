@@ -67,11 +67,13 @@ def _copy(src: Backend, dst: Backend, key: str) -> int:
             writer.write(data)
             offset += len(data)
         writer.commit(durable=True)
-    except OSError as exc:
+    except BaseException as exc:
         writer.abort()
-        raise DatasetError(f"cannot stage {src.describe(key)} to {dst.describe(key)}: "
-                           f"{exc.strerror}; free space under storage.stage_to or choose "
-                           "another folder") from None
+        if isinstance(exc, OSError):
+            raise DatasetError(f"cannot stage {src.describe(key)} to {dst.describe(key)}: "
+                               f"{exc.strerror}; free space under storage.stage_to or choose "
+                               "another folder") from None
+        raise
     dst.evict([key], flush=False)
     return offset
 
@@ -93,8 +95,15 @@ def stage(plan: Plan, world: World, comm: Comm, run_id: str) -> Staged:
         src.evict(keys, flush=False)
     comm.barrier()
     start = time.perf_counter()
-    with ThreadPoolExecutor(max(1, config.reader.read_threads)) as pool:
+    pool = ThreadPoolExecutor(max(1, config.reader.read_threads))
+    try:
         nbytes = sum(pool.map(lambda key: _copy(src, dst, key), keys))
+    except BaseException:  # a failed or interrupted copy is of no use: none is left behind
+        pool.shutdown(wait=True, cancel_futures=True)
+        if world.local_rank == 0:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    pool.shutdown()
     seconds = time.perf_counter() - start
     comm.barrier()
     return Staged(plan.reading_from(dst), folder, len(mine), nbytes, seconds)

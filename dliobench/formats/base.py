@@ -158,6 +158,22 @@ class FileFormat:
 
 
 
+class EncodedFormat(FileFormat):
+    """A format whose library builds a whole file in memory (HDF5 through h5py): the
+    generator writes those bytes through the storage backend and checksums them in memory,
+    with no spool file to read back."""
+
+    def encode(self, samples: np.ndarray) -> memoryview:
+        """The whole file holding the (num_samples, sample_bytes) uint8 ``samples``."""
+        raise NotImplementedError
+
+    def write(self, path: Path, samples: np.ndarray) -> None:
+        """The encoded file, written to the local ``path``."""
+        image = self.encode(samples)
+        with open(path, "wb") as target:
+            target.write(image)
+
+
 Fill = Callable[[np.ndarray], None]  # writes the sample bytes into a (num_samples, bytes) array
 
 

@@ -34,14 +34,13 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
 
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
-from dliobench.formats.base import ByteRange, FileFormat, Stored
+from dliobench.formats.base import ByteRange, EncodedFormat, Stored
 from dliobench.storage.backend import CountingReader
 
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ class _Handle:
         self.raw.close()
 
 
-class Hdf5Format(FileFormat):
+class Hdf5Format(EncodedFormat):
     """Samples as rows of a uint8 HDF5 dataset; contiguous and uncompressed by default."""
 
     name = "hdf5"
@@ -156,13 +155,11 @@ class Hdf5Format(FileFormat):
         rows = min(self.chunk_samples or 1, max(num_samples, 1), _MAX_CHUNK // size)
         return rows, size
 
-    def write(self, path: Path, samples: np.ndarray) -> None:
-        """Write ``records`` and DLIO's ``labels`` with h5py (byte-identical for equal input).
-
-        h5py builds the file in memory and Python writes it: HDF5 failing to write to a
-        full disk would print its errors from finalizers (and once crashed), where a
-        Python write raises one OSError.
-        """
+    def encode(self, samples: np.ndarray) -> memoryview:
+        """The file holding ``records`` and DLIO's ``labels``, built by h5py in memory
+        (byte-identical for equal input). Built in memory, it is written by Python: HDF5
+        failing to write to a full disk would print its errors from finalizers (and once
+        crashed), where a Python write raises one OSError."""
         rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
         level = self.compression_level if self.compression == "gzip" else None
         image = io.BytesIO()
@@ -172,9 +169,7 @@ class Hdf5Format(FileFormat):
                                fletcher32=self.fletcher32, track_times=False)
             out.create_dataset(LABELS, data=np.zeros(len(rows), dtype=np.int64),
                                track_times=False)
-        del rows
-        with open(path, "wb") as target:
-            target.write(image.getbuffer())
+        return image.getbuffer()
 
     def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dliobench.errors import DlioBenchError
+from dliobench.errors import InputError
 from dliobench.report import plots
 from dliobench.report.tables import RunSet, fmt_value, load_runs, run_set
 
@@ -159,8 +159,8 @@ def write_report(paths: Sequence[str | Path], out: Path | None = None,
     """Read the runs below ``paths`` and write report.html, the PNGs and runs.csv to ``out``."""
     rs = run_set(load_runs(paths))
     if timeline_run is not None and timeline_run not in set(rs.table["run_id"]):
-        raise DlioBenchError(f"--timeline-run {timeline_run}: no such run among "
-                             f"{', '.join(rs.table['run_id'])}")
+        raise InputError(f"--timeline-run {timeline_run}: no such run among "
+                         f"{', '.join(rs.table['run_id'])}")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = out or Path("reports") / f"report-{stamp}"
     out.mkdir(parents=True, exist_ok=True)

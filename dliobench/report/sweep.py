@@ -18,8 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dliobench.errors import ConfigError
 from dliobench.results.files import read_result, write_json
 from dliobench.results.schema import RunResult
@@ -55,20 +53,23 @@ class PointOutcome:
 
 def load_sweep(path: Path) -> SweepSpec:
     """Read and check a sweep file."""
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"sweep file {path} does not exist") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"sweep file {path} is not valid YAML") from None
+    from dliobench.config import yamlfile
+
+    doc = yamlfile.read(path, "sweep file")
+    if not isinstance(doc, dict):
+        raise ConfigError(f"sweep file {path} must be a YAML mapping with the keys workload, "
+                          "overrides, axes, labels, launcher, output, name")
     unknown = set(doc) - {"name", "workload", "overrides", "axes", "launcher", "output",
                           "labels"}
     if unknown or "workload" not in doc:
         raise ConfigError(f"sweep file {path}: expected keys workload, overrides, axes, labels, "
-                          f"launcher, output, name (unknown: {', '.join(sorted(unknown)) or '-'})")
+                          f"launcher, output, name (unknown: "
+                          f"{', '.join(sorted(map(str, unknown))) or '-'})")
     axes = doc.get("axes") or {}
-    if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
+    if not isinstance(axes, dict) or not all(isinstance(k, str) and isinstance(v, list) and v
+                                             for k, v in axes.items()):
         raise ConfigError(f"sweep file {path}: axes must map keys to non-empty lists")
+    _check_fields(path, doc, axes)
     workload = _resolve(path, doc["workload"])
     for axis, values in axes.items():  # workloads may be an axis too
         names = [n.strip() for n in axis.split(",")]
@@ -86,6 +87,22 @@ def load_sweep(path: Path) -> SweepSpec:
                      launcher=str(doc.get("launcher") or DEFAULT_LAUNCHER),
                      output=Path(doc.get("output") or "reports/sweeps"),
                      labels={k: [str(n) for n in v] for k, v in labels.items()})
+
+
+def _check_fields(path: Path, doc: dict[str, Any], axes: dict[Any, list[Any]]) -> None:
+    """Refuse sweep-file values of the wrong kind: every point would fail the same way."""
+    if not isinstance(doc.get("overrides") or [], list):
+        raise ConfigError(f"sweep file {path}: overrides must be a list of section.key=value")
+    if not isinstance(doc.get("labels") or {}, dict):
+        raise ConfigError(f"sweep file {path}: labels must map axes to lists of labels")
+    for name in ("workload", "launcher", "output", "name"):
+        value = doc.get(name)
+        if name in doc and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"sweep file {path}: {name} must be a non-empty string")
+    ranks = axes.get("ranks", [1])
+    if not all(isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in ranks):
+        raise ConfigError(f"sweep file {path}: axes.ranks must list positive whole numbers "
+                          f"of ranks, not {ranks!r}")
 
 
 def _resolve(sweep_file: Path, workload: Any) -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, InputError
 from dliobench.report.factors import PATH_KEYS, differing_keys, factors_of, flatten
 from dliobench.results.files import read_result
 from dliobench.results.schema import RunResult
@@ -75,13 +75,15 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Run folders named directly, or found below folders that contain runs (sweeps, reports/)."""
     found: list[Path] = []
     for given in map(Path, paths):
+        if given.is_file() and given.name == "result.json":  # the result file itself
+            given = given.parent
         if _is_run(given):
             found.append(given)
             continue
         if not given.is_dir():
-            what = "not a folder" if given.exists() else "no such folder"
-            raise DlioBenchError(f"{given}: {what}; give run folders (with a "
-                                 "result.json) or folders that contain them")
+            what = "a file, not a folder" if given.exists() else "no such folder"
+            raise InputError(f"{given}: {what}; give run folders (with a result.json) or "
+                             "folders that contain them")
         below = []
         for root, dirs, files in os.walk(given):
             if "result.json" in files:
@@ -89,7 +91,8 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
                 dirs.clear()  # a run folder holds no further runs
             dirs.sort()
         if not below:
-            raise DlioBenchError(f"{given}: no result.json in it or in its subfolders")
+            raise InputError(f"{given}: no result.json in it or in its subfolders, so it "
+                             "holds no dliobench runs")
         found.extend(below)
     unique = {p.resolve(): p for p in found}
     return sorted(unique.values(), key=lambda p: p.name)
@@ -102,8 +105,8 @@ def load_runs(paths: Iterable[str | Path]) -> list[Run]:
         try:
             runs.append(Run(folder, read_result(folder)))
         except (OSError, json.JSONDecodeError) as exc:
-            raise DlioBenchError(f"{folder / 'result.json'} cannot be read ({exc}); "
-                                 "leave that folder out") from exc
+            raise InputError(f"{folder / 'result.json'} cannot be read ({exc}); "
+                             "leave that folder out") from exc
     return sorted(runs, key=lambda r: r.run_id)
 
 

@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from dliobench.config.schema import Config
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.storage.atomic import write_json_atomic
 from dliobench.storage.posix_io import read_text
 
 RESULT_NAME = "result.json"
 REQUIRED = ("run_id", "status", "metrics", "config")
+KINDS = {"run_id": str, "status": str, "metrics": dict, "config": dict, "machine": dict,
+         "storage": dict, "honesty": dict, "epochs": list, "ranks": list, "nodes": list}
 
 
 def new_run_id(workload: str) -> str:
@@ -61,17 +63,21 @@ def read_result(run_dir: str | Path) -> RunResult:
     try:
         doc = json.loads(read_text(path))  # a FIFO is refused, not waited on
     except FileNotFoundError:
-        raise DlioBenchError(f"{run_dir}: no {RESULT_NAME} in it, so it is not a dliobench run "
-                             "folder") from None
+        raise InputError(f"{run_dir}: no {RESULT_NAME} in it, so it is not a dliobench run "
+                         "folder") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise DlioBenchError(f"{path} cannot be read ({reason}); leave that folder out") from None
+        raise InputError(f"{path} cannot be read ({reason}); leave that folder out") from None
     version = parse_version(doc.get("schema_version")) if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or version is None or any(k not in doc for k in REQUIRED):
-        raise DlioBenchError(f"{path} is not a dliobench result (no schema_version, run_id, "
-                             "status, metrics and config); leave that folder out")
+        raise InputError(f"{path} is not a dliobench result (no schema_version, run_id, "
+                         "status, metrics and config); leave that folder out")
     if version[0] != SCHEMA_MAJOR:
-        raise DlioBenchError(f"{path} has result schema {doc['schema_version']}; this dliobench "
-                             f"reads schema {SCHEMA_MAJOR}.x: use the dliobench version that "
-                             f"wrote it ({doc.get('dliobench_version', 'unknown')})")
+        raise InputError(f"{path} has result schema {doc['schema_version']}; this dliobench "
+                         f"reads schema {SCHEMA_MAJOR}.x: use the dliobench version that "
+                         f"wrote it ({doc.get('dliobench_version', 'unknown')})")
+    wrong = [k for k, kind in KINDS.items() if k in doc and not isinstance(doc[k], kind)]
+    if wrong:
+        raise InputError(f"{path} is not a dliobench result: {', '.join(wrong)} "
+                         "do not hold what a result holds; leave that folder out")
     return cast(RunResult, doc)

@@ -8,6 +8,7 @@ read-back runs after the written pages are evicted, so both time the storage.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 
@@ -100,11 +101,13 @@ class Checkpointer:
                 left -= len(part)
             writer.commit(durable=self.cfg.fsync)
             self.written.append(key)
-        except OSError as exc:
+        except BaseException as exc:  # an interrupted shard leaves no partial file
             writer.abort()
-            raise DatasetError(f"cannot write checkpoint {self.backend.describe(key)}: "
-                               f"{exc.strerror}; free space or choose another "
-                               "checkpoint.checkpoint_folder") from None
+            if isinstance(exc, OSError):
+                raise DatasetError(f"cannot write checkpoint {self.backend.describe(key)}: "
+                                   f"{exc.strerror}; free space or choose another "
+                                   "checkpoint.checkpoint_folder") from None
+            raise
         return time.perf_counter() - start
 
     def finish(self) -> None:
@@ -118,6 +121,22 @@ class Checkpointer:
         local = self.backend.local_path(self.run_id)
         if self.world.local_rank == 0 and local is not None:
             shutil.rmtree(local, ignore_errors=True)
+
+    def discard(self) -> None:
+        """A failed or interrupted run: delete this rank's shards unless ``checkpoint.keep``
+        and the folders they leave empty, without waiting for the other ranks."""
+        if not self.enabled or self.cfg.keep:
+            return
+        for key in self.written:
+            self.backend.delete(key)
+        self.written = []
+        local = self.backend.local_path(self.run_id)
+        if local is not None:
+            for folder in sorted((p for p in local.rglob("*") if p.is_dir()), reverse=True):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            with contextlib.suppress(OSError):
+                local.rmdir()
 
     def _read(self, key: str) -> float:
         """Read the shard back after evicting it, so the read reaches the storage."""

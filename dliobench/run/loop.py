@@ -97,6 +97,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         checkpointer.finish()
     except BaseException as exc:
         trace.error = str(exc) or type(exc).__name__
+        checkpointer.discard()
         raise TrainingFailed(trace, exc) from exc
     finally:
         watchdog.stop()

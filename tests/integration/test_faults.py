@@ -213,3 +213,35 @@ def test_no_dali_worker_outlives_a_killed_run(workdir: Path,
     assert left, "the run's folder names its pid"
     leftovers.sweep(LEFTOVER_PATTERN)  # what the next DALI loader does first
     assert not any(p.exists() for p in left)
+
+
+@pytest.mark.parametrize("interrupted", ["checkpoint", "staging"])
+def test_sigterm_while_copying_leaves_no_partial_copy(
+        workdir: Path, write_workload: Callable[..., Path], interrupted: str) -> None:
+    """SIGTERM while a checkpoint is written or the dataset is staged: no partial file or
+    staged copy is left, and the run still ends with its partial result and exit 143."""
+    if interrupted == "checkpoint":
+        doc = tiny_workload(model={"model_size_bytes": "2GB"}, workflow={"checkpoint": True},
+                            checkpoint={"steps_between_checkpoints": 2, "fsync": True},
+                            train={"epochs": 3, "computation_time": 0.01})
+        busy, pattern = workdir / "checkpoints", "**/.*"
+    else:
+        doc = tiny_workload(dataset={"num_files_train": 3000, "record_length_bytes": 65536},
+                            storage={"stage_to": "staged"})
+        busy, pattern = workdir / "staged", "**/*.npz"
+    path = write_workload(doc)
+    cmd = [sys.executable, "-m", "dliobench"]
+    subprocess.run([*cmd, "generate", str(path), "--no-progress"], check=True, timeout=120)
+    proc = subprocess.Popen([*cmd, "run", str(path), "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _until(lambda: busy.exists() and sum(1 for _ in busy.glob(pattern)) > 0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    left = [p for p in busy.rglob("*") if p.is_file()] if busy.exists() else []
+    assert not left, left
+    results = list((workdir / "reports").glob("*/result.json"))
+    if interrupted == "checkpoint":  # staging comes before training: nothing measured yet
+        assert json.loads(results[0].read_text())["status"] == "partial"
+    assert all(any(run.iterdir()) for run in (workdir / "reports").glob("*"))

@@ -303,3 +303,12 @@ def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
                 os.kill(stopped, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_more_ranks_than_samples_is_one_line_from_the_job(workdir: Path) -> None:
+    proc = mpirun(3, "run", "dataset.num_files_train=2", "reader.drop_last=false",
+                  "dataset.data_folder=data", "--no-progress", timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "3 ranks but only 2 sample(s)" in lines[0], proc.stderr
+    assert not (workdir / "data").exists()

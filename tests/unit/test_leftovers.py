@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import subprocess
 import time
@@ -32,3 +33,15 @@ def _dead_pid() -> int:
     proc.wait()
     assert not leftovers.alive(proc.pid)
     return proc.pid
+
+
+def test_unmapped_old_segments_are_removed_mapped_and_young_ones_stay(tmp_path: Path) -> None:
+    old = time.time() - 120
+    for name in ("seg_a", "seg_b", "seg_c", "other"):
+        (tmp_path / name).write_bytes(b"x" * 4096)
+        os.utime(tmp_path / name, (old, old))
+    (tmp_path / "seg_young").write_bytes(b"x")
+    with open(tmp_path / "seg_b", "r+b") as handle, mmap.mmap(handle.fileno(), 4096):
+        (tmp_path / "seg_c").unlink()  # removed by its own job: nothing to do
+        assert leftovers.sweep_unmapped("seg_", min_age_s=60, folder=tmp_path) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other", "seg_b", "seg_young"]

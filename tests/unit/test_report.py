@@ -155,9 +155,9 @@ def test_unknown_timeline_run_and_empty_folder_are_errors(runs: Path, tmp_path: 
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:
     assert main(["report", str(runs / "runs"), "-o", str(tmp_path / "o"),
-                 "--timeline-run", "nope"]) == 1
+                 "--timeline-run", "nope"]) == 2
     assert "--timeline-run nope: no such run" in capsys.readouterr().err
-    assert main(["report", str(tmp_path)]) == 1
+    assert main(["report", str(tmp_path)]) == 2
     assert "no result.json" in capsys.readouterr().err
 
 

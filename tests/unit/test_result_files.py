@@ -78,9 +78,9 @@ def test_report_names_a_file_that_is_not_a_result(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "result.json").write_text('["a list, not a result"]')
-    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 1
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "is not a dliobench result" in err and "Traceback" not in err
     (tmp_path / "run" / "result.json").write_text("{truncated")
-    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 1
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
     assert "cannot be read" in capsys.readouterr().err

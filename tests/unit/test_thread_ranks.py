@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from dliobench.comm.world import ThreadGroup, World
 from dliobench.config.load import load
+from dliobench.errors import ConfigError
 from dliobench.run import session as benchmark
 
 
@@ -53,3 +55,11 @@ def test_thread_allreduce_sums() -> None:
     with ThreadPoolExecutor(3) as pool:
         for buf in pool.map(one, range(3)):
             assert buf.tolist() == [6.0] * 4
+
+
+def test_more_ranks_than_samples_is_refused_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="3 ranks but only 2 sample") as info:
+        run_ranks(3, [f"dataset.data_folder={tmp_path / 'd'}", "dataset.num_files_train=2",
+                      f"output.folder={tmp_path / 'r'}", "reader.drop_last=false"])
+    assert "dataset.num_files_train" in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()

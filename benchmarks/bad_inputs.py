@@ -1,0 +1,272 @@
+"""Feed the real CLI bad input of every kind and count how it ends.
+
+Usage: python benchmarks/bad_inputs.py [--jobs N] [--timeout S] [--only TEXT] [--keep]
+Each case runs ``python -m dliobench ...`` as a subprocess in a folder of its own under a
+temporary folder: every numeric key negative, of the wrong type and beyond int64, every
+string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
+duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, checkpoints
+without a model, more ranks than samples (under mpiexec when there is one) and report on
+files that are not results. Expected of each: exit code 2 and one error line on stderr.
+Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
+error line. Exits 1 when any case had a traceback, a hang or a false success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dliobench.config.load import FIELDS, INT64_MAX
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOAD = b"train: {epochs: 1}\n"
+HUGE = str(INT64_MAX * 1000)
+
+
+@dataclass
+class Case:
+    """One bad input: the CLI arguments and the files written first."""
+
+    name: str
+    argv: list[str]
+    files: dict[str, bytes] = field(default_factory=dict)
+    mpi_ranks: int = 0  # run under mpiexec -n this many
+
+
+@dataclass
+class Outcome:
+    """How a case ended."""
+
+    case: Case
+    code: int | None
+    seconds: float
+    stderr: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        """stderr without argparse's usage block."""
+        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        if lines and lines[0].startswith("usage:"):
+            return [ln for ln in lines if "error:" in ln]
+        return lines
+
+    def flags(self) -> list[str]:
+        """What went wrong: traceback, hang, false-success, code, lines."""
+        out = []
+        if "Traceback" in self.stderr:
+            out.append("traceback")
+        if self.code is None:
+            out.append("hang")
+        elif self.code == 0:
+            out.append("false-success")
+        elif self.code != 2:
+            out.append("code")
+        if self.code is not None and len(self.error_lines) > 1:
+            out.append("lines")
+        return out
+
+
+def key_cases() -> list[Case]:
+    """Every key: wrong type; numbers negative and beyond int64; strings with NUL; folders
+    empty."""
+    cases = []
+    for name, f in sorted(FIELDS.items()):
+        meta = f.metadata
+        kind = meta["kind"]
+        cases.append(Case(f"{name} wrong type", ["show-config", f"{name}={{a: 1}}"]))
+        if kind in ("int", "size", "float", "seconds"):
+            low = meta["minimum"]
+            negative = -2 if low is None or low < 0 else -1
+            if name == "train.total_training_steps":
+                negative = -5
+            cases.append(Case(f"{name} negative", ["show-config", f"{name}={negative}"]))
+            huge = "1e400" if kind in ("float", "seconds") else HUGE
+            cases.append(Case(f"{name} huge", ["show-config", f"{name}={huge}"]))
+        if kind in ("str", "path", "name", "choice"):
+            cases.append(Case(f"{name} NUL", ["show-config", f'{name}="a\\0b"']))
+        if meta["nonempty"]:
+            cases.append(Case(f"{name} empty", ["show-config", f"{name}="]))
+        if kind == "name":
+            cases.append(Case(f"{name} slash", ["show-config", f"{name}=a/b"]))
+        if kind == "bool":
+            cases.append(Case(f"{name} not a bool", ["show-config", f"{name}=maybe"]))
+    return cases
+
+
+BOMB = b"profiling:\n" + b'  a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + \
+    b"".join(f"  a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n".encode() for i in range(1, 10))
+WORKLOAD_DEFECTS = {
+    "not UTF-8": b"dataset:\n  format: \xff\xfe\n",
+    "UTF-16 with BOM": "train: {epochs: 1}\n".encode("utf-16"),
+    "a list": b"- a\n- b\n",
+    "a scalar": b"42\n",
+    "empty document": b"",
+    "section as list": b"train: [1, 2]\n",
+    "section as scalar": b"workflow: yes\n",
+    "key as mapping": b"train:\n  epochs: {a: 1}\n",
+    "key as list": b"dataset:\n  num_files_train: [1, 2]\n",
+    "duplicate section": b"dataset: {format: npz}\ndataset: {format: npy}\n",
+    "duplicate key": b"train:\n  epochs: 1\n  epochs: 2\n",
+    "syntax error": b"dataset: {format: [unclosed\n",
+    "tab indentation": b"train:\n\tepochs: 1\n",
+    "NUL byte": b"dataset: {format: \x00}\n",
+    "alias bomb": BOMB,
+    "recursive alias": b"profiling: &a [*a]\n",
+    "oversized": b"# " + b"x" * (1 << 20) + b"\n",
+    "unknown section": b"datset: {format: npz}\n",
+    "negative seed": b"train: {seed: -1}\n",
+    "checkpoint without model": b"workflow: {checkpoint: true}\n",
+    "checkpoint without training": b"workflow: {checkpoint: true, train: false}\n"
+                                   b"model: {model_size_bytes: 1000}\n",
+    "accelerators as list": b"accelerators: [a100]\n",
+    "bad accelerator profile": b"accelerators: {h100: {computation_time: -x, au: 2}}\n"
+                               b"train: {accelerator: h100}\n",
+    "unhashable key": b"dataset:\n  ? [a, b]\n  : 1\n",
+}
+SWEEP_DEFECTS = {
+    "syntax error": b"workload: w.yaml\naxes: {ranks: [1\n",
+    "not a mapping": b"- workload\n",
+    "duplicate key": b"workload: w.yaml\nworkload: w.yaml\n",
+    "ranks zero": b"workload: w.yaml\naxes: {ranks: [0, 2]}\n",
+    "ranks text": b"workload: w.yaml\naxes: {ranks: [a]}\n",
+    "overrides as text": b"workload: w.yaml\noverrides: train.epochs=2\n",
+    "axis key a number": b"workload: w.yaml\naxes: {1: [2]}\n",
+    "workload a list": b"workload: [w.yaml]\n",
+    "no workload": b"axes: {ranks: [1]}\n",
+    "alias bomb": BOMB.replace(b"profiling:", b"workload: w.yaml\nname:"),
+    "not UTF-8": b"workload: \xff\n",
+    "bad axis value": b"workload: w.yaml\naxes: {reader.batch_size: [-1]}\n",
+}
+RESULTS = {
+    "empty object": b"{}",
+    "empty file": b"",
+    "truncated": b'{"schema_version": 1, "run_id": "x", "st',
+    "a list": b'["a", "b"]',
+    "other schema": b'{"schema_version": 9, "run_id": "x", "status": "complete", '
+                    b'"metrics": {}, "config": {}}',
+    "metrics a list": b'{"schema_version": 1, "run_id": "x", "status": "complete", '
+                      b'"metrics": [], "config": {}}',
+    "not UTF-8": b'{"a": "\xff"}',
+}
+
+
+def file_cases() -> list[Case]:
+    """Defective workload, sweep and result files."""
+    cases = [Case(f"workload {name}", ["show-config", "w.yaml"], {"w.yaml": text})
+             for name, text in WORKLOAD_DEFECTS.items()]
+    cases += [Case(f"workload {name} (run)", ["run", "w.yaml", "--no-progress"],
+                   {"w.yaml": WORKLOAD_DEFECTS[name]})
+              for name in ("alias bomb", "duplicate key", "checkpoint without model")]
+    cases += [Case(f"sweep {name}", ["sweep", "s.yaml", "--dry-run"],
+                   {"s.yaml": text, "w.yaml": WORKLOAD}) for name, text in SWEEP_DEFECTS.items()]
+    for name, text in RESULTS.items():
+        cases.append(Case(f"report: result.json {name}", ["report", "run", "-o", "out"],
+                          {"run/result.json": text}))
+        cases.append(Case(f"report: result.json {name}, file given",
+                          ["report", "run/result.json", "-o", "out"], {"run/result.json": text}))
+    cases.append(Case("report: foreign file", ["report", "notes.json"], {"notes.json": b"{}"}))
+    cases.append(Case("report: missing folder", ["report", "nope"]))
+    cases.append(Case("report: empty folder", ["report", "empty"], {"empty/.keep": b""}))
+    return cases
+
+
+def cli_cases() -> list[Case]:
+    """CLI options with values that make no sense; commands with bad overrides."""
+    cases = []
+    for value in ("-3", "0", "x", "1.5", HUGE, HUGE + "x"):
+        cases.append(Case(f"datasize --accelerators {value}",
+                          ["datasize", "--accelerators", value]))
+    for option in ("--hosts",):
+        cases += [Case(f"datasize {option} {v}", ["datasize", option, v]) for v in ("-1", "0")]
+    cases += [Case(f"datasize --host-memory-gb {v}", ["datasize", "--host-memory-gb", v])
+              for v in ("-1", "0", "nan", "inf", "1e300")]
+    cases += [Case(f"sweep --max-accelerators {v}", ["sweep", "w.yaml",
+                                                      "--find-max-accelerators",
+                                                      "--max-accelerators", v],
+                   {"w.yaml": WORKLOAD}) for v in ("0", "-2")]
+    cases += [Case(f"sweep --timeout {v}", ["sweep", "w.yaml", "--timeout", v],
+                   {"w.yaml": WORKLOAD}) for v in ("-5", "0")]
+    cases += [Case("run --output ''", ["run", "--output", "", "--no-progress"]),
+              Case("report -o ''", ["report", "x", "-o", ""]),
+              Case("run file_prefix with /", ["run", "dataset.file_prefix=a/b"]),
+              Case("generate empty data_folder", ["generate", "dataset.data_folder="]),
+              Case("generate negative seed", ["generate", "dataset.generation_seed=-1"]),
+              Case("run negative seed", ["run", "train.seed=-1"]),
+              Case("run checkpoint without model", ["run", "workflow.checkpoint=true"]),
+              Case("override duplicate key",
+                   ["show-config", "train.computation_time={mean: 1, mean: 2}"]),
+              Case("missing workload", ["show-config", "nope.yaml"]),
+              Case("workload is a folder", ["show-config", "d.yaml"], {"d.yaml/x": b""})]
+    if shutil.which("mpiexec") or (Path(sys.executable).parent / "mpiexec").exists():
+        cases.append(Case("3 ranks, 2 files, drop_last=false (mpiexec)",
+                          ["run", "dataset.num_files_train=2", "reader.drop_last=false",
+                           "dataset.data_folder=data", "--no-progress"], mpi_ranks=3))
+    return cases
+
+
+def run_case(case: Case, folder: Path, timeout: float) -> Outcome:
+    """Run one case in ``folder``."""
+    folder.mkdir(parents=True)
+    for name, data in case.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    argv = [sys.executable, "-m", "dliobench", *case.argv]
+    if case.mpi_ranks:
+        local = Path(sys.executable).parent / "mpiexec"
+        argv = [str(local) if local.exists() else "mpiexec", "-n", str(case.mpi_ranks), *argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
+           "XDG_CACHE_HOME": str(folder.parent / ".cache")}  # matplotlib's font cache: once
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True,
+                              errors="replace", timeout=timeout, stdin=subprocess.DEVNULL)
+        code, err = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        code = None
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+    return Outcome(case, code, time.monotonic() - started, err)
+
+
+def main() -> int:
+    """Run every case and print a table and the totals."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds per case")
+    parser.add_argument("--only", default="", help="run the cases whose name holds this")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args()
+    cases = [c for c in key_cases() + file_cases() + cli_cases() if args.only in c.name]
+    tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
+    try:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            outcomes = list(pool.map(lambda ic: run_case(ic[1], tmp / f"case{ic[0]:03d}",
+                                                         args.timeout), enumerate(cases)))
+    finally:
+        if args.keep:
+            print(f"cases kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("| case | exit | s | problems | error (first line) |\n|---|---|---|---|---|")
+    for o in outcomes:
+        first = (o.error_lines or [""])[-1 if o.stderr.startswith("usage:") else 0]
+        first = first.replace("|", "/")[:110]
+        print(f"| {o.case.name} | {o.code} | {o.seconds:.1f} | {', '.join(o.flags()) or 'ok'} "
+              f"| {first} |")
+    totals = {flag: sum(flag in o.flags() for o in outcomes)
+              for flag in ("traceback", "hang", "false-success", "code", "lines")}
+    clean = sum(not o.flags() for o in outcomes)
+    print(f"\n{len(outcomes)} cases: {clean} ended with exit 2 and one error line; "
+          + ", ".join(f"{k}: {v}" for k, v in totals.items()))
+    return 1 if totals["traceback"] or totals["hang"] or totals["false-success"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

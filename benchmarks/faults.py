@@ -1,0 +1,540 @@
+"""Fault sweep: full disks, SIGTERM/SIGKILL/SIGSTOP, concurrent writers and leftovers, tried
+the way an operator meets them, through the real CLI (and mpiexec), on real tmpfs mounts.
+
+Usage (as root, for the tmpfs mounts): python benchmarks/faults.py [--only SUBSTRING]
+    [--root /work/bench-faults] [--json FILE]
+
+Each case checks what the Faults issue asks: the exit code, one sentence and no Python
+traceback on stderr, no hang (every command has a time limit), no data lost (every complete
+file is recorded, so the next `generate` writes exactly the others, and `--verify` then finds
+nothing damaged; every run leaves a result), no temporary files, no process of ours left and
+no shared-memory leftovers. Prints a table and the totals; exits 1 if any case failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+PY = sys.executable
+MPIEXEC = shutil.which("mpiexec", path=str(Path(PY).parent)) or shutil.which("mpiexec")
+TIMEOUT = 120
+FORMATS = ("npz", "npy", "hdf5", "tfrecord", "indexed_binary", "jpeg", "png")
+
+
+@dataclass
+class Outcome:
+    case: str
+    code: int | None = None
+    seconds: float = 0.0
+    traceback: bool = False
+    hang: bool = False
+    lost: int = 0  # complete files not recorded, or a run without its result
+    leftovers: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.traceback or self.hang or self.lost or self.leftovers
+                    or self.problems)
+
+
+class Case:
+    """One case's folder, workload and commands."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.dir = root / re.sub(r"[^a-z0-9]+", "-", name.lower())
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self.out = Outcome(name)
+        self.mounts: list[Path] = []
+
+    def workload(self, **sections: dict[str, object]) -> Path:
+        doc: dict[str, dict[str, object]] = {
+            "model": {"name": "fault"},
+            "dataset": {"data_folder": "data", "format": "npz", "num_files_train": 16,
+                        "record_length_bytes": 65536},
+            "reader": {"batch_size": 2, "read_threads": 2, "prefetch_size": 2},
+            "train": {"epochs": 2, "computation_time": 0.0},
+        }
+        for key, values in sections.items():
+            doc.setdefault(key, {}).update(values)
+        path = self.dir / "workload.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    def tmpfs(self, name: str, size: str) -> Path:
+        mount = self.dir / name
+        mount.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                       check=True)
+        self.mounts.append(mount)
+        return mount
+
+    def cmd(self, *args: str, ranks: int = 0) -> list[str]:
+        base = [PY, "-m", "dliobench", *args]
+        if ranks:
+            assert MPIEXEC, "no mpiexec"
+            return [MPIEXEC, "-n", str(ranks), *base]
+        return base
+
+    def run(self, *args: str, ranks: int = 0, expect: int | None = 0,
+            timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """Run a command to its end; note a hang, a traceback, an unexpected code."""
+        try:
+            done = subprocess.run(self.cmd(*args, ranks=ranks), cwd=self.dir, text=True,
+                                  capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.out.hang = True
+            return subprocess.CompletedProcess(args, -1, "", "")
+        self.judge(done.returncode, done.stderr, expect, " ".join(args[:1]))
+        return done
+
+    def judge(self, code: int, err: str, expect: int | None, what: str,
+              faulted: bool = False) -> None:
+        if faulted or self.out.code is None:
+            self.out.code = code
+        if "Traceback" in err or "Exception ignored" in err:
+            self.out.traceback = True
+        if expect is not None and code != expect:
+            self.out.problems.append(f"{what}: exit {code}, expected {expect}: "
+                                     f"{err.strip()[-300:]}")
+
+    def start(self, *args: str, ranks: int = 0) -> subprocess.Popen[str]:
+        return subprocess.Popen(self.cmd(*args, ranks=ranks), cwd=self.dir, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+
+    def finish(self, proc: subprocess.Popen[str], expect: int | None,
+               what: str) -> tuple[str, str]:
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.out.hang = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        self.judge(proc.returncode, err, expect, what, faulted=True)
+        return out, err
+
+    def sentence(self, err: str, *words: str) -> None:
+        """stderr's error is one line holding ``words``."""
+        lines = [ln for ln in err.splitlines() if ln.startswith("dliobench:")]
+        if not lines or not all(w in lines[0] for w in words):
+            self.out.problems.append(f"no sentence with {words}: {err.strip()[-300:]}")
+
+    def check_dataset(self, folder: str, files: int, killed: bool = False) -> None:
+        """Nothing lost: the next generate writes exactly the files not on disk (after
+        SIGKILL: those not yet recorded, written again alike), and a verifying one finds
+        every file intact; no temporary files remain (after SIGKILL: once it resumed)."""
+        train = self.dir / folder / "train"
+        if not killed:
+            self.out.leftovers += [p.name for p in train.rglob(".*tmp*")] if train.exists() else []
+        present = sum(1 for p in train.rglob("*") if p.is_file() and not p.name.startswith(".")
+                      and not p.name.endswith(".idx")) if train.exists() else 0
+        done = self.run("generate", "workload.yaml", "--no-progress",
+                        f"dataset.data_folder={folder}", "dataset.check_free_space=false")
+        wrote = re.search(r"wrote (\d+) of", done.stdout)
+        again = int(wrote.group(1)) if wrote else 0
+        if not killed:
+            self.out.lost += max(0, again - (files - present))
+        self.out.leftovers += [p.name for p in train.rglob(".*tmp*")] if train.exists() else []
+        verify = self.run("generate", "workload.yaml", "--no-progress", "--verify",
+                          f"dataset.data_folder={folder}")
+        if "already" not in verify.stdout or "did not match" in verify.stderr:
+            self.out.problems.append(f"verify: {verify.stdout.strip()} {verify.stderr[-200:]}")
+
+    def close(self) -> Outcome:
+        for mount in self.mounts:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+        return self.out
+
+
+def until(predicate: Callable[[], bool], seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def count(folder: Path, pattern: str = "*") -> int:
+    return sum(1 for _ in folder.rglob(pattern)) if folder.exists() else 0
+
+
+@contextlib.contextmanager
+def watch_processes(case: Case) -> Iterator[None]:
+    """Processes of ours (python -m dliobench under the case's folder) left afterwards, and
+    shared-memory leftovers, are the case's leftovers."""
+    shm_before = set(os.listdir("/dev/shm"))
+    yield
+    time.sleep(0.5)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cwd.startswith(str(case.dir)) and b"dliobench" in cmd:
+            case.out.leftovers.append(f"process {entry.name}")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+    time.sleep(1.0)  # other programs' short-lived entries (semaphores) come and go
+    new = (set(os.listdir("/dev/shm")) - shm_before) & set(os.listdir("/dev/shm"))
+    time.sleep(1.0)
+    # multiprocessing's named semaphores (sem.mp-*) live as long as a spawn/forkserver
+    # process of anyone's: Python's resource tracker removes them, not us
+    # and MPICH's segments come only from MPI cases (other jobs may run meanwhile)
+    new = {n for n in new & set(os.listdir("/dev/shm")) if not n.startswith("sem.mp-")
+           and not _owner_alive(n) and ("mpi" in case.out.case or "mpich" not in n)}
+    case.out.leftovers += [f"/dev/shm/{n}" for n in sorted(new)]
+    for name in new:  # clean up for the next case
+        path = Path("/dev/shm") / name
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(True)
+
+
+def _owner_alive(name: str) -> bool:
+    """A pid-named entry of a process still running (another program's, not a leftover)."""
+    match = re.fullmatch(r"(?:dliobench-dali-|torch_)(\d+)[-_].*", name)
+    return match is not None and Path(f"/proc/{match.group(1)}").exists()
+
+
+# --- the cases --------------------------------------------------------------------------
+
+def full_disk(root: Path, fmt: str, size: int) -> Outcome:
+    """The disk fills up while generating (check off): one sentence, complete files
+    recorded, resumable to a verified dataset."""
+    case = Case(root, f"full disk {fmt} {size}B")
+    with watch_processes(case):
+        disk = case.tmpfs("disk", "2M")
+        files = (6_000_000 if fmt == "jpeg" else 3_000_000) // size  # JPEG compresses
+        case.workload(dataset={"format": fmt, "num_files_train": files,
+                               "record_length_bytes": size,
+                               "num_samples_per_file": 4 if fmt == "indexed_binary" else 1})
+        folder = f"{disk.name}/data"
+        done = case.run("generate", "workload.yaml", "--no-progress",
+                        f"dataset.data_folder={folder}", "dataset.check_free_space=false",
+                        expect=1)
+        case.sentence(done.stderr, "is full")
+        subprocess.run(["mount", "-o", "remount,size=64M", str(disk)], check=True)
+        case.check_dataset(folder, files)
+    return case.close()
+
+
+def space_check(root: Path, fmt: str, files: int, size: int, refuse: bool) -> Outcome:
+    """The space check refuses a dataset that would not fit, before writing anything, and
+    lets one through that fits."""
+    case = Case(root, f"space check {fmt} {files} x {size}B")
+    with watch_processes(case):
+        disk = case.tmpfs("disk", "2M")
+        case.workload(dataset={"format": fmt, "num_files_train": files,
+                               "record_length_bytes": size,
+                               "num_samples_per_file": 4 if fmt == "indexed_binary" else 1,
+                               "data_folder": f"{disk.name}/data"})
+        done = case.run("generate", "workload.yaml", "--no-progress", expect=int(refuse))
+        if refuse:
+            case.sentence(done.stderr, "needs", "are free")
+            if count(disk / "data/train", "*"):
+                case.out.problems.append("files were written before the refusal")
+    return case.close()
+
+
+def signal_generate(root: Path, sig: int, after: int, size: int, ranks: int = 0) -> Outcome:
+    """A generation signalled part way: exit code, complete files kept and recorded."""
+    name = signal.Signals(sig).name
+    case = Case(root, f"{name} generate {size}B after {after} files{' mpi' if ranks else ''}")
+    files = 4000 if size <= 8192 else 60
+    with watch_processes(case):
+        case.workload(dataset={"num_files_train": files, "record_length_bytes": size})
+        proc = case.start("generate", "workload.yaml", "--no-progress", ranks=ranks)
+        if not until(lambda: count(case.dir / "data/train", "img_*") >= after):
+            case.out.problems.append("generation ended before the signal")
+        if ranks or sig == signal.SIGKILL:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        expect = {signal.SIGTERM: 143, signal.SIGKILL: -9, signal.SIGINT: 130}[sig]
+        _, err = case.finish(proc, None if ranks else expect, "generate")
+        if sig != signal.SIGKILL and not ranks:
+            case.sentence(err, "terminated" if sig == signal.SIGTERM else "interrupted")
+        if ranks and proc.returncode == 0:
+            case.out.problems.append("mpiexec exited 0 after the signal")
+        time.sleep(0.3)
+        if ranks and sig == signal.SIGKILL:  # the next MPI job removes MPICH's segments
+            time.sleep(6)
+            case.run("generate", "workload.yaml", "--no-progress", ranks=ranks)
+        case.check_dataset("data", files, killed=sig == signal.SIGKILL)
+    return case.close()
+
+
+def signal_run(root: Path, sig: int, loader: str, ranks: int = 0) -> Outcome:
+    """A run signalled part way: a partial result with the steps measured; nothing of
+    ours left running."""
+    name = signal.Signals(sig).name
+    case = Case(root, f"{name} run {loader}{' mpi' if ranks else ''}")
+    with watch_processes(case):
+        case.workload(reader={"data_loader": loader},
+                      train={"epochs": 500, "computation_time": 0.005})
+        case.run("generate", "workload.yaml", "--no-progress")
+        proc = case.start("run", "workload.yaml", "--no-progress", ranks=ranks)
+        reports = case.dir / "reports"
+        until(lambda: count(reports, "*") > 0)
+        time.sleep(2.5)
+        if ranks or sig == signal.SIGKILL:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        expect = {signal.SIGTERM: 143, signal.SIGKILL: -9, signal.SIGINT: 130}[sig]
+        _, err = case.finish(proc, None if ranks else expect, "run")
+        if sig != signal.SIGKILL:
+            results = list(reports.glob("*/result.json"))
+            if not results:
+                case.out.lost += 1
+            else:
+                result = json.loads(results[0].read_text())
+                if result["status"] != "partial" or not result["metrics"]["steps"]:
+                    case.out.problems.append(f"result: {result['status']}")
+        if len(err.splitlines()) > 4 + 2 * ranks:  # MPI: a line per rank, the launcher's
+            case.out.problems.append(f"{len(err.splitlines())} lines on stderr: {err[-300:]}")
+        if sig == signal.SIGKILL:  # the next run removes what the killed one left
+            time.sleep(6)
+            case.run("run", "workload.yaml", "--no-progress", "train.epochs=1", ranks=ranks)
+    return case.close()
+
+
+def stopped_rank(root: Path, command: str) -> Outcome:
+    """SIGSTOP rank 1 of a 2-rank job: the job ends after the stall timeout."""
+    case = Case(root, f"SIGSTOP rank 1 {command} mpi")
+    with watch_processes(case):
+        case.workload(dataset={"num_files_train": 4000 if command == "generate" else 16,
+                               "record_length_bytes": 4096 if command == "generate" else 65536},
+                      train={"epochs": 2000, "computation_time": 0.002, "stall_timeout_s": 3})
+        if command == "run":
+            case.run("generate", "workload.yaml", "--no-progress")
+        proc = case.start(command, "workload.yaml", "--no-progress", ranks=2)
+        target = case.dir / ("reports" if command == "run" else "data/train")
+        until(lambda: count(target, "*") > (0 if command == "run" else 300))
+        time.sleep(0.5)
+        pid = _rank_pid(case.dir, 1)
+        if pid is None:
+            case.out.problems.append("rank 1 not found")
+        else:
+            os.kill(pid, signal.SIGSTOP)
+        _, err = case.finish(proc, None, command)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        case.sentence(err, "made no progress", "train.stall_timeout_s")
+        if command == "generate":  # MPI_Abort SIGKILLs the stopped rank
+            case.check_dataset("data", 4000, killed=True)
+        else:
+            case.out.lost += 0 if list((case.dir / "reports").glob("*")) else 1
+    return case.close()
+
+
+def _rank_pid(folder: Path, rank: int) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == str(folder) and f"PMI_RANK={rank}\0".encode() in env \
+                and os.getppid() != int(entry.name):
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if not (Path(f"/proc/{parent}/environ").exists() and f"PMI_RANK={rank}\0".encode()
+                    in Path(f"/proc/{parent}/environ").read_bytes()):
+                return int(entry.name)  # the rank itself, not one of its workers
+    return None
+
+
+def full_output_disk(root: Path, free_kb: int) -> Outcome:
+    """The results folder's disk is full (or nearly): the measurements still reach the
+    user, in a fallback folder named in one sentence."""
+    case = Case(root, f"full output disk {free_kb} kB free")
+    with watch_processes(case):
+        disk = case.tmpfs("out", "1M")
+        with contextlib.suppress(OSError), open(disk / "filler", "wb") as handle:
+            while True:
+                handle.write(b"x" * 4096)
+                handle.flush()
+        if free_kb:
+            os.truncate(disk / "filler", os.path.getsize(disk / "filler") - free_kb * 1024)
+        case.workload(train={"computation_time": 0.001})
+        case.run("generate", "workload.yaml", "--no-progress")
+        done = case.run("run", "workload.yaml", "--no-progress", "--output", str(disk / "r"),
+                        expect=None)
+        case.out.code = done.returncode
+        written = list((disk / "r").glob("*/result.json"))
+        line = next((ln for ln in done.stderr.splitlines() if "could not write" in ln), "")
+        if "accelerator utilization" not in done.stdout:
+            case.out.problems.append("no summary")
+        if written and done.returncode == 0:
+            pass  # it fitted
+        elif " are in " in line:
+            fallback = Path(line.rsplit(" are in ", 1)[1])
+            if not (fallback / "result.json").exists():
+                case.out.lost += 1
+            shutil.rmtree(fallback, ignore_errors=True)
+        else:
+            case.out.lost += 1
+    return case.close()
+
+
+def concurrent(root: Path, first: list[str], second: list[str], label: str) -> Outcome:
+    """Two commands on one data folder at once: the second waits or is refused with the
+    holder named; the dataset stays consistent."""
+    case = Case(root, f"concurrent {label}")
+    with watch_processes(case):
+        case.workload(dataset={"num_files_train": 3000, "record_length_bytes": 4096})
+        if first[0] == "run":
+            case.run("generate", "workload.yaml", "--no-progress")
+        one = case.start(*first)
+        until(lambda: count(case.dir / "data", "*") > 50 or count(case.dir / "reports") > 0)
+        two = subprocess.run(case.cmd(*second), cwd=case.dir, capture_output=True, text=True,
+                             timeout=TIMEOUT)
+        case.judge(two.returncode, two.stderr, None, second[0])
+        case.finish(one, 0, first[0])
+        if two.returncode not in (0, 1):
+            case.out.problems.append(f"second: exit {two.returncode}")
+        if two.returncode == 1:  # refused: the folder is busy, or holds another dataset
+            case.sentence(two.stderr, "being" if "being" in two.stderr else "other parameters")
+        case.check_dataset("data", 3000)
+    return case.close()
+
+
+def signal_checkpoint(root: Path) -> Outcome:
+    """SIGTERM while a checkpoint is written: no partial checkpoint file remains."""
+    case = Case(root, "SIGTERM during a checkpoint")
+    with watch_processes(case):
+        case.workload(model={"model_size_bytes": "1GB"}, workflow={"checkpoint": True},
+                      checkpoint={"steps_between_checkpoints": 2},
+                      train={"epochs": 3, "computation_time": 0.01})
+        case.run("generate", "workload.yaml", "--no-progress")
+        proc = case.start("run", "workload.yaml", "--no-progress")
+        folder = case.dir / "checkpoints"
+        until(lambda: count(folder, "*") > 0, 60)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        case.finish(proc, 143, "run")
+        case.out.leftovers += [p.name for p in folder.rglob("*") if p.is_file()]
+    return case.close()
+
+
+def signal_staging(root: Path) -> Outcome:
+    """SIGTERM while the dataset is staged: no partial staged copy remains."""
+    case = Case(root, "SIGTERM during staging")
+    with watch_processes(case):
+        case.workload(dataset={"num_files_train": 3000, "record_length_bytes": 65536},
+                      storage={"stage_to": "staged"})
+        case.run("generate", "workload.yaml", "--no-progress")
+        proc = case.start("run", "workload.yaml", "--no-progress")
+        until(lambda: count(case.dir / "staged", "*") > 100)
+        proc.send_signal(signal.SIGTERM)
+        case.finish(proc, 143, "run")
+        staged = case.dir / "staged"
+        case.out.leftovers += [p.name for p in staged.rglob(".*tmp*")] if staged.exists() else []
+    return case.close()
+
+
+def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
+    out: list[tuple[str, Callable[[], Outcome]]] = []
+    for fmt in FORMATS:
+        for size in (4000, 100_000):
+            out.append((f"full disk {fmt} {size}", lambda f=fmt, s=size: full_disk(root, f, s)))
+        # the samples fit, with the format's overhead and 4 KiB blocks they do not
+        files = 100 if fmt == "indexed_binary" else 400
+        if fmt != "jpeg":
+            out.append((f"space check {fmt}",
+                        lambda f=fmt, n=files: space_check(root, f, n, 4097, True)))
+    # JPEG's compression makes 2.4 MB of samples fit in 2 MB: the check must let it through
+    out.append(("space check jpeg fits", lambda: space_check(root, "jpeg", 24, 100_000, False)))
+    out.append(("space check jpeg", lambda: space_check(root, "jpeg", 900, 4097, True)))
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+        for size, after in ((4096, 800), (4 << 20, 10)):
+            out.append((f"{sig.name} generate {size}",
+                        lambda g=sig, s=size, a=after: signal_generate(root, g, a, s)))
+    for loader in ("native", "pytorch", "dali"):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+            out.append((f"{sig.name} run {loader}",
+                        lambda g=sig, ld=loader: signal_run(root, g, ld)))
+    if MPIEXEC:
+        out.append(("SIGTERM generate mpi",
+                    lambda: signal_generate(root, signal.SIGTERM, 800, 4096, ranks=2)))
+        out.append(("SIGKILL generate mpi",
+                    lambda: signal_generate(root, signal.SIGKILL, 800, 4096, ranks=2)))
+        out.append(("SIGTERM run mpi", lambda: signal_run(root, signal.SIGTERM, "native", 2)))
+        out.append(("SIGKILL run mpi", lambda: signal_run(root, signal.SIGKILL, "native", 2)))
+        out.append(("SIGSTOP run mpi", lambda: stopped_rank(root, "run")))
+        out.append(("SIGSTOP generate mpi", lambda: stopped_rank(root, "generate")))
+    out.append(("full output disk 0", lambda: full_output_disk(root, 0)))
+    out.append(("full output disk 8", lambda: full_output_disk(root, 8)))
+    gen = ["generate", "workload.yaml", "--no-progress"]
+    out.append(("concurrent two generates", lambda: concurrent(
+        root, gen, [*gen, "dataset.generation_seed=7"], "two generates other seed")))
+    out.append(("concurrent generate and run", lambda: concurrent(
+        root, gen, ["run", "workload.yaml", "--no-progress"], "generate then run")))
+    out.append(("concurrent npz and npy", lambda: concurrent(
+        root, gen, [*gen, "dataset.format=npy"], "npz and npy generates")))
+    out.append(("concurrent run and generate", lambda: concurrent(
+        root, ["run", "workload.yaml", "--no-progress", "train.epochs=20"],
+        [*gen, "dataset.generation_seed=7"], "run then generate")))
+    out.append(("SIGTERM checkpoint", lambda: signal_checkpoint(root)))
+    out.append(("SIGTERM staging", lambda: signal_staging(root)))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=Path("/work/bench-faults"))
+    ap.add_argument("--only", default="", help="run the cases whose name holds this")
+    ap.add_argument("--json", type=Path, help="write every outcome here")
+    args = ap.parse_args()
+    args.root.mkdir(parents=True, exist_ok=True)
+    outcomes: list[Outcome] = []
+    for name, run in cases(args.root):
+        if args.only and args.only not in name:
+            continue
+        start = time.monotonic()
+        try:
+            outcome = run()
+        except Exception as exc:  # a defect of this script's case, said as a failed case
+            outcome = Outcome(name, problems=[f"the case itself failed: {exc!r}"])
+        outcome.seconds = time.monotonic() - start
+        outcomes.append(outcome)
+        print(f"{'ok  ' if outcome.ok else 'FAIL'} {outcome.case:45s} exit {outcome.code} "
+              f"{outcome.seconds:5.1f} s {'; '.join(outcome.problems + outcome.leftovers)[:200]}",
+              flush=True)
+    total = len(outcomes)
+    print(f"\n{total} cases: ok {sum(o.ok for o in outcomes)}, "
+          f"data lost {sum(o.lost for o in outcomes)}, "
+          f"tracebacks {sum(o.traceback for o in outcomes)}, "
+          f"hangs {sum(o.hang for o in outcomes)}, "
+          f"leftovers {sum(bool(o.leftovers) for o in outcomes)}, "
+          f"other problems {sum(bool(o.problems) for o in outcomes)}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    shutil.rmtree(args.root, ignore_errors=True)
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Rules across keys that no single key's declaration can express, and advice about
+settings that run but probably do not say what was meant."""
+
+from __future__ import annotations
+
+from dliobench.config import values as cv
+from dliobench.config.schema import Config
+from dliobench.errors import ConfigError
+
+
+def advice(config: Config) -> list[str]:
+    """Warnings about settings that run but probably do not say what was meant."""
+    d = config.dataset
+    mean, stdev = d.record_length_bytes, d.record_length_bytes_stdev
+    if stdev > mean / 2:  # e.g. UNet3D scaled to a 2 MiB mean keeps its 68 MB stdev
+        return [f"dataset.record_length_bytes_stdev ({stdev:,} B) is more than half of "
+                f"dataset.record_length_bytes ({mean:,} B): sample sizes will range from 1 B "
+                f"to about {mean + 3 * stdev:,} B; when scaling a workload down, scale its "
+                "stdev too (dliobench does not change it for you)"]
+    return []
+
+
+def check(config: Config) -> None:
+    """Cross-key rules that no single key can express."""
+    train = config.train
+    if train.total_training_steps == 0 or train.total_training_steps < -1:
+        raise ConfigError("train.total_training_steps must be a positive number of steps, "
+                          "or -1 to run all epochs")
+    if config.dataset.num_subfolders_train > config.dataset.num_files_train:
+        raise ConfigError("dataset.num_subfolders_train must not exceed dataset.num_files_train")
+    ceiling = config.metric.client_ceiling
+    if ceiling not in ("auto", "off") and not (cv.is_number(ceiling) and float(ceiling) > 0):
+        raise ConfigError(f"metric.client_ceiling: {ceiling!r} is not 'auto', 'off' or a number "
+                          "of samples/s per rank (such as 1250)")
+    _check_checkpoint(config)
+
+
+def _check_checkpoint(config: Config) -> None:
+    """workflow.checkpoint asks for checkpoints: refuse settings under which none is written."""
+    if not config.workflow.checkpoint:
+        return
+    if config.model.model_size_bytes == 0:
+        raise ConfigError("workflow.checkpoint is true but model.model_size_bytes is 0, so "
+                          "nothing would be written; set model.model_size_bytes (DLIO's "
+                          "checkpoint.model_size), e.g. 500MB, or set workflow.checkpoint=false")
+    if not config.workflow.train:
+        raise ConfigError("workflow.checkpoint is true but workflow.train is false: dliobench "
+                          "writes checkpoints during training only; set workflow.train=true")
