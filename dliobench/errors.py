@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 
 class DlioBenchError(Exception):
-    """Base of all errors whose message is meant for the user (exit code 1)."""
+    """Base of all errors whose message is meant for the user (exit code 1).
+
+    Picklable whatever a subclass's constructor takes, so an error raised in a loader's
+    worker process reaches the run whole: its class, message and fields.
+    """
 
     exit_code = 1
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild, (type(self), str(self), dict(self.__dict__))
 
 
 class ConfigError(DlioBenchError):
@@ -24,6 +34,27 @@ class InputError(DlioBenchError):
 
 class DatasetError(DlioBenchError):
     """The dataset is missing, incomplete or does not match the configuration."""
+
+
+def _rebuild(cls: type[DlioBenchError], message: str, state: dict[str, Any]) -> DlioBenchError:
+    """An unpickled DlioBenchError: its class and message, its fields restored."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
+
+def unreadable(path: str, exc: OSError, where: str = "") -> DatasetError:
+    """A DatasetError for an OSError met reading a data file (gone, not a regular file, an
+    I/O error): one sentence naming the file (``exc.filename`` when it names another one, a
+    side file) and ``where`` in it (e.g. "sample 3 at byte offset 4096")."""
+    name = os.fsdecode(exc.filename) if exc.filename else path
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, FileNotFoundError):
+        reason = "it is gone (No such file or directory)"
+    return DatasetError(f"cannot read {name}{f' ({where})' if where else ''}: {reason}; "
+                        "check the file system, or regenerate the dataset with "
+                        "`dliobench generate`")
 
 
 class CorruptSampleError(DlioBenchError):

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dliobench.comm.world import Comm, World
+from dliobench.config.folders import check_folders
 from dliobench.config.schema import Config
-from dliobench.dataset.layout import FileKeys
+from dliobench.dataset.layout import TRAIN, FileKeys
 from dliobench.dataset.sharding import ShardSpec, rank_sample_count, rank_samples
 from dliobench.errors import ConfigError
 from dliobench.formats import Format, format_for
@@ -75,6 +76,7 @@ def resolve(config: Config, world: World, comm: Comm, seed: int | None = None) -
     """
     fmt = format_for(config.dataset)
     check_format(config, fmt)
+    check_folders(config, TRAIN)
     seed = shuffle_seed(config, comm) if seed is None else seed
     spec = shard_spec(config, world, seed)
     return Plan(config, fmt, backend_for(config.dataset.data_folder),

@@ -133,6 +133,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dliobench.report.tables import find_run_dirs
     from dliobench.results.trace import write_trace
 
+    if args.out:
+        from dliobench.config.folders import folder_problem
+
+        problem = folder_problem(args.out)
+        if problem:
+            raise ConfigError(f"-o {args.out} {problem}; give another folder")
     if args.trace:  # into -o when given: the runs' folders stay as they were
         for run_dir in find_run_dirs(args.runs):
             dest = Path(args.out) / "traces" / f"{run_dir.name}.trace.json" if args.out \
@@ -397,3 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a file or folder the checks before did not foresee
+        name = f"{os.fsdecode(exc.filename)}: " if exc.filename else ""
+        print(f"dliobench: error: {name}{exc.strerror or exc}; check that path",
+              file=sys.stderr)
+        return 1

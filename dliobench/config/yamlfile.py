@@ -8,6 +8,7 @@ that expand into more nodes than any workload has ("billion laughs"). Each is a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from dliobench.errors import ConfigError
+from dliobench.storage.posix_io import open_regular
 
 MAX_FILE_BYTES = 1 << 20  # a workload or sweep file is a few KiB
 MAX_NODES = 100_000  # nodes after alias expansion; the largest shipped workload has ~200
@@ -100,7 +102,7 @@ def read(path: Path, what: str) -> Any:
     """The YAML document in file ``path`` (``what``: "workload file", "sweep file")."""
     origin = f"{what} {path}"
     try:
-        with path.open("rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:  # a FIFO is refused, not waited on
             data = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"{origin} does not exist; give a path to a YAML file") from None

@@ -7,6 +7,7 @@ holds or stats the whole dataset. ``--verify`` re-reads the slice for its CRC-32
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -51,9 +52,9 @@ def check_slice(plan: Plan, manifest: Manifest, world: World, verify: bool = Fal
         keys = plan.object_keys(index)
         sizes = [int(entries.size[row]), *(int(s) for s in entries.side_size[row])]
         backend = plan.backend
-        ok = sizes[0] >= 0 and backend.size(keys[0]) == sizes[0]
+        ok = sizes[0] >= 0 and _size(backend, keys[0]) == sizes[0]
         for key, want in zip(keys[1:], sizes[1:], strict=True):
-            have = backend.size(key)
+            have = _size(backend, key)
             ok = ok and have is not None and (want < 0 or have == want)
         if not (ok and verify):
             return ok, False
@@ -77,6 +78,17 @@ def check_slice(plan: Plan, manifest: Manifest, world: World, verify: bool = Fal
             if advance is not None:
                 advance(1)
     return SliceState(missing, damaged, present)
+
+
+def _size(backend: Backend, key: str) -> int | None:
+    """The object's size; None when it is missing or cannot be one (a symlink loop, a path
+    through a regular file): either way not a complete file, to be written again."""
+    try:
+        return backend.size(key)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return None
+        raise
 
 
 def crc_of(backend: Backend, key: str, size: int) -> int:

@@ -103,22 +103,23 @@ class Manifest:
     @classmethod
     def load(cls, backend: Backend) -> Manifest | None:
         """The dataset's manifest, migrated from schema 1 if need be; None if there is none."""
-        data = read_whole(backend, HEADER_KEY)
+        try:
+            data = read_whole(backend, HEADER_KEY)
+        except OSError as exc:  # not a regular file, a symlink loop, an I/O error
+            raise _damaged(backend, exc.strerror or str(exc)) from None
         if data is None:
             from dliobench.dataset.legacy import migrate
 
             return migrate(backend)
         try:
             doc = json.loads(bytes(data))
-            if doc.get("schema") != SCHEMA:
-                raise ValueError(doc.get("schema"))
-            return cls(backend, dict(doc["params"]), list(doc["side_suffixes"]),
-                       int(doc.get("sample_crcs", 0)), int(doc["num_files"]),
-                       int(doc["generation"]), list(doc["journals"]))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise DatasetError(f"the manifest {backend.describe(HEADER_KEY)} is damaged or of "
-                               "another dliobench; delete the folder dliobench-manifest and run "
-                               "`dliobench generate` to check and complete the dataset") from None
+            if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+                raise ValueError("not a dliobench manifest of schema 2")
+            return cls(backend, _typed(doc, "params", dict), _typed(doc, "side_suffixes", list),
+                       _typed(doc, "sample_crcs", int, 0), _typed(doc, "num_files", int),
+                       _typed(doc, "generation", int), _typed(doc, "journals", list))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise _damaged(backend, str(exc)) from None
 
     def save_header(self) -> None:
         """Commit the header atomically (it names the columns and journals to use)."""
@@ -294,6 +295,22 @@ def _with_checks(recs: np.ndarray) -> np.ndarray:
     out = recs.copy()
     out["check"] = _checks(out)
     return out
+
+
+def _typed(doc: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    """Field ``name`` of a manifest document, checked to be a ``kind``."""
+    value = doc.get(name, default)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        want = {dict: "an object", list: "a list", int: "an integer"}.get(kind, kind.__name__)
+        raise TypeError(f"its field {name!r} is {json.dumps(value)[:40]}, not {want}")
+    return value
+
+
+def _damaged(backend: Backend, why: str) -> DatasetError:
+    """The error for a manifest header that cannot be used."""
+    return DatasetError(f"the manifest {backend.describe(HEADER_KEY)} is damaged or of another "
+                        f"dliobench ({why}); delete the folder dliobench-manifest and run "
+                        "`dliobench generate` to check and complete the dataset")
 
 
 def read_whole(backend: Backend, key: str) -> memoryview | None:

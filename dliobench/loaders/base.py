@@ -10,7 +10,7 @@ from typing import Protocol
 import crc32c
 import numpy as np
 
-from dliobench.errors import CorruptSampleError
+from dliobench.errors import CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
 from dliobench.formats.base import Stored
 from dliobench.storage.backend import Backend
@@ -90,9 +90,23 @@ class SampleReader:
         return len(self.keys)
 
     def read(self, sample_id: int) -> tuple[np.ndarray, int]:
-        """The sample's decoded (and resized) data and the bytes read to get it."""
+        """The sample's decoded (and resized) data and the bytes read to get it.
+
+        A file that cannot be read (gone, not a regular file, an I/O error) raises
+        DatasetError naming it and the sample; a damaged one CorruptSampleError.
+        """
         file_index, k = divmod(int(sample_id), self.samples_per_file)
         src = Stored(self.backend, self.keys[file_index])
+        try:
+            return self._read(src, file_index, k)
+        except OSError as exc:
+            where = f"sample {k}" if self.samples_per_file > 1 else ""
+            layout = self._layouts.get(file_index)
+            if layout is not None:
+                where += f" at byte offset {layout[k].offset}"
+            raise unreadable(str(src), exc, where.strip()) from None
+
+    def _read(self, src: Stored, file_index: int, k: int) -> tuple[np.ndarray, int]:
         size = self.sizes[file_index]
         if self.fmt.reads_itself:  # the format's library does its own (counted) I/O
             sample, nbytes = self.fmt.read_sample(src, size, self.samples_per_file, k,

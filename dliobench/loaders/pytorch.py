@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dliobench import leftovers
-from dliobench.errors import MissingExtraError
+from dliobench.errors import DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch, SampleReader
 
 if TYPE_CHECKING:
@@ -38,8 +38,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MissingExtraError("PyTorch", "torch") from exc
 
 
+Item = tuple[torch.Tensor, int, int] | DlioBenchError
+
+
 class SampleDataset(Dataset):
-    """Map-style dataset: index = global sample id; item = (tensor, bytes read, id)."""
+    """Map-style dataset: index = global sample id; item = (tensor, bytes read, id).
+
+    A read error is the item itself (picklable): torch would re-raise it in the run as a
+    ``RuntimeError`` holding the worker's traceback, or rebuild it from that text.
+    """
 
     def __init__(self, reader: SampleReader) -> None:
         self.reader = reader
@@ -47,8 +54,11 @@ class SampleDataset(Dataset):
     def __len__(self) -> int:
         return self.reader.num_files * self.reader.samples_per_file
 
-    def __getitem__(self, sample_id: int) -> tuple[torch.Tensor, int, int]:
-        sample, nbytes = self.reader.read(sample_id)
+    def __getitem__(self, sample_id: int) -> Item:
+        try:
+            sample, nbytes = self.reader.read(sample_id)
+        except DlioBenchError as exc:
+            return exc
         if not sample.flags.writeable:  # torch wants writable memory; views of read buffers
             sample = sample.copy()      # are read-only only for formats that decode in place
         return torch.from_numpy(sample), nbytes, int(sample_id)
@@ -67,12 +77,18 @@ class EpochSampler(Sampler[int]):
         return int(self.ids.size)
 
 
-def collate(items: list[tuple[torch.Tensor, int, int]]) -> tuple[Any, int, torch.Tensor]:
-    """Stack equal-sized samples into one tensor (a list when sizes differ)."""
-    samples = [s for s, _, _ in items]
+def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor] | DlioBenchError:
+    """Stack equal-sized samples into one tensor (a list when sizes differ); the first read
+    error instead when there is one."""
+    good: list[tuple[torch.Tensor, int, int]] = []
+    for item in items:
+        if isinstance(item, DlioBenchError):
+            return item
+        good.append(item)
+    samples = [s for s, _, _ in good]
     same = all(s.shape == samples[0].shape for s in samples)
     data = torch.stack(samples) if same else samples
-    return data, sum(n for _, n, _ in items), torch.tensor([i for _, _, i in items])
+    return data, sum(n for _, n, _ in good), torch.tensor([i for _, _, i in good])
 
 
 def build(plan: Plan, reader: SampleReader) -> PyTorchLoader:
@@ -119,7 +135,10 @@ class PyTorchLoader:
         """Batches of ``ids`` through the DataLoader's workers."""
         assert self._loader is not None, "loader is closed"
         self._sampler.ids = np.asarray(ids, dtype=np.int64)
-        for data, nbytes, batch_ids in self._loader:
+        for out in self._loader:
+            if isinstance(out, DlioBenchError):  # a worker's read error, raised here
+                raise out
+            data, nbytes, batch_ids = out
             samples = list(data) if isinstance(data, torch.Tensor) else data
             yield Batch(ids=batch_ids.numpy(), nbytes=int(nbytes), data=samples)
 

@@ -17,6 +17,7 @@ from dliobench.config.schema import Config
 from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.storage.atomic import write_json_atomic
+from dliobench.storage.posix_io import read_text
 
 RESULT_NAME = "result.json"
 REQUIRED = ("run_id", "status", "metrics", "config")
@@ -60,12 +61,13 @@ def read_result(run_dir: str | Path) -> RunResult:
     """
     path = Path(run_dir) / RESULT_NAME
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_text(path))  # a FIFO is refused, not waited on
     except FileNotFoundError:
         raise InputError(f"{run_dir}: no {RESULT_NAME} in it, so it is not a dliobench run "
                          "folder") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} cannot be read ({exc}); leave that folder out") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise InputError(f"{path} cannot be read ({reason}); leave that folder out") from None
     version = parse_version(doc.get("schema_version")) if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or version is None or any(k not in doc for k in REQUIRED):
         raise InputError(f"{path} is not a dliobench result (no schema_version, run_id, "

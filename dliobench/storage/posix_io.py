@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,45 @@ def read_range(path: str | Path, offset: int, length: int,
     if odirect:
         return _read_direct(path, offset, length)
     buf = np.empty(length, dtype=np.uint8).data  # no zero-fill: the read overwrites it
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path)
     try:
         got = _read_fully(fd, buf, offset)
     finally:
         os.close(fd)
     return buf[:got], got
+
+
+def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
+    """Open a regular file for reading; anything else (a FIFO, whose open would block until a
+    writer comes; a folder; a device) raises OSError naming what it is.
+
+    O_NONBLOCK keeps the open of a FIFO from blocking; it changes nothing for regular files.
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise OSError(code, f"it is {_kind(mode)}, not a regular file", str(path))
+    return fd
+
+
+def read_text(path: str | Path) -> str:
+    """A small text file whole (a workload, a result), opened as ``open_regular`` does: a FIFO
+    raises OSError at once instead of waiting for a writer."""
+    with os.fdopen(open_regular(path), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _kind(mode: int) -> str:
+    """What a file of ``mode`` is, in words."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _read_fully(fd: int, view: memoryview, offset: int) -> int:
@@ -54,7 +88,7 @@ def _read_direct(path: str | Path, offset: int, length: int) -> tuple[memoryview
     end = offset + length
     span = -(-(end - start) // ALIGN) * ALIGN
     buf = bufferpool.POOL.take(max(span, ALIGN))  # page aligned, reused when free
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+    fd = open_regular(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
     try:
         got = _read_fully(fd, memoryview(buf)[:span], start)
     finally:
@@ -123,7 +157,7 @@ def evict(paths: list[Path], flush: bool = True) -> None:
     (the caller has just synced the whole file system).
     """
     for path in paths:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
         try:
             if flush:
                 os.fdatasync(fd)
@@ -168,7 +202,7 @@ class CountingFile(_PositionedFile):
     """
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDONLY)
+        self._fd = open_regular(path)
         super().__init__(os.fstat(self._fd).st_size)
 
     def readinto(self, buffer: Any) -> int:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
 
-from dliobench.errors import DlioBenchError, MissingExtraError
+from dliobench.errors import DatasetError, DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch
 
 try:
@@ -40,6 +46,22 @@ def unwrap_worker_error(exc: BaseException) -> DlioBenchError | None:
     return error
 
 
+def reader_error(exc: RuntimeError) -> DatasetError | None:
+    """A DALI reader's failure to read a file (DALI's pipeline error: its C++ assertion,
+    naming the file, inside a traceback of the pipeline) as one sentence; None when the
+    error names no file."""
+    text = str(exc)
+    found = re.search(r'Assert on ".*?" failed: (.*?)(?:\.+ File: (\S+))?$', text, re.M)
+    if found is None:
+        return None
+    reason, path = found.group(1).strip().rstrip("."), found.group(2)
+    if path is None and not re.search(r"file", reason, re.I):
+        return None
+    said = f"could not read {path}: {reason}" if path else f"failed: {reason}"
+    return DatasetError(f"DALI's reader {said}; check the file system, or regenerate the "
+                        "dataset with `dliobench generate`")
+
+
 def host_samples(data: Any) -> list[np.ndarray]:
     """The samples of a DALI CPU TensorList, copied out of DALI's reusable buffers."""
     if data.is_dense_tensor():
@@ -55,18 +77,64 @@ def start_method(context: str, deviations: list[str]) -> str:
     return "spawn"
 
 
+CLOSE_GRACE_S = 10.0  # a worker still reading a sample this long after close is killed
+
+
+@contextlib.contextmanager
+def workers_ignore_interrupts() -> Iterator[None]:
+    """Start DALI's Python workers inside: SIGINT and SIGTERM never reach them.
+
+    Ctrl-C (and a batch system's SIGTERM) reach the whole process group: workers that took
+    them printed their tracebacks and died, and the run then failed with DALI's "Sending
+    tasks to workers failed" (or, spawned, hung in DALI's close) instead of ending as
+    interrupted. The two signals are ignored while the workers start, so the workers inherit
+    that (fork and spawn alike); the run stops them in ``release`` (and ``die_with_parent``
+    when it is killed). Blocked meanwhile, a signal that came is delivered to the run once
+    the workers are started, not lost. Only the main thread takes signals; elsewhere (thread ranks
+    in tests) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    both = (signal.SIGINT, signal.SIGTERM)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, both)  # held, not lost, meanwhile
+    handlers = [signal.signal(signum, signal.SIG_IGN) for signum in both]
+    try:
+        yield
+    finally:
+        for signum, handler in zip(both, handlers, strict=True):
+            signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def release(pipe: Any) -> None:
     """Stop a pipeline now: its executor, then its Python worker processes.
 
     DALI has no public close; this is what its ``__del__`` and its pool's finalizer do when
     the pipeline is collected, in the same order (the reverse can fail in DALI's shutdown).
+    Workers do not take SIGTERM (``workers_ignore_interrupts``), so the ones DALI's close would
+    terminate are killed after ``CLOSE_GRACE_S``.
     """
     shutdown = getattr(pipe, "_shutdown", None)
     if shutdown is not None:
         shutdown()
     pool = getattr(pipe, "_py_pool", None)
-    if pool is not None:
+    if pool is None:
+        return
+    stragglers = threading.Timer(CLOSE_GRACE_S, _kill, [list(pool.pids())])
+    stragglers.daemon = True
+    stragglers.start()
+    try:
         pool.close()
+    finally:
+        stragglers.cancel()
+
+
+def _kill(pids: list[int]) -> None:
+    """SIGKILL the worker processes still there (children not yet reaped: no pid reuse)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 class Feed(Protocol):

@@ -34,7 +34,14 @@ from dliobench.dataset.sharding import ShardSpec
 from dliobench.formats import tfrecord
 from dliobench.formats.base import Stored
 from dliobench.loaders.base import Batch, SampleReader
-from dliobench.loaders.dali.base import Feed, fn, host_samples, pipeline_def, release
+from dliobench.loaders.dali.base import (
+    Feed,
+    fn,
+    host_samples,
+    pipeline_def,
+    reader_error,
+    release,
+)
 
 SHUFFLE_BUFFER = 1024  # DALI's default initial_fill
 _READER = "reader"
@@ -203,14 +210,24 @@ class NativeFeed:
 
     def skip(self) -> None:
         """Run the pipeline once and discard the batch."""
-        self.pipe.run()
+        self._run()
         self._left -= 1
+
+    def _run(self) -> Any:
+        """One pipeline run; a file DALI's reader cannot read is said in one sentence."""
+        try:
+            return self.pipe.run()
+        except RuntimeError as exc:
+            error = reader_error(exc)
+            if error is None:
+                raise
+            raise error from None
 
     def next_batch(self) -> Batch | None:
         """The next batch of the epoch, or None when the batches to hand on are done."""
         if self._done == self.handed:
             return None
-        outputs = self.pipe.run()
+        outputs = self._run()
         self._left -= 1
         self._done += 1
         return self._to_batch(outputs)

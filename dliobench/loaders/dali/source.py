@@ -27,6 +27,7 @@ from dliobench.loaders.dali.base import (
     release,
     unwrap_worker_error,
     worker_error,
+    workers_ignore_interrupts,
 )
 from dliobench.storage.atomic import write_atomic
 
@@ -147,8 +148,9 @@ def source_pipeline(source: EpochSource, batch_size: int, read_threads: int,
         data, meta = fn.external_source(source=source, num_outputs=2, **options)
         return data, meta
 
-    pipe = graph()
-    pipe.build()
+    with workers_ignore_interrupts():  # build() starts the worker processes
+        pipe = graph()
+        pipe.build()
     return pipe
 
 
