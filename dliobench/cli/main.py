@@ -98,6 +98,7 @@ def _same_on_every_rank(world: World, check: Callable[[], None]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Generate the dataset if needed, train, write results, print the summary."""
+    from dliobench.bounds import check_memory
     from dliobench.plan import check_run
     from dliobench.results.summary import print_summary
     from dliobench.run import session as benchmark
@@ -109,6 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world()
     _same_on_every_rank(world, lambda: check_run(cfg, world))
+    _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=False))
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
         cfg, world, comm, warnings, show_progress=not args.no_progress),
         cfg.train.stall_timeout_s)
@@ -154,12 +156,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write the dataset only (what is missing of it)."""
+    from dliobench.bounds import check_memory
     from dliobench.dataset.generate import generate
     from dliobench.dataset.lock import locked
     from dliobench.plan import resolve
 
     cfg, _ = _load(args)
     world, comm = _world()
+    _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=True))
 
     def work() -> Any:
         plan = resolve(cfg, world, comm)

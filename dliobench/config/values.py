@@ -24,7 +24,7 @@ def _fail(name: str, value: Any, allowed: str) -> ConfigError:
 
 
 def to_int(name: str, value: Any) -> int:
-    """An integer; integral floats (16.0) are accepted."""
+    """An integer; integral floats (16.0) and scientific notation (1e8) are accepted."""
     if isinstance(value, bool):
         raise _fail(name, value, "an integer")
     if isinstance(value, int):
@@ -33,6 +33,10 @@ def to_int(name: str, value: Any) -> int:
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d*)?[eE]\+?\d{1,2}\s*", value):
+        number = float(value)  # 1e8, as people write file counts (YAML reads it as text)
+        if number.is_integer():
+            return int(number)
     raise _fail(name, value, "an integer")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dliobench.bounds import check_memory
 from dliobench.comm.world import Comm, World
 from dliobench.dataset.generate import Generated, generate, open_manifest, survey
 from dliobench.errors import DatasetError
@@ -28,6 +29,8 @@ def prepare(plan: Plan, world: World, comm: Comm, show_progress: bool) -> ReadyD
     """
     config, dataset = plan.config, plan.config.dataset
     manifest = open_manifest(plan, world, comm)
+    if config.workflow.generate_data and manifest.num_files < dataset.num_files_train:
+        check_memory(config, world, generating=True)  # before a survey of every file
     missing, _, present = survey(plan, manifest, world, comm, False, show_progress)
     generated = None
     if missing:
