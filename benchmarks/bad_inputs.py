@@ -204,7 +204,20 @@ def cli_cases() -> list[Case]:
               Case("override duplicate key",
                    ["show-config", "train.computation_time={mean: 1, mean: 2}"]),
               Case("missing workload", ["show-config", "nope.yaml"]),
-              Case("workload is a folder", ["show-config", "d.yaml"], {"d.yaml/x": b""})]
+              Case("workload is a folder", ["show-config", "d.yaml"], {"d.yaml/x": b""}),
+              # bounds: more than this host's memory per rank, refused before any work
+              Case("generate 1e8 files", ["generate", "dataset.num_files_train=1e8",
+                                          "dataset.record_length_bytes=1",
+                                          "dataset.record_length_bytes_stdev=0"]),
+              Case("run 1e8 files", ["run", "dataset.num_files_train=1e8",
+                                     "dataset.record_length_bytes=1",
+                                     "dataset.record_length_bytes_stdev=0", "--no-progress"]),
+              Case("run resize 20GB", ["run", "dataset.record_length_bytes_resize=20GB",
+                                       "--no-progress"]),
+              Case("run 2 GB png", ["run", "dataset.format=png",
+                                    "dataset.record_length_bytes=2GB", "--no-progress"]),
+              Case("run 1 TB samples", ["run", "dataset.record_length_bytes=1TB",
+                                        "--no-progress"])]
     if shutil.which("mpiexec") or (Path(sys.executable).parent / "mpiexec").exists():
         cases.append(Case("3 ranks, 2 files, drop_last=false (mpiexec)",
                           ["run", "dataset.num_files_train=2", "reader.drop_last=false",
