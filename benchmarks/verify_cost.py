@@ -1,0 +1,72 @@
+"""Cost of `reader.verify_samples` (every sample read checked against its recorded CRC-32C).
+
+Usage: python benchmarks/verify_cost.py [--shape small|large] [--reps 5]
+       [--loaders native pytorch] [--root /work/bench-verify]
+
+One dataset generated with `dataset.sample_checksums=true`, read page-cached at compute 0
+with the check off and on, alternating run by run; prints samples/s medians, ranges and the
+ratio on/off. Data is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+import benchinfo
+from ab import SHAPES, overrides
+
+
+def run_once(shape: str, folder: Path, out: Path, loader: str, verify: bool) -> float:
+    """samples/s of one run with the check on or off."""
+    shutil.rmtree(out, ignore_errors=True)
+    benchinfo.run([sys.executable, "-m", "dliobench", "run", "workloads/default.yaml",
+                   *overrides(shape, folder, out, loader), "dataset.sample_checksums=true",
+                   f"reader.verify_samples={str(verify).lower()}"])
+    result = next(out.glob("*/result.json"))
+    return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--shape", choices=list(SHAPES), default="small")
+    parser.add_argument("--loaders", nargs="+", default=["native", "pytorch"])
+    parser.add_argument("--root", type=Path, default=Path("/work/bench-verify"))
+    args = parser.parse_args()
+    rates: dict[tuple[str, bool], list[float]] = {}
+    shutil.rmtree(args.root, ignore_errors=True)
+    data, out = args.root / "data", args.root / "out"
+    try:
+        for loader in args.loaders:
+            run_once(args.shape, data, out, loader, False)  # generate, warm the cache
+            for _ in range(args.reps):
+                for verify in (False, True):
+                    rates.setdefault((loader, verify), []).append(
+                        run_once(args.shape, data, out, loader, verify))
+    finally:
+        shutil.rmtree(args.root, ignore_errors=True)
+    size = SHAPES[args.shape][0]
+    print(f"# reader.verify_samples off/on, {args.shape} samples ({size:,} B), "
+          f"{args.reps} alternating reps\n")
+    print(*benchinfo.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
+          sep="\n")
+    print("\n| loader | verify | samples/s median | range | on/off |")
+    print("|---|---|---|---|---|")
+    for loader in args.loaders:
+        off = statistics.median(rates[loader, False])
+        for verify in (False, True):
+            got = rates[loader, verify]
+            med = statistics.median(got)
+            print(f"| {loader} | {'on' if verify else 'off'} | {med:,.1f} | "
+                  f"{min(got):,.1f}-{max(got):,.1f} | {med / off:.3f} |")
+    print("\n" + benchinfo.load_line())
+
+
+if __name__ == "__main__":
+    main()
