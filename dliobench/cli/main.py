@@ -99,7 +99,8 @@ def _same_on_every_rank(world: World, check: Callable[[], None]) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Generate the dataset if needed, train, write results, print the summary."""
     from dliobench.bounds import check_memory
-    from dliobench.plan import check_run
+    from dliobench.formats import format_for
+    from dliobench.plan import check_format, check_run
     from dliobench.results.summary import print_summary
     from dliobench.run import session as benchmark
 
@@ -110,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world()
     _same_on_every_rank(world, lambda: check_run(cfg, world))
+    _same_on_every_rank(world, lambda: check_format(cfg, format_for(cfg.dataset)))
     _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=False))
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
         cfg, world, comm, warnings, show_progress=not args.no_progress),
@@ -159,10 +161,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from dliobench.bounds import check_memory
     from dliobench.dataset.generate import generate
     from dliobench.dataset.lock import locked
-    from dliobench.plan import resolve
+    from dliobench.formats import format_for
+    from dliobench.plan import check_format, resolve
 
     cfg, _ = _load(args)
     world, comm = _world()
+    _same_on_every_rank(world, lambda: check_format(cfg, format_for(cfg.dataset)))
     _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=True))
 
     def work() -> Any:
@@ -362,16 +366,22 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     from rich.console import Console
     from rich.logging import RichHandler
 
-    from dliobench.comm.mpi import LAUNCHER_RANK_VARS
-
     level = logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO
-    if any(os.environ.get(v, "0") != "0" for v in LAUNCHER_RANK_VARS):
+    if _a_quiet_rank():
         level = max(level, logging.ERROR)  # under MPI, rank 0 speaks for the job
     handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False)
     # other libraries (matplotlib's "generated new fontManager") speak at warnings only
     logging.basicConfig(level=max(level, logging.WARNING), format="%(message)s",
                         handlers=[handler])
     log.setLevel(level)
+
+
+def _a_quiet_rank() -> bool:
+    """A rank other than 0 of an MPI job: a configuration error is the same on every rank,
+    so rank 0 says it once for the job."""
+    from dliobench.comm.mpi import LAUNCHER_RANK_VARS
+
+    return any(os.environ.get(v, "0") != "0" for v in LAUNCHER_RANK_VARS)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -395,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except DlioBenchError as exc:
-        print(f"dliobench: error: {exc}", file=sys.stderr)
+        if not (isinstance(exc, ConfigError) and _a_quiet_rank()):
+            print(f"dliobench: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Terminated:
         print("dliobench: terminated (SIGTERM); what was measured until then is in the run's "

@@ -329,10 +329,15 @@ def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
             proc.kill()
 
 
-def test_more_ranks_than_samples_is_one_line_from_the_job(workdir: Path) -> None:
-    proc = mpirun(3, "run", "dataset.num_files_train=2", "reader.drop_last=false",
-                  "dataset.data_folder=data", "--no-progress", timeout=60)
+@pytest.mark.parametrize(("args", "said"), [
+    (["dataset.num_files_train=2", "reader.drop_last=false"], "3 ranks but only 2 sample(s)"),
+    (["train.bogus=1"], "unknown key 'train.bogus'"),
+    (["dataset.format=jpeg", "dataset.sample_checksums=true"], "jpeg is lossy"),
+], ids=["ranks", "key", "format"])
+def test_a_configuration_error_is_one_line_from_the_job(workdir: Path, args: list[str],
+                                                         said: str) -> None:
+    proc = mpirun(3, "run", *args, "dataset.data_folder=data", "--no-progress", timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "3 ranks but only 2 sample(s)" in lines[0], proc.stderr
+    assert len(lines) == 1 and said in lines[0], proc.stderr
     assert not (workdir / "data").exists()
