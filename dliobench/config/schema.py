@@ -122,7 +122,8 @@ class ReaderConfig:
     odirect: bool = key(False, "bool", "read with O_DIRECT, bypassing the page cache")
     verify_samples: bool = key(
         False, "bool", "check every sample read against the CRC-32C the manifest recorded "
-        "(the dataset needs dataset.sample_checksums; lossy formats cannot be checked)")
+        "(the dataset needs dataset.sample_checksums; lossy formats cannot be checked)",
+        aliases=("verify_checksums",))
     persistent_workers: bool = key(True, "bool", "pytorch: keep worker processes across epochs")
     pin_memory: bool = key(True, "bool", "pytorch: pin batches in page-locked memory (CUDA only)")
     dali_native_reader: bool = key(

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -200,7 +201,21 @@ def test_a_schema_1_manifest_is_migrated_not_regenerated(
     assert {n: (data / "train" / n).stat().st_ino for n in held} == inodes
 
 
-@pytest.mark.parametrize(("fmt", "per_file"), [("npy", 3), ("png", 1)])
+def _second_sample(path: Path, fmt: str) -> bytes:
+    """The stored bytes of sample 1 of a 3-sample file, read by the format's own library."""
+    if fmt == "npy":
+        return bytes(np.load(path)[1])
+    if fmt == "npz":
+        with np.load(path) as npz:
+            return bytes(npz["x"][1])
+    if fmt == "hdf5":
+        with h5py.File(path) as f:
+            return bytes(f["records"][1])
+    return path.read_bytes()[4096:8192]  # indexed_binary: the samples, back to back
+
+
+@pytest.mark.parametrize(("fmt", "per_file"), [("npy", 3), ("npz", 3), ("hdf5", 3),
+                                               ("indexed_binary", 3), ("png", 1)])
 def test_per_sample_checksums_catch_what_the_format_cannot(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
         capsys: pytest.CaptureFixture[str], fmt: str, per_file: int) -> None:
@@ -209,17 +224,20 @@ def test_per_sample_checksums_catch_what_the_format_cannot(
                                                  "sample_checksums": True}))
     assert run_cli("run", str(path), "--no-progress", "reader.verify_samples=true") == 0
     assert last_result(workdir / "reports")["metrics"]["exactly_once"] is True
-    if fmt != "npy":
+    if per_file == 1:
         return
-    victim = workdir / "data/tiny/train/img_0000002.npy"
+    victim = workdir / f"data/tiny/train/img_0000002.{fmt}"
     raw = bytearray(victim.read_bytes())
-    raw[-4096 - 100] ^= 0x01  # inside sample 1 (of 3): npy has no checksum of its own
+    at = raw.find(_second_sample(victim, fmt)[:256])
+    assert at > 0
+    raw[at + 100] ^= 0x01  # inside sample 1 (of 3): the format has no checksum of its own
     victim.write_bytes(bytes(raw))
     capsys.readouterr()
     assert run_cli("run", str(path), "--no-progress") == 0  # unverified: wrong bytes pass
-    assert run_cli("run", str(path), "--no-progress", "reader.verify_samples=true") == 1
+    # (the issue's spelling of the key works too)
+    assert run_cli("run", str(path), "--no-progress", "reader.verify_checksums=true") == 1
     err = capsys.readouterr().err
-    assert "img_0000002.npy" in err and "does not match the CRC-32C" in err
+    assert f"img_0000002.{fmt}" in err and "does not match the CRC-32C" in err
     assert "Traceback" not in err
 
 
