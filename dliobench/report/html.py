@@ -30,6 +30,7 @@ th { background: #f0f0f0; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr:nth-child(even) td { background: #fafafa; }
 .scroll { overflow-x: auto; }
+ul.settings { font-size: 13px; line-height: 1.5; } ul.settings code { color: #444; }
 img { max-width: 100%; border: 1px solid #eee; }
 """
 
@@ -44,23 +45,26 @@ def _num(digits: int, unit: str = "", scale: float = 1.0) -> Fmt:
     return fmt
 
 
-# column -> (header, formatter); None formatter = text
+# column -> (header, formatter); None formatter = text. Results first: a screenshot of the
+# page's top shows what each run achieved before how it was set up.
 COLUMNS: dict[str, tuple[str, Fmt | None]] = {
-    "run_id": ("run id", None), "label": ("what sets it apart", None),
-    "workload": ("workload", None), "status": ("status", None), "ranks": ("ranks", None),
-    "accelerator": ("accelerator", None),
+    "label": ("run", None), "au": ("AU", _num(1, " %", 100)), "verdict": ("verdict", None),
+    "samples_per_s": ("samples/s", _num(1, " /s")), "mb_per_s": ("read", _num(1, " MB/s")),
+    "wait_p99_ms": ("wait p99", _num(2, " ms")),
+    "au_floor": ("AU floor", _num(0, " %", 100)), "au_min": ("AU worst rank", _num(1, " %", 100)),
+    "wait_p50_ms": ("wait p50", _num(2, " ms")),
+    "workload": ("workload", None), "ranks": ("ranks", None),
+    "accelerator": ("accelerator", None), "status": ("status", None),
     "compute_s_per_batch": ("compute per batch", _num(3, " s")),
     "loader": ("loader", None), "format": ("format", None),
     "samples_per_file": ("samples per file", None), "subfolders": ("subfolders", None),
     "file_access": ("file access", None), "read_threads": ("read threads", None),
-    "batch": ("batch", None), "au": ("AU", _num(1, " %", 100)),
-    "au_min": ("AU worst rank", _num(1, " %", 100)), "au_floor": ("AU floor", _num(0, " %", 100)),
-    "samples_per_s": ("samples/s", _num(1, " /s")), "mb_per_s": ("read", _num(1, " MB/s")),
-    "wait_p50_ms": ("wait p50", _num(2, " ms")), "wait_p99_ms": ("wait p99", _num(2, " ms")),
+    "batch": ("batch", None),
     "page_cache_possible": ("page cache possible", None),
-    "dliobench_version": ("dliobench", None), "commit": ("commit", None),
-    "hosts": ("host(s)", None),
+    "run_id": ("run id", None), "dliobench_version": ("dliobench", None),
+    "commit": ("commit", None), "hosts": ("host(s)", None),
 }
+RESULT_COLUMNS = ("label", "au", "verdict", "samples_per_s", "mb_per_s", "wait_p99_ms")
 
 
 # differing config keys already shown as a headline column
@@ -101,6 +105,27 @@ def table_html(table: pd.DataFrame) -> str:
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
+def differing_html(rs: RunSet) -> str:
+    """The settings that differ between the runs, one line each: the key and each run's
+    value, runs with the same value together."""
+    if not rs.differing:
+        return '<p class="meta">The runs share every setting.</p>'
+    items = []
+    for key in rs.differing:
+        column = key if key in rs.table else None
+        if column is None:
+            continue
+        groups: dict[str, list[str]] = {}
+        for _, row in rs.table.iterrows():
+            groups.setdefault(_text(key, row[column]), []).append(str(row["label"]))
+        values = "; ".join(f"<b>{html.escape(value)}</b> ({html.escape(', '.join(labels))})"
+                           if len(groups) > 1 and len(labels) < len(rs.table) else
+                           f"<b>{html.escape(value)}</b>"
+                           for value, labels in groups.items())
+        items.append(f"<li><code>{html.escape(key)}</code>: {values}</li>")
+    return f'<ul class="settings">{"".join(items)}</ul>'
+
+
 def notes(rs: RunSet) -> list[str]:
     """Warnings a reader must see before comparing the numbers."""
     t, out = rs.table, []
@@ -135,20 +160,19 @@ def render(rs: RunSet, figures: Sequence[plots.Plot], sources: Iterable[str]) ->
     """The whole HTML page (inline CSS, images as data URIs: no network, one file)."""
     now = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     warn = "".join(f'<div class="note">{html.escape(n)}</div>' for n in notes(rs))
-    differing = ", ".join(rs.differing) or "none"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dliobench report</title>
 <style>{CSS}</style></head><body>
 <h1>dliobench report</h1>
-<p class="meta">{len(rs.runs)} run(s) from {html.escape(", ".join(sources))};
-made {now}. Settings that differ: {html.escape(differing)}.</p>
+<p class="meta">{len(rs.runs)} run(s) from {html.escape(", ".join(sources))}; made {now}.</p>
 {warn}
-<h2>Runs</h2>
 {table_html(rs.table)}
 <p class="meta">AU = compute time / wall time of the counted steps (first
 <code>metric.exclude_start_steps</code> of each epoch left out), mean over ranks and epochs;
 rates are summed over ranks. MB = 10<sup>6</sup> bytes actually read. Wait = time a step
-blocked on the loader.</p>
+blocked on the loader. The verdict says what limited a run below its AU floor.</p>
+<h2>Settings that differ</h2>
+{differing_html(rs)}
 {"".join(_figure(p) for p in figures)}
 </body></html>
 """

@@ -150,13 +150,27 @@ def _row(run: Run) -> dict[str, Any]:
         "file_access": run.config("reader.file_access"),
         "read_threads": run.config("reader.read_threads"),
         "batch": run.config("reader.batch_size"),
-        "au": m.get("au"), "au_min": m.get("au_min"), "au_floor": run.config("metric.au"),
+        "au": m.get("au"), "verdict": verdict_text(res.get("verdict") or {}),
+        "au_min": m.get("au_min"), "au_floor": run.config("metric.au"),
         "samples_per_s": m.get("samples_per_s"), "mb_per_s": _mb(m.get("bytes_per_s")),
         "wait_p50_ms": _ms(m.get("wait_p50_s")), "wait_p99_ms": _ms(m.get("wait_p99_s")),
         "page_cache_possible": (res.get("honesty") or {}).get("page_cache_possible"),
         "dliobench_version": res.get("dliobench_version"), "commit": res.get("commit"),
         "hosts": " ".join(machine.get("hosts") or [machine.get("host") or ""]).strip(),
     }
+
+
+def verdict_text(verdict: dict[str, Any]) -> str:
+    """``meets the floor``, ``storage-limited``, ``not applicable``... of a result's verdict
+    (empty for results before schema 1.1)."""
+    limiter = verdict.get("limiter")
+    if not limiter:
+        return ""
+    if verdict.get("meets_floor"):
+        return "meets the floor"
+    if limiter in ("not applicable", "unknown"):
+        return str(limiter)
+    return f"{limiter}-limited" if limiter != "none" else "below the floor"
 
 
 # Keys that name a factor best, first first (a workload says more than its 20 keys).
@@ -224,7 +238,9 @@ def _labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]:
         text = str(row.get("user_label") or "") or describe(row, table, factors)
         if many_ranks:
             text = "; ".join(p for p in (text, plural(row["ranks"], "rank")) if p)
-        labels.append(text or ("common settings" if len(table) > 1 else str(row["run_id"])))
+        if not text and len(table) > 1:  # the baseline: its own values of what differs
+            text = "; ".join(factor_text(f, row) for f in factors)
+        labels.append(text or str(row["run_id"]))
     counts = pd.Series(labels).value_counts()
     return [lab if counts[lab] == 1 else f"{lab} [{rid[-6:]}]"
             for lab, rid in zip(labels, table["run_id"], strict=True)]

@@ -97,6 +97,20 @@ def test_html_holds_every_run_and_its_images(runs: Path) -> None:
     assert "page cache" in page
 
 
+def test_html_opens_with_the_results(runs: Path) -> None:
+    """The first table's leading columns are what each run achieved (a screenshot of the
+    page's top shows them), then the settings that differ as a short list."""
+    page = (_report(runs) / "report.html").read_text()
+    first = page.index("<table")
+    headers = re.findall(r"<th>([^<]*)</th>", page[first:page.index("</thead>", first)])
+    assert headers[:6] == ["run", "AU", "verdict", "samples/s", "read", "wait p99"]
+    assert page.index("<table") < page.index("Settings that differ") < page.index("<img")
+    assert "<code>reader.read_threads</code>" in page and "common settings" not in page
+    rows = re.findall(r"<tr>(.*?)</tr>", page[page.index("<tbody>"):])
+    assert len(rows) == 3 and all("meets the floor" in r or "-limited" in r or "not applicable"
+                                  in r or "below" in r for r in rows)
+
+
 def test_html_notes_other_versions_and_machines(runs: Path, tmp_path: Path) -> None:
     for src in (runs / "runs").iterdir():
         shutil.copytree(src, tmp_path / "runs" / src.name)
