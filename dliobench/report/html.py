@@ -16,7 +16,7 @@ import pandas as pd
 
 from dliobench.errors import InputError
 from dliobench.report import plots
-from dliobench.report.tables import RunSet, fmt_value, load_runs, run_set
+from dliobench.report.tables import RunSet, fmt_value, load_runs, run_set, telling_keys
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }
@@ -106,23 +106,34 @@ def table_html(table: pd.DataFrame) -> str:
 
 
 def differing_html(rs: RunSet) -> str:
-    """The settings that differ between the runs, one line each: the key and each run's
-    value, runs with the same value together."""
+    """The settings that differ, one line per group of settings that change together: the
+    telling key's values, each with the runs that have it (when not every run differs) and
+    the values the other keys of the group take with it."""
     if not rs.differing:
-        return '<p class="meta">The runs share every setting.</p>'
-    items = []
-    for key in rs.differing:
-        column = key if key in rs.table else None
-        if column is None:
+        return '<p class="meta">The runs share every setting but the rank count.</p>'
+    t, items = rs.table, []
+    for factor in rs.factors:
+        keys = [k for k in factor if k in t]
+        if not keys:
             continue
+        lead = telling_keys(factor)[0] if telling_keys(factor)[0] in t else keys[0]
+        rest = [k for k in keys if k != lead]
         groups: dict[str, list[str]] = {}
-        for _, row in rs.table.iterrows():
-            groups.setdefault(_text(key, row[column]), []).append(str(row["label"]))
-        values = "; ".join(f"<b>{html.escape(value)}</b> ({html.escape(', '.join(labels))})"
-                           if len(groups) > 1 and len(labels) < len(rs.table) else
-                           f"<b>{html.escape(value)}</b>"
-                           for value, labels in groups.items())
-        items.append(f"<li><code>{html.escape(key)}</code>: {values}</li>")
+        details: dict[str, str] = {}
+        for _, row in t.iterrows():
+            value = _text(lead, row[lead])
+            groups.setdefault(value, []).append(str(row["label"]))
+            details[value] = ", ".join(f"{k.split('.')[-1]} {_text(k, row[k])}" for k in rest)
+        parts = []
+        for value, labels in groups.items():
+            runs = f" ({', '.join(labels)})" if lead not in ("workload",) and \
+                len(groups) < len(t) else ""
+            more = f": {details[value]}" if details[value] else ""
+            parts.append(f"<b>{html.escape(value)}</b>{html.escape(runs + more)}")
+        head = f"<code>{html.escape(lead)}</code>"
+        if rest:
+            head += f" (and {len(rest)} setting(s) that change with it)"
+        items.append(f"<li>{head}: {' &middot; '.join(parts)}</li>")
     return f'<ul class="settings">{"".join(items)}</ul>'
 
 

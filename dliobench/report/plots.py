@@ -24,17 +24,12 @@ from dliobench.report.tables import (
     Run,
     RunSet,
     counted_steps,
-    describe,
-    factor_name,
     factor_text,
-    fmt_value,
     load_timeline,
     plural,
-    telling_keys,
 )
 
 DPI = 110
-MAX_PANELS = 6
 # (column, axis label, scale to plot units)
 METRICS = (("au", "AU (%)", 100.0), ("samples_per_s", "samples/s", 1.0),
            ("mb_per_s", "read MB/s (MB = $10^6$ bytes)", 1.0))
@@ -69,10 +64,21 @@ def _key(table: pd.DataFrame, columns: list[str]) -> pd.Series:
     return table[columns].map(str).agg(" | ".join, axis=1)
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
 def _floors(ax: Any, table: pd.DataFrame) -> None:
+    """One dashed AU floor per floor value, named by the workloads it belongs to."""
     for floor in sorted(table["au_floor"].dropna().unique()):
+        names = sorted({str(w) for w in table.loc[table["au_floor"] == floor, "workload"]})
         ax.axhline(100 * floor, color="grey", linestyle="--", linewidth=1,
-                   label=f"AU floor {100 * floor:g} %")
+                   label=f"AU floor {100 * floor:g} % ({', '.join(names)})")
+
+
+def _spans_decades(values: pd.Series) -> bool:
+    """Positive values whose largest is at least 100 times their smallest."""
+    positive = values[values > 0]
+    return len(positive) > 1 and positive.max() >= 100 * positive.min()
 
 
 def scaling(rs: RunSet, out: Path) -> Plot:
@@ -86,15 +92,23 @@ def scaling(rs: RunSet, out: Path) -> Plot:
                "no set of runs equal in everything but the rank count spans several rank counts")
         return Plot("scaling", title, None, f"Not drawn: {why}.")
     varying = [f for f in rs.factors if len({str(g[f[0]].iloc[0]) for g in groups}) > 1]
-    fig = Figure(figsize=(13, 4.2), layout="constrained")
+    fig = Figure(figsize=(13, 4.6), layout="constrained")
     axes = fig.subplots(1, 3)
-    for g in groups:
+    for n, g in enumerate(groups):
         label = "; ".join(factor_text(f, g.iloc[0]) for f in varying) or str(g["workload"].iloc[0])
         by = g.groupby("ranks")[[c for c, _, _ in METRICS]].mean()
+        marker = MARKERS[n % len(MARKERS)]
         for ax, (col, _, scale) in zip(axes, METRICS, strict=True):
-            ax.plot(by.index, by[col] * scale, marker="o", label=_wrap(label, 40))
+            line = ax.plot(by.index, by[col] * scale, marker=marker, markersize=7,
+                           markerfacecolor="none" if n % 2 else None, label=_wrap(label, 40),
+                           zorder=3 + len(groups) - n)[0]
+            if col != "au":  # ideal scaling: the smallest run's rate per rank, times ranks
+                first = by.index[0]
+                ax.plot(by.index, by[col].iloc[0] * scale * by.index / first, linestyle=":",
+                        color=line.get_color(), linewidth=1,
+                        label="ideal: linear from the fewest ranks" if n == 0 else None)
     ranks = sorted(int(r) for r in t["ranks"].unique())
-    for ax, (_, ylabel, _) in zip(axes, METRICS, strict=True):
+    for ax, (col, ylabel, _) in zip(axes, METRICS, strict=True):
         ax.set_xlabel("ranks (emulated accelerators)")
         ax.set_ylabel(ylabel)
         if ranks[-1] >= 8 * ranks[0]:
@@ -102,13 +116,20 @@ def scaling(rs: RunSet, out: Path) -> Plot:
         ax.set_xticks(ranks, [str(r) for r in ranks])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
+        if col != "au" and _spans_decades(t[col]):
+            ax.set_yscale("log")  # BERT's 0.1 MB/s next to UNet3D's GB/s
+            ax.set_ylabel(ylabel + ", log scale")
+        else:
+            ax.set_ylim(bottom=0)
     _floors(axes[0], t)
     axes[0].set_ylim(0, 105)
     axes[0].set_title("accelerator utilization")
     axes[1].set_title("samples consumed per second")
     axes[2].set_title("bytes read per second")
     handles, labels = axes[0].get_legend_handles_labels()
+    ideal = [(h, lab) for h, lab in zip(*axes[1].get_legend_handles_labels(), strict=True)
+             if lab.startswith("ideal")]
+    handles, labels = handles + [h for h, _ in ideal], labels + [lab for _, lab in ideal]
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)))
     repeated = any(g["ranks"].duplicated().any() for g in groups)
     fig.suptitle(title + (" (mean of repeated runs)" if repeated else ""))
@@ -116,89 +137,52 @@ def scaling(rs: RunSet, out: Path) -> Plot:
     return Plot("scaling", title, _save(fig, out, "scaling"), note)
 
 
-def _comparisons(rs: RunSet) -> list[tuple[tuple[str, ...], str, pd.DataFrame]]:
-    """Per factor, the largest set of runs differing in it only (rank count included)."""
-    t = rs.table
-    found = []
-    for factor in rs.factors:
-        others = [f[0] for f in rs.factors if f != factor] + ["ranks"]
-        panels = [g for _, g in t.groupby(_key(t, others), sort=False)
-                  if g[factor[0]].map(str).nunique() > 1]
-        if not panels:
-            continue
-        g = max(panels, key=lambda p: p[factor[0]].map(str).nunique())
-        row = g.iloc[0]
-        context = plural(row["ranks"], "rank") if t["ranks"].nunique() > 1 else ""
-        if len(panels) > 1:
-            rest = [f for f in rs.factors if f != factor]
-            context = "; ".join(p for p in (describe(row, t, rest), context) if p)
-        found.append((factor, context, g))
-    return found
-
-
-def _bar_values(factor: tuple[str, ...], g: pd.DataFrame) -> pd.DataFrame:
-    """Mean metrics per value of ``factor`` within one comparison, numeric order when possible."""
-    keys = list(factor)
-    agg = g.groupby(keys, sort=False, dropna=False)[[c for c, _, _ in METRICS]].mean().reset_index()
-    numeric = pd.to_numeric(agg[keys[0]], errors="coerce")
-    order = numeric.argsort() if numeric.notna().all() else agg[keys[0]].map(str).argsort()
-    agg = agg.iloc[order.to_numpy()]
-    shown = telling_keys(factor)
-    agg["tick"] = [" / ".join(fmt_value(k, v) for k, v in zip(shown, values, strict=True))
-                   for values in zip(*(agg[k] for k in shown), strict=True)]
-    return agg
-
-
-def _bar_column(axes: Any, factor: tuple[str, ...], context: str, g: pd.DataFrame,
-                first: bool) -> None:
-    """One comparison: AU, samples/s and MB/s bars (top to bottom) per value of ``factor``."""
-    bars = _bar_values(factor, g)
-    name = factor_name(factor)
-    axes[0].set_title(_wrap(name + (f" ({context})" if context else ""), 34), fontsize=10)
-    x = np.arange(len(bars))
-    for i, (col, ylabel, scale) in enumerate(METRICS):
-        colors = [f"C{i}"] * len(bars)
-        if col == "au":
-            colors = ["#d62728" if v < g["au_floor"].max() else "C0" for v in bars[col]]
-        rects = axes[i].bar(x, bars[col] * scale, color=colors, width=0.6)
-        axes[i].bar_label(rects, fmt="%.0f" if col == "samples_per_s" else "%.1f", fontsize=8)
-        for xi in x[bars[col].isna().to_numpy()]:
-            axes[i].annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=8)
-        axes[i].set_xticks(x, [_wrap(s, 14) for s in bars["tick"]], fontsize=9)
-        axes[i].set_xlim(-0.6, len(bars) - 0.4)
-        axes[i].set_ylabel(ylabel if first else "")
-        axes[i].margins(y=0.15)
-        axes[i].grid(axis="y", alpha=0.3)
-    _floors(axes[0], g)
-    axes[0].set_ylim(0, 112)
-    axes[2].set_xlabel(name)
+# (column, panel title, axis label, scale, digits) of the comparison's panels
+BARS = (("au", "accelerator utilization", "AU (%)", 100.0, 1),
+        ("samples_per_s", "samples consumed per second", "samples/s", 1.0, 0),
+        ("mb_per_s", "bytes read per second", "read MB/s (MB = $10^6$ bytes)", 1.0, 0),
+        ("wait_p99_ms", "99th percentile of the wait for a batch", "wait p99 (ms)", 1.0, 2))
 
 
 def comparison(rs: RunSet, out: Path) -> Plot:
-    """One bar group per differing config value, among runs equal in everything else."""
-    title = "Comparison of differing settings"
+    """One bar chart per metric (AU with its floor, samples/s, MB/s, wait p99), a bar per
+    point, named by the sweep's labels or the short description of what sets it apart."""
+    title = "Comparison of the runs"
+    t = rs.table
     if not rs.factors:
         why = ("there is only one run" if len(rs.runs) == 1 else
                "the runs do not differ in any setting but the rank count")
         return Plot("comparison", title, None, f"Not drawn: {why}.")
-    found = _comparisons(rs)
-    if not found:
-        return Plot("comparison", title, None, "Not drawn: the settings that differ always "
-                    "change together with others, so no two runs differ in one setting only.")
-    shown = found[:MAX_PANELS]
-    fig = Figure(figsize=(max(7.0, 2.0 + 3.2 * len(shown)), 9), layout="constrained")
-    axes = fig.subplots(3, len(shown), squeeze=False)
-    for j, (factor, context, g) in enumerate(shown):
-        _bar_column(axes[:, j], factor, context, g, first=j == 0)
-    axes[0, 0].legend(loc="lower left", fontsize=8)
-    fig.suptitle(title + ": AU, samples/s and MB/s per value")
-    note = ("Each panel holds runs that differ in that setting only (the rank count included); "
-            "red AU bars are below the AU floor.")
-    drawn = {f for f, _, _ in shown}
-    left = [factor_name(f) for f in rs.factors if f not in drawn]
-    if left:
-        note += (" Not drawn (no runs differing in it alone, or more than "
-                 f"{MAX_PANELS} panels): {', '.join(left)}; see the table.")
+    points = t.groupby("label", sort=False)[[c for c, *_ in BARS] + ["au_floor"]].mean()
+    computed = bool((t["compute_s_per_batch"].fillna(0) > 0).any())
+    panels = [b for b in BARS if computed or b[0] != "au"]
+    width = max(8.0, 1.0 + 0.9 * len(points)) if len(points) > 6 else 8.0
+    fig = Figure(figsize=(width, 2.7 * len(panels) + 0.8), layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    x = np.arange(len(points))
+    names = [_wrap(str(n), 22) for n in points.index]
+    for ax, (col, panel, ylabel, scale, digits) in zip(axes, panels, strict=True):
+        values = points[col] * scale
+        colors = ["#1f77b4"] * len(points)
+        if col == "au":
+            colors = ["#d62728" if v < 100 * f else "#2ca02c"
+                      for v, f in zip(values, points["au_floor"].fillna(0), strict=True)]
+            _floors(ax, t)
+            ax.set_ylim(0, 112)
+            ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+        bars = ax.bar(x, values.fillna(0), width=0.6, color=colors)
+        ax.bar_label(bars, [f"{v:,.{digits}f}" if v == v else "n/a" for v in values],
+                     fontsize=8, padding=2)
+        ax.set_xticks(x, names, fontsize=9)
+        ax.set_title(panel, fontsize=10)
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", alpha=0.3)
+        ax.margins(y=0.15)
+    fig.suptitle(title)
+    note = ("A bar per run (runs with the same name averaged); "
+            + ("AU bars are green at or above the AU floor, red below it."
+               if computed else "no AU panel: the runs emulate no compute (0 s per batch), "
+               "so they measure the storage and client alone."))
     return Plot("comparison", title, _save(fig, out, "comparison"), note)
 
 

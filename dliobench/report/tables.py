@@ -186,8 +186,9 @@ def fmt_value(key: str, value: Any) -> str:
     integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if key.endswith("bytes") and integral and abs(value) >= 1024:
         for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-            if abs(value) >= size:
-                return f"{value / size:g} {unit}"
+            if abs(value) >= size and (value % (size // 16) == 0 or abs(value) >= 10 * 2**10):
+                return f"{value / size:.4g} {unit}"
+        return f"{value:,} B"
     if key.endswith("time") and isinstance(value, float):
         return f"{value:g} s"
     return str(value)
