@@ -120,6 +120,9 @@ def check_format(config: Config, fmt: Format) -> None:
         raise ConfigError(f"{fmt.name} is lossy: a decoded sample is not the bytes written, "
                           "so it cannot be checked against a checksum; turn "
                           "reader.verify_samples and dataset.sample_checksums off")
+    if fmt.compressed_image and config.reader.verify_samples and not config.reader.decode:
+        raise ConfigError("reader.verify_samples checks decoded pixels; with reader.decode "
+                          f"off the {fmt.name} samples stay encoded: turn one of them off")
     max_per_file = fmt.max_samples_per_file
     if max_per_file is not None and config.dataset.num_samples_per_file > max_per_file:
         raise ConfigError(f"dataset.num_samples_per_file: {config.dataset.format} files hold at "

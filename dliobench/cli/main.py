@@ -180,10 +180,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return 0
     if done.files_written:
         rate = done.bytes_written / done.seconds if done.seconds else 0.0
+        asked = cfg.dataset.record_length_bytes * cfg.dataset.num_samples_per_file
         print(f"wrote {done.files_written} of {done.files_total} files, "
               f"{size_text(done.bytes_written)} in {done.seconds:.1f} s "
               f"({size_text(rate)}/s) "
-              f"to {cfg.dataset.data_folder}")
+              f"to {cfg.dataset.data_folder}; mean file "
+              f"{done.bytes_written / done.files_written:,.0f} bytes ({asked:,} requested)")
     else:
         print(f"all {done.files_total} files are already in {cfg.dataset.data_folder}")
     return 0
@@ -218,11 +220,12 @@ def cmd_datasize(args: argparse.Namespace) -> int:
     from dliobench.results.sysinfo import host_memory_bytes
 
     cfg, _ = _load(args)
-    memory = int(args.host_memory_gb * 1e9) if args.host_memory_gb else host_memory_bytes()
+    # GiB, as mlpstorage's --client-host-memory-in-gb (x 1024**3)
+    memory = int(args.host_memory_gb * 2**30) if args.host_memory_gb else host_memory_bytes()
     size = required_files(cfg, args.accelerators, args.hosts, memory)
     accel = cfg.train.accelerator or "emulated"
     print(f"{cfg.name} with {args.accelerators} {accel} accelerator(s) on {args.hosts} host(s) "
-          f"of {memory / 1e9:.1f} GB: dataset.num_files_train={size.files} "
+          f"of {memory / 2**30:.1f} GiB: dataset.num_files_train={size.files} "
           f"({size.bytes / 1e9:,.1f} GB)")
     print(f"  {MEMORY_FACTOR}x host memory needs {size.files_for_memory} files; "
           f"{MIN_STEPS} steps per accelerator need {size.files_for_steps} files "

@@ -115,8 +115,9 @@ def _add_datasize_parser(sub: SubParsers, commands: Commands) -> None:
                    help="emulated accelerators (ranks) in the run (default 1)")
     p.add_argument("--hosts", type=positive(int, 1e6), default=1, metavar="H",
                    help="hosts the ranks run on (default 1)")
-    p.add_argument("--host-memory-gb", type=positive(float, 1e6), metavar="GB",
-                   help="memory per host in GB (default: this host's)")
+    p.add_argument("--host-memory-gb", type=positive(float, 1e6), metavar="GIB",
+                   help="memory per host in GiB, as mlpstorage's --client-host-memory-in-gb "
+                   "(default: this host's)")
     p.set_defaults(func=commands["datasize"])
 
 

@@ -1,6 +1,7 @@
-"""Accelerator profiles: the ``accelerators:`` section (compute time per batch, AU floor) and
-how the chosen one (``train.accelerator``) supplies ``train.computation_time`` and
-``metric.au`` unless those are set as late or later."""
+"""Accelerator profiles: the ``accelerators:`` section (compute time per batch, AU floor,
+optionally the batch size) and how the chosen one (``train.accelerator``) supplies
+``train.computation_time``, ``metric.au`` and ``reader.batch_size`` unless those are set as
+late or later."""
 
 from __future__ import annotations
 
@@ -19,14 +20,14 @@ def merge_profiles(sections: list[tuple[str, dict[str, Any]]]) -> dict[str, Acce
         for name, profile in section.items():
             if not isinstance(profile, dict):
                 raise ConfigError(f"accelerators.{name} in {origin} must be a mapping "
-                                  "{computation_time: S, au: F}")
+                                  "{computation_time: S, au: F, batch_size: N}")
             merged.setdefault(str(name), {}).update(profile)
     out = {}
     for name, p in merged.items():
-        unknown = set(p) - {"computation_time", "au", "computation_time_stdev"}
+        unknown = set(p) - {"computation_time", "au", "computation_time_stdev", "batch_size"}
         if unknown or "computation_time" not in p or "au" not in p:
             raise ConfigError(f"accelerators.{name} must have computation_time and au "
-                              "(optionally computation_time_stdev), nothing else")
+                              "(optionally computation_time_stdev, batch_size), nothing else")
         mean, stdev = cv.to_seconds(f"accelerators.{name}.computation_time", p["computation_time"])
         out[name] = AcceleratorProfile(
             computation_time=mean,
@@ -35,8 +36,19 @@ def merge_profiles(sections: list[tuple[str, dict[str, Any]]]) -> dict[str, Acce
                 f"accelerators.{name}.computation_time_stdev",
                 p.get("computation_time_stdev", stdev or 0.0),
             ),
+            batch_size=_batch_size(name, p.get("batch_size")),
         )
     return out
+
+
+def _batch_size(name: str, value: Any) -> int | None:
+    """A profile's batch size: a positive integer, or None when it has none."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"accelerators.{name}.batch_size must be a positive integer, "
+                          f"got {value!r}")
+    return value
 
 
 def apply_profile(raw: dict[str, Any], origin: dict[str, int],
@@ -50,8 +62,12 @@ def apply_profile(raw: dict[str, Any], origin: dict[str, int],
         raise ConfigError(f"train.accelerator: this workload has no '{name}' profile; "
                           f"it has: {have}")
     profile, level = profiles[name], origin["train.accelerator"]
-    for key_name, value in (("train.computation_time", profile.computation_time),
-                            ("train.computation_time_stdev", profile.computation_time_stdev),
-                            ("metric.au", profile.au)):
+    supplied: list[tuple[str, Any]] = [
+        ("train.computation_time", profile.computation_time),
+        ("train.computation_time_stdev", profile.computation_time_stdev),
+        ("metric.au", profile.au)]
+    if profile.batch_size is not None:
+        supplied.append(("reader.batch_size", profile.batch_size))
+    for key_name, value in supplied:
         if origin.get(key_name, -1) < level:
             raw[key_name], origin[key_name] = value, level

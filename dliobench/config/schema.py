@@ -124,6 +124,10 @@ class ReaderConfig:
         False, "bool", "check every sample read against the CRC-32C the manifest recorded "
         "(the dataset needs dataset.sample_checksums; lossy formats cannot be checked)",
         aliases=("verify_checksums",))
+    decode: bool = key(
+        True, "bool", "decode image samples (jpeg, png) with Pillow, as DLIO's image reader "
+        "(np.asarray(Image.open(f))) and real training do; false hands compute the encoded "
+        "bytes, so a run shows what the reads alone cost and what decoding adds")
     persistent_workers: bool = key(True, "bool", "pytorch: keep worker processes across epochs")
     pin_memory: bool = key(True, "bool", "pytorch: pin batches in page-locked memory (CUDA only)")
     dali_native_reader: bool = key(
@@ -253,11 +257,13 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class AcceleratorProfile:
-    """One accelerator's measured compute time per batch and AU floor."""
+    """One accelerator's measured compute time per batch and AU floor (and the batch size
+    that time is for, when the accelerator's batch differs from the workload's)."""
 
     computation_time: float
     au: float
     computation_time_stdev: float = 0.0
+    batch_size: int | None = None
 
 
 @dataclass(frozen=True)

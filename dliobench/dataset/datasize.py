@@ -1,7 +1,10 @@
 """How large a dataset must be for honest numbers (MLPerf Storage's sizing rule).
 
 At least 5x the memory of the participating hosts, so the page cache cannot hold a
-meaningful part of it, and at least 500 steps per accelerator per epoch.
+meaningful part of it, and at least 500 steps per accelerator per epoch, both rounded up
+(mlcommons/storage mlpstorage_py/rules/utils.py ``calculate_training_data_size``,
+@2f15ab696e8bf963a6e09d67410ac7d291a0c21d, the v3.0 tool). The batch is the accelerator
+profile's (retinanet: 24 on b200, 32 on mi355).
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ class ImageFormat(FileFormat):
     extension: str
     head_bytes = 0  # one sample per file: no layout to learn
     max_samples_per_file = 1
+    compressed_image = True
     lossy: bool
     checksummed: bool
     pil_format: ClassVar[str]

@@ -90,6 +90,7 @@ class Format(Protocol):
     lossy: bool  # a decoded sample is not the written bytes (JPEG)
     checksummed: bool  # a flipped payload byte is detected when the sample is decoded
     reads_itself: bool  # the format's library does its own I/O: use ``read_sample``
+    compressed_image: bool  # decode expands an encoded image (jpeg, png): reader.decode
 
     def configured(self, dataset: DatasetConfig) -> Format:
         """This format with the options the dataset's configuration sets for it.
@@ -135,6 +136,7 @@ class FileFormat:
     lossy = False
     checksummed = False
     reads_itself = False
+    compressed_image = False
 
     def configured(self, dataset: DatasetConfig) -> Format:
         """This format: it takes no options (HDF5's chunking and compression are refused)."""

@@ -30,7 +30,8 @@ def sample_reader(plan: Plan) -> SampleReader:
     dataset = plan.config.dataset
     return SampleReader(plan.fmt, plan.backend, plan.keys, plan.sizes,
                         dataset.num_samples_per_file, dataset.record_length_bytes_resize,
-                        plan.config.reader.odirect, plan.sample_crcs)
+                        plan.config.reader.odirect, plan.sample_crcs,
+                        decode=plan.config.reader.decode)
 
 
 def make_loader(plan: Plan) -> Loader:

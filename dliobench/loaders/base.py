@@ -65,7 +65,8 @@ class SampleReader:
 
     def __init__(self, fmt: Format, backend: Backend, keys: Sequence[str],
                  sizes: Sequence[int], samples_per_file: int, resize_bytes: int = 0,
-                 odirect: bool = False, sample_crcs: FileChecksums | None = None) -> None:
+                 odirect: bool = False, sample_crcs: FileChecksums | None = None,
+                 decode: bool = True) -> None:
         self.fmt = fmt
         self.backend = backend
         self.keys = keys
@@ -74,6 +75,7 @@ class SampleReader:
         self.resize_bytes = resize_bytes
         self.odirect = odirect
         self.sample_crcs = sample_crcs  # verify each sample against them when given
+        self.decode = decode  # False: images stay encoded (reader.decode)
         self._layouts: dict[int, list[ByteRange]] = {}
 
     @classmethod
@@ -116,7 +118,10 @@ class SampleReader:
             if len(data) < size:
                 raise CorruptSampleError(str(src), len(data), "file is truncated: the manifest "
                                          f"says {size} bytes")
-            sample = self.fmt.decode(src, data, whole_file=True)
+            if self.decode or not self.fmt.compressed_image:
+                sample = self.fmt.decode(src, data, whole_file=True)
+            else:  # reader.decode=false: compute gets the encoded image as read
+                sample = np.frombuffer(data, dtype=np.uint8)
         else:
             ranges, nbytes = self._layout(file_index, src)
             rng = ranges[k]

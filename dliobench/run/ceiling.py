@@ -40,7 +40,7 @@ def key_of(config: Config, world: World) -> str:
              d.enable_chunking, d.chunk_size, d.compression, r.data_loader, r.batch_size,
              r.read_threads, r.prefetch_size, r.sharding, r.file_shuffle != "off",
              r.sample_shuffle != "off", r.multiprocessing_context, r.dali_native_reader,
-             r.file_access, world.local_size]
+             r.file_access, r.decode, world.local_size]
     return json.dumps(parts, default=str)
 
 

@@ -66,6 +66,7 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
     if ready.generated and ready.generated.files_written:
         g = ready.generated
         extra["generation"] = {"files": g.files_written, "bytes": g.bytes_written,
+                               "mean_file_bytes": g.bytes_written / g.files_written,
                                "seconds": g.seconds,
                                "bytes_per_s": g.bytes_written / g.seconds if g.seconds else None}
     if not config.workflow.train:

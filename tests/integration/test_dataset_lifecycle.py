@@ -114,8 +114,8 @@ def test_datasize_applies_both_rules(run_cli: Callable[..., int],
     path = write_workload(tiny_workload())  # 64 KiB samples, batch 2
     assert run_cli("datasize", str(path), "--accelerators", "4", "--host-memory-gb", "1") == 0
     out = capsys.readouterr().out
-    # 5 x 1 GB / 65536 B = 76,294 files; 500 steps x 2 x 4 = 4,000 files
-    assert "dataset.num_files_train=76294" in out and "memory rule decides" in out
+    # 5 x 1 GiB / 65536 B = 81,920 files; 500 steps x 2 x 4 = 4,000 files
+    assert "dataset.num_files_train=81920" in out and "memory rule decides" in out
 
 
 def test_checkpoints_are_written_timed_and_read_back(

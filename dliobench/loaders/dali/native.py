@@ -116,8 +116,9 @@ class SampleIndex:
 
 
 def reader_graph(fmt_name: str, files: list[str], odirect: bool,
-                 options: dict[str, Any]) -> tuple[Any, ...]:
-    """The reader (and decoder) of ``fmt_name``: (samples,) or (images, encoded shapes)."""
+                 options: dict[str, Any], decode: bool = True) -> tuple[Any, ...]:
+    """The reader (and decoder) of ``fmt_name``: (samples,) or (images, encoded shapes);
+    images stay encoded without ``decode`` (reader.decode=false)."""
     if fmt_name == "npy":
         return (fn.readers.numpy(files=files, use_o_direct=odirect, **options),)
     if fmt_name == "tfrecord":
@@ -130,6 +131,8 @@ def reader_graph(fmt_name: str, files: list[str], odirect: bool,
     from nvidia.dali.types import DALIImageType
 
     encoded, _ = fn.readers.file(files=files, **options)
+    if not decode:
+        return encoded, encoded.shape()
     images = fn.decoders.image(encoded, device="cpu", output_type=DALIImageType.GRAY)
     return images, encoded.shape()
 
@@ -171,7 +174,8 @@ class NativeFeed:
         self._static = static_deviations(reader.fmt.name, spec, shuffle_buffer, reader.odirect)
         self._plan = np.zeros(total, dtype=bool)
         self._seen = np.zeros(total, dtype=bool)
-        self._image = reader.fmt.name in ("jpeg", "png")  # decoded as (rows, columns, 1)
+        # decoded as (rows, columns, 1); encoded bytes are flat
+        self._image = reader.fmt.name in ("jpeg", "png") and reader.decode
         self._left = self._done = self._pos = 0
         self._in_order = True
         self._order = np.empty(0, dtype=np.int64)
@@ -183,13 +187,13 @@ class NativeFeed:
         options = {"name": _READER, "shard_id": spec.rank, "num_shards": spec.size,
                    "stick_to_shard": True, "pad_last_batch": True, "random_shuffle": shuffle,
                    "initial_fill": fill, "seed": spec.seed, "dont_use_mmap": True}
-        fmt_name, odirect = self.reader.fmt.name, self.reader.odirect
+        fmt_name, odirect, decode = self.reader.fmt.name, self.reader.odirect, self.reader.decode
 
         @pipeline_def(batch_size=self.batch_size, num_threads=max(1, read_threads),
                       device_id=None, prefetch_queue_depth=max(1, prefetch_size),
                       seed=spec.seed)
         def graph() -> tuple[Any, ...]:
-            return reader_graph(fmt_name, files, odirect, options)
+            return reader_graph(fmt_name, files, odirect, options, decode)
 
         pipe = graph()
         pipe.build()
