@@ -184,6 +184,8 @@ def _convert(name: str, value: Any) -> Any:
         out = cv.to_shuffle(name, value, meta["choices"])
     elif kind == "name":
         out = cv.to_name(name, value)
+    elif kind == "columns":
+        out = cv.to_columns(name, value)
     else:  # str, path
         out = cv.to_str(name, value)
     _check_bounds(name, value, out, meta)

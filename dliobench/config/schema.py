@@ -13,6 +13,27 @@ from dliobench.formats import FORMATS  # the registries own the names
 from dliobench.loaders import LOADERS
 
 SHUFFLE_MODES = ("off", "seed", "random")
+# dataset.compression: hdf5 takes gzip and lzf, parquet its own codecs (each format checks)
+COMPRESSIONS = ("none", "gzip", "lzf", "snappy", "lz4", "zstd", "brotli")
+PARQUET_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class ParquetColumn:
+    """One column of generated parquet files (DLIO's ``dataset.parquet.columns`` item):
+    ``size`` values of ``dtype`` per row; ``read: false`` columns are written, not read."""
+
+    name: str
+    dtype: str = "float32"
+    size: int = 1
+    read: bool = True
+
+    @property
+    def width(self) -> int:
+        """Bytes of this column in one row."""
+        import numpy as np
+
+        return int(np.dtype(self.dtype).itemsize) * self.size
 
 
 def key(
@@ -78,9 +99,24 @@ class DatasetConfig:
     enable_chunking: bool = key(False, "bool", "hdf5: store the dataset in chunks (DLIO's key)")
     chunk_size: int = key(0, "size", "hdf5: bytes per chunk within a sample when chunking",
                           minimum=0)
-    compression: str = key("none", "choice", "hdf5: compression filter of the chunks",
-                           choices=("none", "gzip", "lzf"))
+    compression: str = key("none", "choice", "hdf5: compression filter of the chunks (gzip, "
+                           "lzf); parquet: codec of the pages (snappy, gzip, lz4, zstd, brotli)",
+                           choices=COMPRESSIONS)
     compression_level: int = key(4, "int", "hdf5: gzip level", minimum=0, maximum=9)
+    parquet_columns: tuple[ParquetColumn, ...] = key(
+        (), "columns", "parquet: columns of a row, a list of {name, dtype, size, read} (DLIO's "
+        "dataset.parquet.columns; their bytes must add up to record_length_bytes); none: one "
+        "uint8 column of record_length_bytes", aliases=("dataset.parquet.columns",))
+    parquet_row_group_size: int = key(
+        1024, "int", "parquet: rows per row group", minimum=1,
+        aliases=("dataset.parquet.row_group_size",))
+    parquet_read_mode: str = key(
+        "row_group", "choice", "parquet: DLIO's read_mode; both read a sample's whole row group "
+        "(of the columns read) and keep the last one decoded", choices=("default", "row_group"),
+        aliases=("dataset.parquet.read_mode",))
+    parquet_generation_batch_size: int = key(
+        0, "int", "parquet: DLIO's rows generated at once; accepted, the generator works one "
+        "row group at a time", minimum=0, aliases=("dataset.parquet.generation_batch_size",))
     compressibility: float = key(
         0.0, "float", "fraction of each block made of zeros, so storage compression can "
         "shrink it (like fio's buffer_compress_percentage / 100)", minimum=0, maximum=0.99,

@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any
 
+from dliobench.config.schema import PARQUET_DTYPES, ParquetColumn
 from dliobench.errors import ConfigError
 
 _SIZE_UNITS = {
@@ -140,3 +141,29 @@ def to_seconds(name: str, value: Any) -> tuple[float, float | None]:
         raise _fail(name, value, "seconds, or a mapping {mean: S, stdev: S} (normal distribution)")
     stdev = value.get("stdev", value.get("std", 0.0))
     return to_float(name + ".mean", value["mean"]), to_float(name + ".stdev", stdev)
+
+
+def to_columns(name: str, value: Any) -> tuple[ParquetColumn, ...]:
+    """A list of parquet columns, each a mapping {name, dtype, size (1), read (true)}."""
+    if value in (None, "", []):
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise _fail(name, value, "a list of {name, dtype, size, read} mappings")
+    out = []
+    for i, item in enumerate(value):
+        where = f"{name}[{i}]"
+        if isinstance(item, ParquetColumn):
+            out.append(item)
+            continue
+        if not isinstance(item, dict) or "name" not in item or set(item) - {
+                "name", "dtype", "size", "read"}:
+            raise _fail(where, item, "a mapping {name, dtype, size, read}")
+        dtype = to_choice(where + ".dtype", item.get("dtype", "float32"), PARQUET_DTYPES)
+        size = to_int(where + ".size", item.get("size", 1))
+        if size < 1:
+            raise _fail(where + ".size", size, "at least 1")
+        out.append(ParquetColumn(to_name(where + ".name", item["name"]), dtype, size,
+                                 to_bool(where + ".read", item.get("read", True))))
+    if len({c.name for c in out}) != len(out):
+        raise _fail(name, value, "columns with different names")
+    return tuple(out)

@@ -45,7 +45,12 @@ IDENTITY_KEYS = ("format", "num_samples_per_file", "record_length_bytes",
 
 def identity(dataset: DatasetConfig) -> dict[str, Any]:
     """The generation parameters a dataset on disk must share with the configuration."""
-    return {k: getattr(dataset, k) for k in IDENTITY_KEYS}
+    out = {k: getattr(dataset, k) for k in IDENTITY_KEYS}
+    if dataset.format == "parquet":  # only there, so older manifests of other formats match
+        out["parquet_row_group_size"] = dataset.parquet_row_group_size
+        out["parquet_columns"] = ",".join(f"{c.name}:{c.dtype}:{c.size}"
+                                          for c in dataset.parquet_columns)
+    return out
 
 
 def record_dtype(sides: int, samples: int = 0) -> np.dtype:

@@ -24,6 +24,7 @@ REGISTRY: dict[str, str] = {
     "jpeg": "dliobench.formats.jpeg",
     "png": "dliobench.formats.png",
     "indexed_binary": "dliobench.formats.indexed_binary",
+    "parquet": "dliobench.formats.parquet",
 }
 FORMATS: tuple[str, ...] = tuple(REGISTRY)
 

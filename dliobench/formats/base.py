@@ -91,6 +91,7 @@ class Format(Protocol):
     checksummed: bool  # a flipped payload byte is detected when the sample is decoded
     reads_itself: bool  # the format's library does its own I/O: use ``read_sample``
     compressed_image: bool  # decode expands an encoded image (jpeg, png): reader.decode
+    reads_rows: bool  # ``read_rows`` reads many samples of a file at once (parquet)
 
     def configured(self, dataset: DatasetConfig) -> Format:
         """This format with the options the dataset's configuration sets for it.
@@ -121,6 +122,11 @@ class Format(Protocol):
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Sample ``index`` of the file and the bytes read for it (``reads_itself`` only)."""
 
+    def read_rows(self, src: Stored, file_size: int, num_samples: int, indices: np.ndarray,
+                  odirect: bool) -> tuple[np.ndarray, int]:
+        """Samples ``indices`` of the file as one (len(indices), bytes) array, and the bytes
+        read for them (``reads_rows`` only)."""
+
     def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
         """The bytes of a generated sample that a lossless read decodes back (the whole
         sample, or what the format keeps of it): what a per-sample checksum covers."""
@@ -137,18 +143,24 @@ class FileFormat:
     checksummed = False
     reads_itself = False
     compressed_image = False
+    reads_rows = False
 
     def configured(self, dataset: DatasetConfig) -> Format:
         """This format: it takes no options (HDF5's chunking and compression are refused)."""
         if dataset.enable_chunking or dataset.compression != "none":
             raise ConfigError("dataset.enable_chunking and dataset.compression apply to the "
-                              f"hdf5 format only, not {dataset.format}")
+                              f"hdf5 and parquet formats only, not {dataset.format}")
         return self  # type: ignore[return-value]  # every subclass is a Format
 
     def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:
         """Formats whose bytes the loader reads do not read samples themselves."""
         raise NotImplementedError(f"{self.name} samples are read by the loader")
+
+    def read_rows(self, src: Stored, file_size: int, num_samples: int, indices: np.ndarray,
+                  odirect: bool) -> tuple[np.ndarray, int]:
+        """Formats read sample by sample unless they say ``reads_rows``."""
+        raise NotImplementedError(f"{self.name} samples are read one at a time")
 
     def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
         """The whole sample."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dliobench import leftovers
+from dliobench.dataset.sharding import batches
 from dliobench.errors import DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch, SampleReader
 
@@ -62,6 +63,43 @@ class SampleDataset(Dataset):
         if not sample.flags.writeable:  # torch wants writable memory; views of read buffers
             sample = sample.copy()      # are read-only only for formats that decode in place
         return torch.from_numpy(sample), nbytes, int(sample_id)
+
+
+class BatchDataset(Dataset):
+    """Map-style dataset whose index is a whole batch of ids (``SampleReader.batched``): a
+    worker reads it with one ``read_batch``; item = (tensor of rows, bytes read, ids)."""
+
+    def __init__(self, reader: SampleReader) -> None:
+        self.reader = reader
+
+    def __getitem__(self, ids: np.ndarray) -> tuple[torch.Tensor, int, torch.Tensor] | \
+            DlioBenchError:
+        try:
+            rows, nbytes = self.reader.read_batch(ids)
+        except DlioBenchError as exc:
+            return exc
+        return torch.from_numpy(rows), nbytes, torch.from_numpy(np.asarray(ids))
+
+
+class EpochBatchSampler(Sampler[np.ndarray]):
+    """Yields this epoch's ids in batches (drop_last as configured), one index per batch."""
+
+    def __init__(self, batch_size: int, drop_last: bool) -> None:
+        self.ids = np.empty(0, dtype=np.int64)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(batches(self.ids, self.batch_size, self.drop_last))
+
+    def __len__(self) -> int:
+        full, rest = divmod(int(self.ids.size), self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+
+def _whole(item: Any) -> Any:
+    """A batch read whole needs no collating."""
+    return item
 
 
 class EpochSampler(Sampler[int]):
@@ -126,20 +164,30 @@ class PyTorchLoader:
             log.debug("reader.pin_memory ignored: no CUDA device")
         if workers:  # segments of workers killed mid-batch (a killed run), gone a while
             leftovers.sweep(r"torch_(?P<pid>\d+)_\d+_\d+", min_age_s=TORCH_SEGMENT_AGE_S)
-        self._loader: DataLoader[Any] | None = DataLoader(
-            SampleDataset(reader), batch_size=batch_size, sampler=self._sampler,
-            num_workers=workers, drop_last=drop_last, collate_fn=collate, pin_memory=pin,
-            **extra)
+        self._batches = EpochBatchSampler(batch_size, drop_last)
+        self._batched = reader.batched
+        if reader.batched:  # one worker reads a whole batch: no per-sample work
+            self._loader: DataLoader[Any] | None = DataLoader(
+                BatchDataset(reader), batch_size=None, sampler=self._batches,
+                num_workers=workers, collate_fn=_whole, pin_memory=pin, **extra)
+        else:
+            self._loader = DataLoader(
+                SampleDataset(reader), batch_size=batch_size, sampler=self._sampler,
+                num_workers=workers, drop_last=drop_last, collate_fn=collate,
+                pin_memory=pin, **extra)
 
     def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
         """Batches of ``ids`` through the DataLoader's workers."""
         assert self._loader is not None, "loader is closed"
-        self._sampler.ids = np.asarray(ids, dtype=np.int64)
+        self._sampler.ids = self._batches.ids = np.asarray(ids, dtype=np.int64)
         for out in self._loader:
             if isinstance(out, DlioBenchError):  # a worker's read error, raised here
                 raise out
             data, nbytes, batch_ids = out
-            samples = list(data) if isinstance(data, torch.Tensor) else data
+            if self._batched:  # a batch read whole stays one array
+                samples: Any = data.numpy()
+            else:
+                samples = list(data) if isinstance(data, torch.Tensor) else data
             yield Batch(ids=batch_ids.numpy(), nbytes=int(nbytes), data=samples)
 
     def close(self) -> None:

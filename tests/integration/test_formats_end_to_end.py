@@ -40,7 +40,7 @@ def test_hdf5_chunking_and_compression_from_dlio_keys(
     assert result["honesty"]["dataset_bytes"] < 8 * 4 * 65536 * 0.8
 
 
-def test_compression_is_for_hdf5_only() -> None:
+def test_compression_is_for_hdf5_and_parquet_only() -> None:
     cfg, _ = load(None, ["dataset.compression=gzip"])
-    with pytest.raises(ConfigError, match="hdf5 format only"):
+    with pytest.raises(ConfigError, match="hdf5 and parquet formats only"):
         format_for(cfg.dataset)

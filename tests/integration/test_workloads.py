@@ -19,7 +19,10 @@ SCALE_DOWN = ["dataset.num_files_train=4", "dataset.record_length_bytes=8KiB",
 
 def spf_override(name: str) -> list[str]:
     text = (WORKLOADS / name).read_text()
-    return ["dataset.num_samples_per_file=3"] if "num_samples_per_file: 1\n" not in text else []
+    out = ["dataset.num_samples_per_file=3"] if "num_samples_per_file: 1\n" not in text else []
+    if "format: parquet" in text:  # rows of 8 KiB do not fit the columns: one uint8 column
+        out.append("dataset.parquet.columns=[]")
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.yaml")))

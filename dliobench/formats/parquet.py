@@ -1,0 +1,274 @@
+"""Parquet through pyarrow: a sample is a row; a row is its columns' values side by side.
+
+The layout of DLIO's parquet generator and reader (the keys of mlcommons/storage
+``configs/dlio/workload/dlrm_b200.yaml`` and ``flux_b200.yaml``, see the workload files):
+``dataset.parquet.columns`` gives each column's name, dtype and ``size`` (values per row: a
+column of size 1 is a plain column, a larger one a fixed-size list), ``row_group_size`` the
+rows per row group, ``read: false`` columns are written but not read, ``dataset.compression``
+the page codec. Without columns a row is one uint8 column of ``record_length_bytes``.
+
+Generation is vectorised: the generator's (rows, row bytes) array of fill bytes is cut into
+columns, each viewed as its dtype and handed to Arrow as one buffer (no per-row Python), and
+the file is built in memory and written through the storage backend (``EncodedFormat``).
+
+Reading goes through the storage seam: pyarrow reads through the backend's counting file
+object, so the footer, and the column chunks of each row group read, are counted as read from
+storage. A sample's whole row group (of the columns read) is read and decoded, as DLIO's
+``read_mode: row_group`` does. Nothing decoded is kept between calls (it would serve later
+reads from memory, never to pass as storage speed), so reading row by row (``read_sample``)
+reads a row group per row; ``read_rows`` hands back many rows of one file as one (rows, bytes)
+array reading each row group they need once: the path of loaders that read a batch at once.
+Open files (their footers read and counted once) are kept per thread, one at a time.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dliobench.config.schema import ParquetColumn
+from dliobench.errors import ConfigError, CorruptSampleError, DatasetError, MissingExtraError
+from dliobench.formats.base import ByteRange, EncodedFormat, Stored
+from dliobench.storage.backend import CountingReader
+
+try:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("pyarrow", "parquet") from exc
+
+if TYPE_CHECKING:
+    from dliobench.config.schema import DatasetConfig
+
+CODECS = ("none", "snappy", "gzip", "lz4", "zstd", "brotli")
+DEFAULT_COLUMN = "data"
+_ERRORS = (OSError, ValueError, pa.ArrowException)
+
+
+class _File(io.RawIOBase):
+    """The backend's counting reader as the Python file object pyarrow reads."""
+
+    def __init__(self, raw: CountingReader) -> None:
+        self.raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self.raw.readinto(buffer)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class _Open:
+    """One thread's open file."""
+
+    def __init__(self, key: tuple[object, ...], raw: CountingReader,
+                 pf: pq.ParquetFile) -> None:
+        self.key = key  # where, how (O_DIRECT) and which version of the object
+        self.pid = os.getpid()  # a forked worker inherits it, but must open its own
+        self.raw = raw
+        self.pf = pf
+
+    def close(self) -> None:
+        self.pf.close()
+        self.raw.close()
+
+
+class ParquetFormat(EncodedFormat):
+    """Rows of fixed-width columns in row groups; uncompressed by default."""
+
+    name = "parquet"
+    extension = "parquet"
+    head_bytes = 0  # pyarrow reads the file itself (read_sample)
+    reads_itself = True
+    reads_rows = True
+
+    def __init__(self, columns: tuple[ParquetColumn, ...] = (), row_group_size: int = 1024,
+                 compression: str = "none") -> None:
+        """Columns of a row (none: one uint8 column as wide as the sample), rows per row
+        group, and the page codec."""
+        if compression not in CODECS:
+            raise ConfigError(f"parquet compression '{compression}' is not supported; use "
+                              + ", ".join(CODECS))
+        if columns and not any(c.read for c in columns):
+            raise ConfigError("dataset.parquet.columns: every column has read: false; read "
+                              "at least one")
+        self.columns = columns
+        self.row_group_size = max(1, row_group_size)
+        self.compression = compression
+        self._local = threading.local()
+
+    def configured(self, dataset: DatasetConfig) -> ParquetFormat:
+        """The format for the dataset's parquet keys and compression."""
+        if dataset.enable_chunking:
+            raise ConfigError("dataset.enable_chunking applies to the hdf5 format only")
+        if dataset.parquet_columns:
+            width = sum(c.width for c in dataset.parquet_columns)
+            if width != dataset.record_length_bytes or dataset.record_length_bytes_stdev:
+                raise ConfigError(
+                    f"dataset.parquet.columns make rows of {width} bytes; set "
+                    f"dataset.record_length_bytes to {width} (and its stdev to 0)")
+        return ParquetFormat(dataset.parquet_columns, dataset.parquet_row_group_size,
+                             dataset.compression)
+
+    def _columns(self, width: int) -> tuple[ParquetColumn, ...]:
+        return self.columns or (ParquetColumn(DEFAULT_COLUMN, "uint8", width),)
+
+    def encode(self, samples: np.ndarray) -> memoryview:
+        """The parquet file whose rows hold ``samples``' bytes, column by column."""
+        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
+        columns = self._columns(rows.shape[1])
+        if sum(c.width for c in columns) != rows.shape[1]:
+            # only the free-space probe's small files (``configured`` checks the dataset's
+            # rows against the columns): one column of their width costs about the same
+            columns = (ParquetColumn(DEFAULT_COLUMN, "uint8", rows.shape[1]),)
+        arrays, start = [], 0
+        for col in columns:
+            values = np.ascontiguousarray(rows[:, start:start + col.width]).view(col.dtype)
+            start += col.width
+            flat = pa.array(values.reshape(-1))
+            arrays.append(flat if col.size == 1 else
+                          pa.FixedSizeListArray.from_arrays(flat, col.size))
+        table = pa.Table.from_arrays(arrays, names=[c.name for c in columns])
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, row_group_size=self.row_group_size,
+                       compression=self.compression, write_statistics=False,
+                       use_dictionary=False)
+        return memoryview(sink.getvalue())
+
+    def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
+                    odirect: bool) -> tuple[np.ndarray, int]:
+        """Row ``index``'s bytes (of the columns read) and the bytes read from storage."""
+        rows, nbytes = self.read_rows(src, file_size, num_samples,
+                                      np.array([index], dtype=np.int64), odirect)
+        return rows[0], nbytes
+
+    def read_rows(self, src: Stored, file_size: int, num_samples: int, indices: np.ndarray,
+                  odirect: bool) -> tuple[np.ndarray, int]:
+        """Rows ``indices`` of the file as one (len(indices), bytes) uint8 array, in that
+        order, and the bytes read from storage to get them (whole row groups)."""
+        handle, nbytes = self._open(src, num_samples, odirect)
+        groups = indices // self.row_group_size
+        order = np.argsort(groups, kind="stable")
+        bounds = np.flatnonzero(np.diff(groups[order])) + 1
+        parts = np.split(order, bounds)
+        out: np.ndarray | None = None
+        for part in parts:
+            if not part.size:
+                continue
+            group = int(groups[part[0]])
+            rows, got = self._load(handle, src, group)
+            nbytes += got
+            if out is None:
+                out = np.empty((indices.size, rows.shape[1]), dtype=np.uint8)
+            out[part] = rows[indices[part] - group * self.row_group_size]
+        assert out is not None
+        return out, nbytes
+
+    def _open(self, src: Stored, num_samples: int, odirect: bool) -> tuple[_Open, int]:
+        """This thread's open handle of ``src`` and the bytes opening it read (its footer)."""
+        st = src.backend.stat(src.key)
+        if st is None:
+            raise FileNotFoundError(str(src))
+        key = (str(src), odirect, st.version)
+        handle: _Open | None = getattr(self._local, "handle", None)
+        if handle is not None and handle.key == key and handle.pid == os.getpid():
+            return handle, 0
+        if handle is not None and handle.pid == os.getpid():
+            handle.close()
+            self._local.handle = None
+        raw = src.backend.open_read(src.key, odirect)
+        try:
+            pf = pq.ParquetFile(_File(raw), pre_buffer=True)
+        except _ERRORS as exc:
+            raw.close()
+            raise CorruptSampleError(str(src), 0, f"pyarrow cannot open the file ({exc})") \
+                from None
+        if pf.metadata.num_rows != num_samples:
+            pf.close()
+            raw.close()
+            raise DatasetError(f"{src}: {pf.metadata.num_rows} rows, the manifest says "
+                               f"{num_samples}; regenerate the dataset")
+        handle = self._local.handle = _Open(key, raw, pf)
+        return handle, raw.nbytes
+
+    def _load(self, handle: _Open, src: Stored, group: int) -> tuple[np.ndarray, int]:
+        """Row group ``group`` (its columns read) as (rows, bytes), and the bytes read."""
+        before = handle.raw.nbytes
+        handle.raw.forget()
+        names = [c.name for c in self._file_columns(handle.pf) if c.read]
+        try:
+            table = handle.pf.read_row_group(group, columns=names, use_threads=False)
+        except _ERRORS as exc:
+            raise CorruptSampleError(str(src), 0, f"pyarrow cannot read row group {group} "
+                                     f"({exc})") from None
+        return _row_bytes(table), handle.raw.nbytes - before
+
+    def _file_columns(self, pf: pq.ParquetFile) -> tuple[ParquetColumn, ...]:
+        if self.columns:
+            return self.columns
+        return (ParquetColumn(pf.schema_arrow.names[0], "uint8", 0),)
+
+    def layout(self, src: Stored, head: memoryview, file_size: int,
+               num_samples: int) -> list[ByteRange]:
+        """Not used: pyarrow does the reading (``read_sample``)."""
+        raise DatasetError(f"{src}: parquet rows are read through pyarrow (read_sample)")
+
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
+        """The first row of a whole file held in memory."""
+        if not whole_file:
+            raise DatasetError(f"{src}: parquet rows are read through pyarrow (read_sample)")
+        try:
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
+            names = [c.name for c in self._file_columns(pf) if c.read]
+            table = pf.read_row_group(0, columns=names)
+        except _ERRORS as exc:
+            raise CorruptSampleError(str(src), 0, f"pyarrow cannot read the file ({exc})") \
+                from None
+        return _row_bytes(table)[0]
+
+    def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
+        """The bytes of the columns read: what a read hands back."""
+        if not self.columns:
+            return sample
+        flat = sample.reshape(-1).view(np.uint8)
+        parts, start = [], 0
+        for col in self.columns:
+            if col.read:
+                parts.append(flat[start:start + col.width])
+            start += col.width
+        return np.concatenate(parts)
+
+
+def _row_bytes(table: pa.Table) -> np.ndarray:
+    """The table's rows as one (rows, bytes) uint8 array, columns side by side."""
+    parts = []
+    for column in table.columns:
+        array = column.combine_chunks()
+        if pa.types.is_fixed_size_list(array.type):
+            values = array.flatten().to_numpy(zero_copy_only=False)
+        else:
+            values = array.to_numpy(zero_copy_only=False)
+        parts.append(values.view(np.uint8).reshape(len(table), -1))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+
+FORMAT = ParquetFormat(row_group_size=1)
+"""Unconfigured (tools, contract suites): a row per row group, so a row read alone costs its
+own bytes; runs use ``dataset.parquet.row_group_size`` (``configured``)."""
