@@ -21,7 +21,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.dataset import writer_pool as writers
 from dliobench.dataset.generate import generate
 from dliobench.dataset.layout import dataset_files, train_dir
-from dliobench.formats import FORMATS, get_format
+from dliobench.formats import FORMATS, format_for, get_format
 from dliobench.plan import resolve
 from dliobench.storage.buffers import AlignedBuffer
 from dliobench.storage.posix import PosixBackend
@@ -95,7 +95,7 @@ def test_generated_files_are_the_formats_own_bytes(tmp_path: Path, fmt_name: str
         samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
         datafill.fill(samples, base, 9, f.index)
         ref = tmp_path / "ref" / f"{f.index}.{fmt.extension}"
-        fmt.write(ref, samples)
+        format_for(cfg.dataset).write(ref, samples)  # configured as generation configures it
         assert on_disk == ref.read_bytes()
         for side, ref_side in zip(fmt.side_files(root / f.relpath), fmt.side_files(ref),
                                   strict=True):
