@@ -178,6 +178,24 @@ def test_workloads_under_four_ranks(name: str, workdir: Path) -> None:
     assert all(r["samples"] > 0 for r in result["ranks"])
 
 
+@pytest.mark.parametrize(("name", "shape"), [
+    ("retinanet", ["dataset.num_files_train=16", "dataset.record_length_bytes=16KiB",
+                   "reader.batch_size=2"]),
+    ("dlrm", ["dataset.num_files_train=4", "dataset.num_samples_per_file=4096",
+              "dataset.parquet.row_group_size=1024", "reader.batch_size=1024"]),
+])
+def test_v3_workloads_under_two_ranks(name: str, shape: list[str], workdir: Path) -> None:
+    """MLPerf Storage v3.0's JPEG and Parquet workloads, scaled down, on 2 ranks."""
+    workload = Path(__file__).resolve().parents[2] / "workloads" / f"{name}.yaml"
+    proc = mpirun(2, "run", str(workload), "--no-progress", "dataset.data_folder=data",
+                  *shape, "reader.read_threads=1", "reader.data_loader=native", "train.epochs=1",
+                  "train.computation_time=0.001")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == 2 and result["metrics"]["exactly_once"] is True
+    assert all(r["samples"] > 0 for r in result["ranks"])
+
+
 def test_staging_under_two_ranks(workdir: Path, write_workload: Callable[..., Path]) -> None:
     local = workdir / "nvme"
     doc = tiny_workload(storage={"stage_to": str(local), "stage_scope": "node"},
