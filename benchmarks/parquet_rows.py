@@ -1,0 +1,111 @@
+"""DLRM rows/s: dliobench's parquet reads against pyarrow's own best scan of the same files.
+
+Usage: python benchmarks/parquet_rows.py [--files 8] [--rows 524288] [--reps 3]
+       [--np 1 2] [--root /work/bench-parquet]
+
+One DLRM-shaped dataset (workloads/dlrm.yaml: 160-byte rows of 40 float32 in 3 columns, row
+groups of 8,192) is generated once and read page-cached at compute 0: by `dliobench run` with
+the native and pytorch loaders (1 rank, and N ranks under mpiexec), and by pyarrow alone, each
+file's row groups read with `ParquetFile.read_row_group` (and, separately, `iter_batches` of
+16,384 rows) by a thread pool of 1, 2 and 4 threads, the best kept. Prints a markdown table
+with the ratio and what one B200 needs (upstream's batch / compute time). Data is deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import benchinfo
+import pyarrow.parquet as pq
+
+B200_ROWS_PER_S = 16_384 / 0.0005  # dlrm_b200.yaml @ 8349485: batch 16,384, 0.0005 s
+COLUMNS = ["label", "numerical_features", "categorical_features"]
+
+
+def shape(folder: Path, files: int, rows: int) -> list[str]:
+    return [f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
+            f"dataset.num_samples_per_file={rows}", "train.computation_time=0",
+            "train.epochs=2", "--no-progress"]
+
+
+def ours(folder: Path, out: Path, files: int, rows: int, loader: str, ranks: int) -> float:
+    """rows/s of one `dliobench run` (summed over ranks)."""
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "dliobench", "run", "workloads/dlrm.yaml",
+           *shape(folder, files, rows), f"reader.data_loader={loader}", "--output", str(out)]
+    if ranks > 1:
+        cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), *cmd]
+    benchinfo.run(cmd)
+    result = json.loads(next(out.glob("*/result.json")).read_text())
+    return float(result["metrics"]["samples_per_s"])
+
+
+def pyarrow_scan(paths: list[Path], threads: int, how: str) -> float:
+    """rows/s of pyarrow reading every row of ``paths`` (the three columns)."""
+
+    def read(path: Path) -> int:
+        handle = pq.ParquetFile(path)
+        if how == "row_group":
+            return sum(handle.read_row_group(i, columns=COLUMNS).num_rows
+                       for i in range(handle.num_row_groups))
+        return sum(b.num_rows for b in handle.iter_batches(batch_size=16_384, columns=COLUMNS))
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        rows = sum(pool.map(read, paths))
+    return rows / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=524_288)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--np", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--root", type=Path, default=Path("/work/bench-parquet"))
+    args = parser.parse_args()
+    shutil.rmtree(args.root, ignore_errors=True)
+    data, out = args.root / "data", args.root / "out"
+    results: dict[str, list[float]] = {}
+    try:
+        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "workloads/dlrm.yaml",
+                       *shape(data, args.files, args.rows)])
+        paths = sorted((data / "train").rglob("*.parquet"))
+        nbytes = sum(p.stat().st_size for p in paths)
+        pyarrow_scan(paths, 2, "row_group")  # warm the page cache
+        for _ in range(args.reps):
+            for ranks in args.np:
+                for loader in ("native", "pytorch"):
+                    results.setdefault(f"dliobench {loader}, {ranks} rank(s)", []).append(
+                        ours(data, out, args.files, args.rows, loader, ranks))
+            for how in ("row_group", "iter_batches"):
+                for threads in (1, 2, 4):
+                    results.setdefault(f"pyarrow {how}, {threads} thread(s)", []).append(
+                        pyarrow_scan(paths, threads, how))
+    finally:
+        shutil.rmtree(args.root, ignore_errors=True)
+    best = max(statistics.median(v) for k, v in results.items() if k.startswith("pyarrow"))
+    print(f"# DLRM parquet rows/s: {args.files} files x {args.rows:,} rows "
+          f"({nbytes / 1e6:,.0f} MB), page-cached, {args.reps} reps\n")
+    print(*benchinfo.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
+          sep="\n")
+    print("\n| reader | rows/s median | range | vs pyarrow's best | B200s fed at AU 1 |")
+    print("|---|---|---|---|---|")
+    for name, got in results.items():
+        med = statistics.median(got)
+        print(f"| {name} | {med:,.0f} | {min(got):,.0f}-{max(got):,.0f} | {med / best:.2f} | "
+              f"{med / B200_ROWS_PER_S:.3f} |")
+    print(f"\nOne B200 needs {B200_ROWS_PER_S:,.0f} rows/s (batch 16,384 per 0.0005 s).")
+    print("\n" + benchinfo.load_line())
+
+
+if __name__ == "__main__":
+    main()
