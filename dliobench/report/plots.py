@@ -65,6 +65,7 @@ def _key(table: pd.DataFrame, columns: list[str]) -> pd.Series:
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+MANY_RUNS = 12  # more runs than this: legends below the plot, in columns, abbreviated
 
 
 def _floors(ax: Any, table: pd.DataFrame) -> None:
@@ -198,7 +199,9 @@ def _counted_waits(run: Run) -> np.ndarray | None:
 def wait_cdf(rs: RunSet, out: Path) -> Plot:
     """Cumulative distribution of per-step wait over the counted steps of each run."""
     title = "Wait per step (cumulative distribution)"
-    fig = Figure(figsize=(10, 5.5), layout="constrained")
+    many = len(rs.runs) > MANY_RUNS  # then the legend goes below, in columns, abbreviated
+    rows = -(-len(rs.runs) // 3) if many else 0
+    fig = Figure(figsize=(10, 5.5 + 0.22 * rows), layout="constrained")
     ax = fig.subplots()
     drawn = 0
     for i, (run, label) in enumerate(zip(rs.runs, rs.table["label"], strict=True)):
@@ -207,7 +210,8 @@ def wait_cdf(rs: RunSet, out: Path) -> Plot:
             continue
         x = np.sort(np.maximum(waits, 1e-3))
         y = np.arange(1, x.size + 1) / x.size * 100
-        ax.step(x, y, where="post", label=_wrap(label, 45), color=f"C{i % 10}",
+        name = textwrap.shorten(label, 38, placeholder="...") if many else _wrap(label, 45)
+        ax.step(x, y, where="post", label=name, color=f"C{i % 10}",
                 linestyle=("-", "--", ":")[i // 10 % 3], linewidth=1.6)
         drawn += 1
     if not drawn:
@@ -223,7 +227,10 @@ def wait_cdf(rs: RunSet, out: Path) -> Plot:
                     xytext=(3, -3), textcoords="offset points", color="grey", fontsize=8)
     ax.set_ylim(0, 101)
     ax.grid(which="both", alpha=0.3)
-    fig.legend(loc="outside right upper", fontsize=8)
+    if many:
+        fig.legend(loc="outside lower center", fontsize=7, ncols=3)
+    else:
+        fig.legend(loc="outside right upper", fontsize=8)
     ax.set_title(title + ", all ranks, counted steps only")
     note = "Lines far left and steep: the loader kept up. A tail to the right: steps that waited."
     return Plot("wait_cdf", title, _save(fig, out, "wait_cdf"), note)
