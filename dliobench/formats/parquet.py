@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import os
 import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,6 +74,9 @@ class _File(io.RawIOBase):
     def close(self) -> None:
         self.raw.close()
         super().close()
+
+
+OPEN_FILES_PER_THREAD = 8  # a batch's rows come from a few files: their footers are read once
 
 
 class _Open:
@@ -167,17 +171,27 @@ class ParquetFormat(EncodedFormat):
         groups = indices // self.row_group_size
         order = np.argsort(groups, kind="stable")
         bounds = np.flatnonzero(np.diff(groups[order])) + 1
-        parts = np.split(order, bounds)
         out: np.ndarray | None = None
-        for part in parts:
+        for part in np.split(order, bounds):
             if not part.size:
                 continue
             group = int(groups[part[0]])
-            rows, got = self._load(handle, src, group)
+            table, got = self._load(handle, src, group)
             nbytes += got
+            columns = _column_bytes(table)
             if out is None:
-                out = np.empty((indices.size, rows.shape[1]), dtype=np.uint8)
-            out[part] = rows[indices[part] - group * self.row_group_size]
+                out = np.empty((indices.size, sum(c.shape[1] for c in columns)), np.uint8)
+            rows = indices[part] - group * self.row_group_size
+            # consecutive rows into consecutive places (a sequential read): plain slices
+            target: slice | np.ndarray = part
+            source: slice | np.ndarray = rows
+            if _consecutive(part) and _consecutive(rows):
+                target = slice(int(part[0]), int(part[-1]) + 1)
+                source = slice(int(rows[0]), int(rows[-1]) + 1)
+            at = 0
+            for values in columns:  # each column straight into its bytes of the batch rows
+                out[target, at:at + values.shape[1]] = values[source]
+                at += values.shape[1]
         assert out is not None
         return out, nbytes
 
@@ -187,12 +201,17 @@ class ParquetFormat(EncodedFormat):
         if st is None:
             raise FileNotFoundError(str(src))
         key = (str(src), odirect, st.version)
-        handle: _Open | None = getattr(self._local, "handle", None)
-        if handle is not None and handle.key == key and handle.pid == os.getpid():
-            return handle, 0
-        if handle is not None and handle.pid == os.getpid():
-            handle.close()
-            self._local.handle = None
+        handles: OrderedDict[tuple[object, ...], _Open] | None = getattr(
+            self._local, "handles", None)
+        if handles is None or (next(iter(handles.values()), None) is not None and \
+                next(iter(handles.values())).pid != os.getpid()):  # new thread or forked
+            handles = self._local.handles = OrderedDict()
+        if key in handles:
+            handles.move_to_end(key)
+            return handles[key], 0
+        stale = [k for k in handles if k[0] == key[0]]  # an older version of this object
+        while stale or len(handles) >= OPEN_FILES_PER_THREAD:
+            handles.pop(stale.pop() if stale else next(iter(handles))).close()
         raw = src.backend.open_read(src.key, odirect)
         try:
             pf = pq.ParquetFile(_File(raw), pre_buffer=True)
@@ -205,11 +224,11 @@ class ParquetFormat(EncodedFormat):
             raw.close()
             raise DatasetError(f"{src}: {pf.metadata.num_rows} rows, the manifest says "
                                f"{num_samples}; regenerate the dataset")
-        handle = self._local.handle = _Open(key, raw, pf)
+        handle = handles[key] = _Open(key, raw, pf)
         return handle, raw.nbytes
 
-    def _load(self, handle: _Open, src: Stored, group: int) -> tuple[np.ndarray, int]:
-        """Row group ``group`` (its columns read) as (rows, bytes), and the bytes read."""
+    def _load(self, handle: _Open, src: Stored, group: int) -> tuple[pa.Table, int]:
+        """Row group ``group`` (its columns read), and the bytes read."""
         before = handle.raw.nbytes
         handle.raw.forget()
         names = [c.name for c in self._file_columns(handle.pf) if c.read]
@@ -218,7 +237,7 @@ class ParquetFormat(EncodedFormat):
         except _ERRORS as exc:
             raise CorruptSampleError(str(src), 0, f"pyarrow cannot read row group {group} "
                                      f"({exc})") from None
-        return _row_bytes(table), handle.raw.nbytes - before
+        return table, handle.raw.nbytes - before
 
     def _file_columns(self, pf: pq.ParquetFile) -> tuple[ParquetColumn, ...]:
         if self.columns:
@@ -256,8 +275,9 @@ class ParquetFormat(EncodedFormat):
         return np.concatenate(parts)
 
 
-def _row_bytes(table: pa.Table) -> np.ndarray:
-    """The table's rows as one (rows, bytes) uint8 array, columns side by side."""
+def _column_bytes(table: pa.Table) -> list[np.ndarray]:
+    """Each column of the table as a (rows, bytes) uint8 view (no copy where Arrow has one
+    chunk)."""
     parts = []
     for column in table.columns:
         array = column.combine_chunks()
@@ -266,7 +286,19 @@ def _row_bytes(table: pa.Table) -> np.ndarray:
         else:
             values = array.to_numpy(zero_copy_only=False)
         parts.append(values.view(np.uint8).reshape(len(table), -1))
+    return parts
+
+
+def _row_bytes(table: pa.Table) -> np.ndarray:
+    """The table's rows as one (rows, bytes) uint8 array, columns side by side."""
+    parts = _column_bytes(table)
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+
+def _consecutive(ids: np.ndarray) -> bool:
+    """Whether ``ids`` count up by one."""
+    return bool(ids.size) and int(ids[-1]) - int(ids[0]) == ids.size - 1 and \
+        bool(ids.size < 2 or (np.diff(ids) == 1).all())
 
 
 FORMAT = ParquetFormat(row_group_size=1)
