@@ -71,6 +71,11 @@ def test_exactly_once_check_catches_duplicates_and_misses() -> None:
     assert not delivered_exactly_once(expected, np.array([0, 1, 2, 3, 4]), 6)
     assert delivered_exactly_once(expected, np.array([3, 1, 2, 0]), 4)  # 2 left out
     assert not delivered_exactly_once(expected, np.array([3, 1, 2, 9]), 4)  # 9 is foreign
+    assert not delivered_exactly_once(expected, np.array([3, 1, 2, -1]), 4)  # below them all
+    assert delivered_exactly_once(expected, np.array([], dtype=np.int64), 0)
+    assert not delivered_exactly_once(np.array([], dtype=np.int64), np.array([1]), 1)
+    shuffled = np.random.default_rng(3).permutation(np.arange(10, 100_010, 3))
+    assert delivered_exactly_once(shuffled, shuffled[::-1].copy(), shuffled.size)
 
 
 @pytest.mark.parametrize("sharding", ["sample", "file"])
