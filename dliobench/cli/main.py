@@ -77,9 +77,13 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
     except BaseException as exc:
         if world.size > 1:
             code = exc.exit_code if isinstance(exc, (DlioBenchError, Terminated)) else 1
-            reason = str(exc) or type(exc).__name__
-            print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
-                  f"{reason}", file=sys.stderr, flush=True)
+            if isinstance(exc, Terminated):  # a batch system signals every rank: one line
+                if world.is_root:
+                    print(f"dliobench: {TERMINATED}", file=sys.stderr, flush=True)
+            else:
+                reason = str(exc) or type(exc).__name__
+                print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
+                      f"{reason}", file=sys.stderr, flush=True)
             comm.abort(code)
         raise
 
@@ -379,6 +383,10 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     log.setLevel(level)
 
 
+TERMINATED = ("terminated (SIGTERM); what was measured until then is in the run's "
+              "result.json (status: partial) and generated files are kept")
+
+
 def _a_quiet_rank() -> bool:
     """A rank other than 0 of an MPI job: a configuration error is the same on every rank,
     so rank 0 says it once for the job."""
@@ -412,8 +420,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dliobench: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Terminated:
-        print("dliobench: terminated (SIGTERM); what was measured until then is in the run's "
-              "result.json (status: partial) and generated files are kept", file=sys.stderr)
+        if not _a_quiet_rank():  # under MPI, rank 0 says it for the job
+            print(f"dliobench: {TERMINATED}", file=sys.stderr)
         return Terminated.exit_code
     except KeyboardInterrupt:
         print("dliobench: interrupted", file=sys.stderr)
