@@ -152,16 +152,20 @@ def scaling_cases(a: argparse.Namespace, work: Path, local_bps: float) -> list[C
     stage = [f"storage.stage_to={a.local}/stage"]
     cases = [
         Case("unet3d-capped", "capped tier",
-             write_sweep(work, "unet3d-capped", "unet3d.yaml", unet_overrides(a), a.ranks),
-             True, cap),
+             write_sweep(work, "unet3d-capped", "unet3d.yaml",
+                         [*unet_overrides(a), f"output.label=UNet3D, capped tier "
+                          f"({a.cap_mbps} MB/s)"], a.ranks), True, cap),
         Case("bert-capped", "capped tier",
-             write_sweep(work, "bert-capped", "bert.yaml", bert_overrides(a), a.ranks), True, cap),
+             write_sweep(work, "bert-capped", "bert.yaml",
+                         [*bert_overrides(a), f"output.label=BERT, capped tier "
+                          f"({a.cap_mbps} MB/s)"], a.ranks), True, cap),
     ]
     # One sweep per rank count, the source evicted before each: staging reads the source
     # through the page cache and does not evict it first, even with storage.drop_cache=true.
     return cases + [Case(f"unet3d-staged-r{n}", "staged",
                          write_sweep(work, f"unet3d-staged-r{n}", "unet3d.yaml",
-                                     unet_overrides(a) + stage, [n]),
+                                     [*unet_overrides(a), *stage,
+                                      "output.label=UNet3D, staged to the local disk"], [n]),
                          True, local_bps, evict=a.tier / "unet3d") for n in a.ranks]
 
 

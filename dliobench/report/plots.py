@@ -96,7 +96,10 @@ def scaling(rs: RunSet, out: Path) -> Plot:
     fig = Figure(figsize=(13, 4.6), layout="constrained")
     axes = fig.subplots(1, 3)
     for n, g in enumerate(groups):
-        label = "; ".join(factor_text(f, g.iloc[0]) for f in varying) or str(g["workload"].iloc[0])
+        named = {str(v) for v in g.get("user_label", pd.Series(dtype=str)) if v}
+        label = (named.pop() if len(named) == 1 else  # the sweep's own name for the series
+                 "; ".join(factor_text(f, g.iloc[0]) for f in varying)
+                 or str(g["workload"].iloc[0]))
         by = g.groupby("ranks")[[c for c, _, _ in METRICS]].mean()
         marker = MARKERS[n % len(MARKERS)]
         for ax, (col, _, scale) in zip(axes, METRICS, strict=True):
