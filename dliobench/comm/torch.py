@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dliobench.comm.world import World
-from dliobench.errors import MissingExtraError
+from dliobench.errors import ConfigError, MissingExtraError
 
 T = TypeVar("T")
 # All three present: a torch launcher (torchrun, torch.distributed.launch) started us.
@@ -109,6 +109,10 @@ def detect() -> tuple[World, TorchComm]:
         import torch.distributed as dist
     except ImportError as exc:
         raise MissingExtraError("torch", "torch") from exc
+    missing = [v for v in (*LAUNCHER_VARS, "MASTER_PORT") if v not in os.environ]
+    if missing and not dist.is_initialized():
+        raise ConfigError(f"--launcher torch needs torchrun's environment; {', '.join(missing)} "
+                          "not set (start dliobench with torchrun, or use --launcher auto)")
     if not dist.is_initialized():
         dist.init_process_group("gloo", init_method="env://")
     comm = TorchComm()

@@ -107,3 +107,16 @@ def test_launcher_precedence(env: dict[str, str], launcher: str, quiet: bool,
         monkeypatch.setenv(name, value)
     assert detect_launcher() == launcher
     assert quiet_rank() is quiet
+
+
+def test_launcher_torch_without_torchrun_is_one_line(
+        workdir: Path, write_workload: Callable[..., Path]) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in TORCH_ENV and k != "MASTER_PORT"}
+    proc = subprocess.run([sys.executable, "-m", "dliobench", "run",
+                           str(write_workload(tiny_workload())), "--launcher", "torch"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "dliobench: error: --launcher torch needs torchrun's environment; RANK, WORLD_SIZE, "
+        "MASTER_ADDR, MASTER_PORT not set (start dliobench with torchrun, or use --launcher "
+        "auto)"]
