@@ -52,14 +52,11 @@ def _load(args: argparse.Namespace) -> tuple[Config, list[str]]:
     return cfg, warnings
 
 
-def _world() -> tuple[World, Comm]:
-    """MPI's world when an MPI launcher started us, else the one-rank embedded default."""
-    from dliobench.comm import mpi
-    from dliobench.comm.world import LocalComm, World
+def _world(args: argparse.Namespace) -> tuple[World, Comm]:
+    """The job's world under ``--launcher`` (MPI, torchrun, or the one-rank default)."""
+    from dliobench.comm.launch import join
 
-    if mpi.launched_by_mpi():
-        return mpi.detect()
-    return World.single(), LocalComm()
+    return join(args.launcher)
 
 
 def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
@@ -113,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
-    world, comm = _world()
+    world, comm = _world(args)
     _same_on_every_rank(world, lambda: check_run(cfg, world))
     _same_on_every_rank(world, lambda: check_format(cfg, format_for(cfg.dataset)))
     _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=False))
@@ -169,7 +166,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from dliobench.plan import check_format, resolve
 
     cfg, _ = _load(args)
-    world, comm = _world()
+    world, comm = _world(args)
     _same_on_every_rank(world, lambda: check_format(cfg, format_for(cfg.dataset)))
     _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=True))
 
@@ -200,7 +197,7 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
     from dliobench.run import ceiling
 
     cfg, _ = _load(args)
-    world, comm = _world()
+    world, comm = _world(args)
     value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm),
                            cfg.train.stall_timeout_s)
     if world.is_root:
@@ -388,11 +385,11 @@ TERMINATED = ("terminated (SIGTERM); what was measured until then is in the run'
 
 
 def _a_quiet_rank() -> bool:
-    """A rank other than 0 of an MPI job: a configuration error is the same on every rank,
-    so rank 0 says it once for the job."""
-    from dliobench.comm.mpi import LAUNCHER_RANK_VARS
+    """A rank other than 0 of an MPI or torchrun job: a configuration error is the same on
+    every rank, so rank 0 says it once for the job."""
+    from dliobench.comm.launch import quiet_rank
 
-    return any(os.environ.get(v, "0") != "0" for v in LAUNCHER_RANK_VARS)
+    return quiet_rank()
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -51,6 +51,13 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
                    "train.accelerator=NAME")
 
 
+def _add_launcher_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--launcher", choices=("auto", "mpi", "torch", "none"), default="auto",
+                   help="what started the ranks (default auto: MPI's PMI_/OMPI_/PMIX_ "
+                   "variables first, then torchrun's RANK+WORLD_SIZE+MASTER_ADDR, else one "
+                   "process)")
+
+
 def _add_report_parser(sub: SubParsers,
                        commands: Commands) -> None:
     """The `report` subcommand: result folders in, report folder out."""
@@ -85,6 +92,7 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
     p.add_argument("--fail-below-floor", action="store_true",
                    help="exit with code 3 when the run's AU is below its floor "
                    "(metric.fail_below_floor)")
+    _add_launcher_arg(p)
     p.set_defaults(func=commands["run"])
 
 
@@ -101,6 +109,7 @@ def _add_generate_parser(sub: SubParsers, commands: Commands) -> None:
                    help="re-read every file, compare its CRC-32C with the manifest, and write "
                    "damaged files again")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _add_launcher_arg(p)
     p.set_defaults(func=commands["generate"])
 
 
@@ -169,6 +178,7 @@ def _add_ceiling_parser(sub: SubParsers, commands: Commands) -> None:
         "started. A run demanding more is client-limited whatever the storage. The figure is "
         "cached (metric.client_ceiling: auto uses it).")
     _add_workload_args(p)
+    _add_launcher_arg(p)
     p.set_defaults(func=commands["ceiling"])
 
 

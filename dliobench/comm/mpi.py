@@ -110,7 +110,8 @@ def detect() -> tuple[World, MPIComm]:
     host = socket.gethostname()
     hosts = comm.allgather(host)
     world = World(rank=comm.Get_rank(), size=comm.Get_size(), local_rank=node.Get_rank(),
-                  local_size=node.Get_size(), node_count=len(set(hosts)), host=host)
+                  local_size=node.Get_size(), node_count=len(set(hosts)), host=host,
+                  launcher="mpi")
     node.Free()
     if world.local_rank == 0:  # segments of jobs on this node killed before their clean-up
         leftovers.sweep_unmapped(Path(SHM_PREFIX).name, min_age_s=SHM_LEFTOVER_AGE_S,

@@ -2,7 +2,8 @@
 
 Every function that cares about ranks receives a ``World`` and a ``Comm``; nothing reads
 globals. ``LocalComm`` is the single-process implementation (the embedded default);
-``dliobench.mpi`` provides the MPI one.
+``comm.mpi`` provides the MPI one, ``comm.torch`` the torch.distributed one, and
+``comm.launch`` picks between them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class World:
     local_size: int = 1
     node_count: int = 1
     host: str = ""
+    launcher: str = "none"  # what started the ranks: "mpi", "torch" or "none"
 
     @classmethod
     def single(cls) -> World:

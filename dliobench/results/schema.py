@@ -115,6 +115,7 @@ class RunResult(_Required, total=False):
     deviations: list[str]
     warnings: list[str]
     ranks_launched: int
+    launcher: str  # what started the ranks: "mpi", "torch" or "none"
     generation: dict[str, Any]
     staging: dict[str, Any]
     checkpoint: dict[str, Any]

@@ -62,7 +62,7 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
                       warnings: list[str], show_progress: bool) -> RunOutcome:
     """The run once its dataset is ready: stage, train, write the result."""
     config = ready.plan.config
-    extra: dict[str, Any] = {"warnings": warnings}
+    extra: dict[str, Any] = {"warnings": warnings, "launcher": world.launcher}
     if ready.generated and ready.generated.files_written:
         g = ready.generated
         extra["generation"] = {"files": g.files_written, "bytes": g.bytes_written,

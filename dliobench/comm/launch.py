@@ -1,0 +1,49 @@
+"""Which launcher started this process, and joining its job.
+
+Precedence when not told (``--launcher auto``): an MPI launcher's variables (PMI_*, OMPI_*,
+PMIX_*) first, then torchrun's (RANK, WORLD_SIZE and MASTER_ADDR), else one process. MPI
+comes first because an MPI job may also carry RANK (some site wrappers set it), while
+torchrun never sets MPI's variables.
+"""
+
+from __future__ import annotations
+
+from dliobench.comm.world import Comm, LocalComm, World
+
+LAUNCHERS = ("auto", "mpi", "torch", "none")
+
+
+def detect_launcher() -> str:
+    """``"mpi"``, ``"torch"`` or ``"none"``, from this process's environment."""
+    from dliobench.comm import mpi, torch
+
+    if mpi.launched_by_mpi():
+        return "mpi"
+    if torch.launched_by_torch():
+        return "torch"
+    return "none"
+
+
+def join(launcher: str = "auto") -> tuple[World, Comm]:
+    """This rank's ``World`` and ``Comm`` under ``launcher`` (``auto``: detected)."""
+    chosen = detect_launcher() if launcher == "auto" else launcher
+    if chosen == "mpi":
+        from dliobench.comm import mpi
+
+        return mpi.detect()
+    if chosen == "torch":
+        from dliobench.comm import torch
+
+        return torch.detect()
+    return World.single(), LocalComm()
+
+
+def quiet_rank() -> bool:
+    """A rank other than 0 of an MPI or torchrun job (from the environment alone)."""
+    import os
+
+    from dliobench.comm import mpi, torch
+
+    if any(os.environ.get(v, "0") != "0" for v in mpi.LAUNCHER_RANK_VARS):
+        return True
+    return torch.launched_by_torch() and os.environ.get("RANK", "0") != "0"

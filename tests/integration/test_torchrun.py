@@ -1,0 +1,122 @@
+"""Real ranks under a real ``torchrun`` (gloo on CPU), and the launcher's precedence.
+
+``--standalone`` gives each job its own rendezvous port, so these run in parallel safely.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dliobench.comm.launch import detect_launcher, quiet_rank
+from tests.conftest import last_result, tiny_workload
+
+TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+needs_torchrun = pytest.mark.skipif(TORCHRUN is None, reason="no torchrun (the torch extra)")
+
+
+def torchrun_cmd(ranks: int, *args: str) -> list[str]:
+    assert TORCHRUN is not None
+    return [TORCHRUN, "--standalone", f"--nproc-per-node={ranks}", "-m", "dliobench", *args]
+
+
+@needs_torchrun
+def test_torchrun_ranks_share_the_dataset_and_one_result(
+        workdir: Path, write_workload: Callable[..., Path]) -> None:
+    doc = tiny_workload(dataset={"num_files_train": 24},
+                        reader={"sample_shuffle": "seed", "file_shuffle": "seed"},
+                        train={"computation_time": 0.005, "allreduce_bytes": "64KiB"})
+    proc = subprocess.run(torchrun_cmd(2, "run", str(write_workload(doc)), "--no-progress"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == 2 and result["launcher"] == "torch"
+    assert [r["rank"] for r in result["ranks"]] == [0, 1]
+    m = result["metrics"]
+    assert m["exactly_once"] is True
+    # what `mpiexec -n 2` delivers (tests/mpi): 24 samples / 2 ranks in batches of 2, 2 epochs
+    delivered = sum(e["delivered"] for r in result["ranks"] for e in r["epochs"])
+    assert delivered == 2 * 2 * 6 * 2
+    assert delivered + m["undelivered_samples"] == 2 * 24
+    assert m["comm_s"] > 0  # the overlapped allreduce ran over the torch Comm
+    assert result["nodes"][0]["ranks"] == [0, 1]
+
+
+def _rank_pid(marker: str, rank: int) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmd and f"\0RANK={rank}\0".encode() in b"\0" + env:
+            return int(entry.name)
+    return None
+
+
+@needs_torchrun
+def test_killed_torchrun_rank_ends_the_job_within_seconds(
+        workdir: Path, write_workload: Callable[..., Path]) -> None:
+    path = write_workload(tiny_workload(train={"epochs": 50, "computation_time": 0.02}),
+                          "killme.yaml")
+    proc = subprocess.Popen(torchrun_cmd(2, "run", str(path), "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, pid = time.monotonic() + 60, None
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
+                pid = _rank_pid("killme.yaml", 1)
+        assert pid is not None, "rank 1 never started training"
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+        assert time.monotonic() - killed < 10
+        assert proc.returncode != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # torchrun's failure report names the killed rank as the root cause
+    assert "rank      : 1 (local_rank: 1)" in stderr and "SIGKILL" in stderr
+
+
+MPI_ENV = {"PMI_RANK": "1", "PMI_SIZE": "2"}
+TORCH_ENV = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "localhost"}
+
+
+@pytest.mark.parametrize(("env", "launcher", "quiet"), [
+    ({}, "none", False), (MPI_ENV, "mpi", True), (TORCH_ENV, "torch", True),
+    ({**TORCH_ENV, "RANK": "0"}, "torch", False), ({**MPI_ENV, **TORCH_ENV}, "mpi", True),
+    ({"RANK": "3"}, "none", False)])
+def test_launcher_precedence(env: dict[str, str], launcher: str, quiet: bool,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (*MPI_ENV, *TORCH_ENV, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                 "PMIX_RANK", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert detect_launcher() == launcher
+    assert quiet_rank() is quiet
+
+
+def test_launcher_torch_without_torchrun_is_one_line(
+        workdir: Path, write_workload: Callable[..., Path]) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in TORCH_ENV and k != "MASTER_PORT"}
+    proc = subprocess.run([sys.executable, "-m", "dliobench", "run",
+                           str(write_workload(tiny_workload())), "--launcher", "torch"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "dliobench: error: --launcher torch needs torchrun's environment; RANK, WORLD_SIZE, "
+        "MASTER_ADDR, MASTER_PORT not set (start dliobench with torchrun, or use --launcher "
+        "auto)"]
