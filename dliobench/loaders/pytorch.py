@@ -164,6 +164,9 @@ class PyTorchLoader:
             log.debug("reader.pin_memory ignored: no CUDA device")
         if workers:  # segments of workers killed mid-batch (a killed run), gone a while
             leftovers.sweep(r"torch_(?P<pid>\d+)_\d+_\d+", min_age_s=TORCH_SEGMENT_AGE_S)
+            # named semaphores of spawn/forkserver workers killed with their resource
+            # tracker (a batch system kills the whole job): no process maps them any more
+            leftovers.sweep_unmapped("sem.mp-", min_age_s=TORCH_SEGMENT_AGE_S)
         self._batches = EpochBatchSampler(batch_size, drop_last)
         self._batched = reader.batched
         if reader.batched:  # one worker reads a whole batch: no per-sample work
