@@ -160,11 +160,11 @@ def comparison(rs: RunSet, out: Path) -> Plot:
     points = t.groupby("label", sort=False)[[c for c, *_ in BARS] + ["au_floor"]].mean()
     computed = bool((t["compute_s_per_batch"].fillna(0) > 0).any())
     panels = [b for b in BARS if computed or b[0] != "au"]
-    width = max(8.0, 1.0 + 0.9 * len(points)) if len(points) > 6 else 8.0
+    width = max(8.0, 1.0 + 1.6 * len(points))  # room for each bar's name under it
     fig = Figure(figsize=(width, 2.7 * len(panels) + 0.8), layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
     x = np.arange(len(points))
-    names = [_wrap(str(n), 22) for n in points.index]
+    names = [_wrap(str(n), 16) for n in points.index]
     for ax, (col, panel, ylabel, scale, digits) in zip(axes, panels, strict=True):
         values = points[col] * scale
         colors = ["#1f77b4"] * len(points)
