@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -100,13 +101,32 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         checkpointer.discard()
         raise TrainingFailed(trace, exc) from exc
     finally:
+        failed = trace.error is not None
         watchdog.stop()
         gradients.close()
-        loader.close()  # worker processes end here: their CPU time counts below
+        _close(loader, bounded=failed)  # worker processes end here: their CPU time counts
         trace.deviations = list(loader.deviations)
         trace.cpu_s, trace.cpu_wall_s = cpu_seconds() - cpu0, time.perf_counter() - t0
         trace.cpu_cores = len(os.sched_getaffinity(0)) / max(1, world.local_size)
     return trace
+
+
+LOADER_CLOSE_S = 20.0  # after a failure or an interruption, the loader's clean-up at most
+
+
+def _close(loader: Loader, bounded: bool) -> None:
+    """Close the loader; after a failure or Ctrl-C only for ``LOADER_CLOSE_S``: a library
+    that hangs in its clean-up (DALI once did after Ctrl-C) must not keep the measurements
+    from the user. Its workers still die with this process."""
+    if not bounded:
+        loader.close()
+        return
+    closing = threading.Thread(target=loader.close, name="loader-close", daemon=True)
+    closing.start()
+    closing.join(LOADER_CLOSE_S)
+    if closing.is_alive():
+        log.warning("the loader did not finish closing within %.0f s; leaving it to end "
+                    "with the run", LOADER_CLOSE_S)
 
 
 def cpu_seconds() -> float:

@@ -115,17 +115,19 @@ def release(pipe: Any) -> None:
     Workers do not take SIGTERM (``workers_ignore_interrupts``), so the ones DALI's close would
     terminate are killed after ``CLOSE_GRACE_S``.
     """
-    shutdown = getattr(pipe, "_shutdown", None)
-    if shutdown is not None:
-        shutdown()
     pool = getattr(pipe, "_py_pool", None)
-    if pool is None:
-        return
-    stragglers = threading.Timer(CLOSE_GRACE_S, _kill, [list(pool.pids())])
+    # armed before the executor's shutdown too: it may wait for workers that no longer
+    # answer (a Ctrl-C once hung a run there for over 60 s)
+    stragglers = threading.Timer(CLOSE_GRACE_S, _kill,
+                                 [list(pool.pids()) if pool is not None else []])
     stragglers.daemon = True
     stragglers.start()
     try:
-        pool.close()
+        shutdown = getattr(pipe, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        if pool is not None:
+            pool.close()
     finally:
         stragglers.cancel()
 
