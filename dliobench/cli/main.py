@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -77,6 +78,8 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
             if isinstance(exc, Terminated):  # a batch system signals every rank: one line
                 if world.is_root:
                     print(f"dliobench: {TERMINATED}", file=sys.stderr, flush=True)
+                else:  # rank 0 (signalled too) first writes the partial result and says so
+                    time.sleep(TERMINATED_GRACE_S)
             else:
                 reason = str(exc) or type(exc).__name__
                 print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
@@ -380,6 +383,7 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     log.setLevel(level)
 
 
+TERMINATED_GRACE_S = 5.0  # batch systems allow 30 s or more between SIGTERM and SIGKILL
 TERMINATED = ("terminated (SIGTERM); what was measured until then is in the run's "
               "result.json (status: partial) and generated files are kept")
 
