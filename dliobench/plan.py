@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dliobench.bounds import check_memory
 from dliobench.comm.world import Comm, World
 from dliobench.config.folders import check_folders
 from dliobench.config.schema import Config
 from dliobench.dataset.layout import TRAIN, FileKeys
 from dliobench.dataset.sharding import ShardSpec, rank_sample_count, rank_samples
 from dliobench.errors import ConfigError
-from dliobench.formats import Format, format_for
+from dliobench.formats import Format, format_for, get_format
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 
@@ -128,6 +129,16 @@ def check_format(config: Config, fmt: Format) -> None:
         raise ConfigError(f"dataset.num_samples_per_file: {config.dataset.format} files hold at "
                           f"most {max_per_file} sample(s); use npz, npy, hdf5, tfrecord or "
                           "indexed_binary for many samples per file")
+
+
+def precheck(config: Config, world: World, generating: bool) -> None:
+    """What can be refused before any work, from the configuration and the rank count alone
+    (the same answer on every rank: rank 0 says it for the job): a run's layout against the
+    ranks, the format's limits, the memory a rank would need."""
+    if not generating:
+        check_run(config, world)
+    check_format(config, get_format(config.dataset.format))  # its class limits suffice
+    check_memory(config, world, generating)
 
 
 def check_run(config: Config, world: World) -> None:

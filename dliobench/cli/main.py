@@ -88,23 +88,9 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
         raise
 
 
-def _same_on_every_rank(world: World, check: Callable[[], None]) -> None:
-    """Run a check whose answer is the same on every rank (it reads only the configuration
-    and the number of ranks): rank 0 says what is wrong, the others leave quietly with the
-    same exit code, so a job of N ranks prints one line, not N."""
-    try:
-        check()
-    except ConfigError as exc:
-        if world.is_root:
-            raise
-        raise SystemExit(exc.exit_code) from None
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """Generate the dataset if needed, train, write results, print the summary."""
-    from dliobench.bounds import check_memory
-    from dliobench.formats import format_for
-    from dliobench.plan import check_format, check_run
+    from dliobench.plan import precheck
     from dliobench.results.summary import print_summary
     from dliobench.run import session as benchmark
 
@@ -114,9 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world(args)
-    _same_on_every_rank(world, lambda: check_run(cfg, world))
-    _same_on_every_rank(world, lambda: check_format(cfg, format_for(cfg.dataset)))
-    _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=False))
+    precheck(cfg, world, generating=False)  # a refusal is said once, by rank 0 (main)
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
         cfg, world, comm, warnings, show_progress=not args.no_progress),
         cfg.train.stall_timeout_s)
@@ -162,16 +146,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write the dataset only (what is missing of it)."""
-    from dliobench.bounds import check_memory
     from dliobench.dataset.generate import generate
     from dliobench.dataset.lock import locked
-    from dliobench.formats import format_for
-    from dliobench.plan import check_format, resolve
+    from dliobench.plan import precheck, resolve
 
     cfg, _ = _load(args)
     world, comm = _world(args)
-    _same_on_every_rank(world, lambda: check_format(cfg, format_for(cfg.dataset)))
-    _same_on_every_rank(world, lambda: check_memory(cfg, world, generating=True))
+    precheck(cfg, world, generating=True)
 
     def work() -> Any:
         plan = resolve(cfg, world, comm)
