@@ -92,3 +92,20 @@ def last_result(root: Path) -> dict[str, Any]:
     assert runs, f"no result under {root}"
     result: dict[str, Any] = json.loads((runs[-1] / "result.json").read_text())
     return result
+
+
+def rank_pid(marker: str, rank: int, variable: str = "PMI_RANK") -> int | None:
+    """The pid of the process whose command line holds ``marker`` and whose environment sets
+    the launcher's rank ``variable`` (MPICH's PMI_RANK, torchrun's RANK) to ``rank``."""
+    wanted = f"\0{variable}={rank}\0".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmd and wanted in b"\0" + env:
+            return int(entry.name)
+    return None

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dliobench.comm.launch import detect_launcher, quiet_rank
-from tests.conftest import last_result, tiny_workload
+from tests.conftest import last_result, rank_pid, tiny_workload
 
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
 needs_torchrun = pytest.mark.skipif(TORCHRUN is None, reason="no torchrun (the torch extra)")
@@ -50,20 +50,6 @@ def test_torchrun_ranks_share_the_dataset_and_one_result(
     assert result["nodes"][0]["ranks"] == [0, 1]
 
 
-def _rank_pid(marker: str, rank: int) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes()
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmd and f"\0RANK={rank}\0".encode() in b"\0" + env:
-            return int(entry.name)
-    return None
-
-
 @needs_torchrun
 def test_killed_torchrun_rank_ends_the_job_within_seconds(
         workdir: Path, write_workload: Callable[..., Path]) -> None:
@@ -76,7 +62,7 @@ def test_killed_torchrun_rank_ends_the_job_within_seconds(
         while pid is None and time.monotonic() < deadline:
             time.sleep(0.2)
             if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
-                pid = _rank_pid("killme.yaml", 1)
+                pid = rank_pid("killme.yaml", 1, variable="RANK")
         assert pid is not None, "rank 1 never started training"
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import last_result, manifest_files, tiny_workload
+from tests.conftest import last_result, manifest_files, rank_pid, tiny_workload
 
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 pytestmark = [pytest.mark.mpi,
@@ -100,27 +100,13 @@ def test_failing_rank_names_itself_and_ends_the_job(
     assert int(steps[0]["bytes"]) > 0 and float(steps[0]["compute_s"]) >= 0.05
 
 
-def _rank_pid(marker: str, rank: int) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes()
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmd and f"PMI_RANK={rank}\0".encode() in env:
-            return int(entry.name)
-    return None
-
-
 def _training_rank(workdir: Path, marker: str, rank: int) -> int:
     """The pid of ``rank`` of the job started with workload ``marker``, once it trains."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
-            pid = _rank_pid(marker, rank)
+            pid = rank_pid(marker, rank)
             if pid is not None:
                 return pid
     raise AssertionError(f"rank {rank} never started training")
@@ -300,7 +286,7 @@ def test_a_stopped_rank_ends_a_generation_and_the_files_written_stay_recorded(
         while stopped is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.01)
             if (folder / "train").exists() and sum(1 for _ in (folder / "train").iterdir()) > 200:
-                stopped = _rank_pid("genstall.yaml", 1)
+                stopped = rank_pid("genstall.yaml", 1)
         assert stopped is not None, "generation ended before rank 1 could be stopped"
         os.kill(stopped, signal.SIGSTOP)
         _, err = proc.communicate(timeout=60)  # hang guard: the timeout is 2 s
