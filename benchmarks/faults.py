@@ -130,6 +130,16 @@ class Case:
         self.judge(proc.returncode, err, expect, what, faulted=True)
         return out, err
 
+    def signal(self, proc: subprocess.Popen[str], sig: int, ranks: int, what: str) -> str:
+        """Send ``sig`` (to the whole job under MPI, or for SIGKILL), wait; its stderr. One
+        process must exit 128 + the signal's number (SIGKILL: killed)."""
+        if ranks or sig == signal.SIGKILL:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        expect = -9 if sig == signal.SIGKILL else 128 + sig
+        return self.finish(proc, None if ranks else expect, what)[1]
+
     def sentence(self, err: str, *words: str) -> None:
         """stderr's error is one line holding ``words``."""
         lines = [ln for ln in err.splitlines() if ln.startswith("dliobench:")]
@@ -265,12 +275,7 @@ def signal_generate(root: Path, sig: int, after: int, size: int, ranks: int = 0)
         proc = case.start("generate", "workload.yaml", "--no-progress", ranks=ranks)
         if not until(lambda: count(case.dir / "data/train", "img_*") >= after):
             case.out.problems.append("generation ended before the signal")
-        if ranks or sig == signal.SIGKILL:
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-        expect = {signal.SIGTERM: 143, signal.SIGKILL: -9, signal.SIGINT: 130}[sig]
-        _, err = case.finish(proc, None if ranks else expect, "generate")
+        err = case.signal(proc, sig, ranks, "generate")
         if sig != signal.SIGKILL and not ranks:
             case.sentence(err, "terminated" if sig == signal.SIGTERM else "interrupted")
         if ranks and proc.returncode == 0:
@@ -296,12 +301,7 @@ def signal_run(root: Path, sig: int, loader: str, ranks: int = 0) -> Outcome:
         reports = case.dir / "reports"
         until(lambda: count(reports, "*") > 0)
         time.sleep(2.5)
-        if ranks or sig == signal.SIGKILL:
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-        expect = {signal.SIGTERM: 143, signal.SIGKILL: -9, signal.SIGINT: 130}[sig]
-        _, err = case.finish(proc, None if ranks else expect, "run")
+        err = case.signal(proc, sig, ranks, "run")
         if sig != signal.SIGKILL:
             results = list(reports.glob("*/result.json"))
             if not results:
