@@ -6,6 +6,7 @@ Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import os
 import stat
@@ -108,6 +109,15 @@ def file_crc32c(path: Path, chunk: int = 8 << 20) -> int:
     return crc
 
 
+@functools.cache
+def _libc() -> Any:
+    """The C library, loaded once (finding it runs ``ldconfig``)."""
+    import ctypes
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
 def sync_filesystem(path: Path) -> None:
     """Flush every dirty page of the file system holding ``path`` (Linux syncfs(2)).
 
@@ -115,10 +125,7 @@ def sync_filesystem(path: Path) -> None:
     would cost a device flush each: the difference between 20 MB/s and disk speed for
     small files.
     """
-    import ctypes
-    import ctypes.util
-
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = _libc()
     fd = os.open(path, os.O_RDONLY)
     try:
         if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
@@ -133,10 +140,8 @@ def reserve(path: str, nbytes: int) -> None:
     need free space. Raises OSError(ENOSPC) when the room is not there; does nothing where
     the file system or the OS cannot reserve."""
     import ctypes
-    import ctypes.util
 
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    call = getattr(libc, "fallocate", None)
+    call = getattr(_libc(), "fallocate", None)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         if call is None or nbytes <= 0:
