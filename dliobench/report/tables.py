@@ -22,6 +22,7 @@ from dliobench.errors import DlioBenchError, InputError
 from dliobench.report.factors import PATH_KEYS, differing_keys, factors_of, flatten
 from dliobench.results.files import read_result
 from dliobench.results.schema import RunResult
+from dliobench.results.verdict import verdict_words
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def _row(run: Run) -> dict[str, Any]:
         "file_access": run.config("reader.file_access"),
         "read_threads": run.config("reader.read_threads"),
         "batch": run.config("reader.batch_size"),
-        "au": m.get("au"), "verdict": verdict_text(res.get("verdict") or {}),
+        "au": m.get("au"), "verdict": verdict_words(res["verdict"]) if res.get("verdict") else "",
         "au_min": m.get("au_min"), "au_floor": run.config("metric.au"),
         "samples_per_s": m.get("samples_per_s"), "mb_per_s": _mb(m.get("bytes_per_s")),
         "wait_p50_ms": _ms(m.get("wait_p50_s")), "wait_p99_ms": _ms(m.get("wait_p99_s")),
@@ -158,19 +159,6 @@ def _row(run: Run) -> dict[str, Any]:
         "dliobench_version": res.get("dliobench_version"), "commit": res.get("commit"),
         "hosts": " ".join(machine.get("hosts") or [machine.get("host") or ""]).strip(),
     }
-
-
-def verdict_text(verdict: dict[str, Any]) -> str:
-    """``meets the floor``, ``storage-limited``, ``not applicable``... of a result's verdict
-    (empty for results before schema 1.1)."""
-    limiter = verdict.get("limiter")
-    if not limiter:
-        return ""
-    if verdict.get("meets_floor"):
-        return "meets the floor"
-    if limiter in ("not applicable", "unknown"):
-        return str(limiter)
-    return f"{limiter}-limited" if limiter != "none" else "below the floor"
 
 
 # Keys that name a factor best, first first (a workload says more than its 20 keys).

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.results.schema import RunResult
+from dliobench.results.verdict import verdict_words
 from dliobench.units import size_text
 
 
@@ -56,10 +57,8 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                   f" floor {_pct(floor)})")
     verdict = result.get("verdict")
     if verdict:
-        head = {True: "[green]meets the floor[/]", False:
-                f"[red]{verdict['limiter']}-limited[/]"}.get(verdict["meets_floor"],
-                                                            f"[yellow]{verdict['limiter']}[/]")
-        table.add_row("verdict", f"{head}: {verdict['reason']}")
+        colour = {True: "green", False: "red"}.get(verdict["meets_floor"], "yellow")
+        table.add_row("verdict", f"[{colour}]{verdict_words(verdict)}[/]: {verdict['reason']}")
     shares = result.get("time_shares")
     if shares:
         table.add_row("where the time went", ", ".join(

@@ -71,3 +71,15 @@ def verdict(config: Config, metrics: dict[str, Any],
                 "compute, communication and checkpoints"}[limiter]
         reason = f"{below}: {shares[worst]:.0%} of the counted time went {what}"
     return {"meets_floor": False, "limiter": limiter, **figures, "reason": reason}
+
+
+def verdict_words(verdict: dict[str, Any]) -> str:
+    """A verdict in words: ``meets the floor``, ``storage-limited``, or the limiter itself
+    when there is no floor to meet (``not applicable``, ``unknown``)."""
+    meets = verdict.get("meets_floor")
+    if meets:
+        return "meets the floor"
+    limiter = str(verdict.get("limiter") or "unknown")
+    if meets is None:
+        return limiter
+    return f"{limiter}-limited" if limiter != "none" else "below the floor"
