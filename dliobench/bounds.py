@@ -11,6 +11,7 @@ from __future__ import annotations
 from dliobench.comm.world import World
 from dliobench.config.schema import Config
 from dliobench.errors import ConfigError
+from dliobench.formats import get_format
 from dliobench.results.sysinfo import host_memory_bytes
 from dliobench.units import size_text
 
@@ -20,8 +21,6 @@ GENERATION_BYTES_PER_FILE = 1200
 SIZE_BYTES_PER_FILE = 8  # every file's drawn sample size, on every rank
 ORDER_BYTES_PER_SAMPLE = 24  # a rank's sample order for an epoch, with its shuffled copy
 USABLE_SHARE = 0.8  # of the host's memory, shared by its ranks
-
-
 IMAGE_COPIES = 3  # an image sample's file bytes, the decoder's image and the array
 
 
@@ -30,7 +29,7 @@ def _sample_bytes(config: Config) -> int:
     buffer if larger."""
     d = config.dataset
     read = d.record_length_bytes + 3 * d.record_length_bytes_stdev
-    if d.format in ("jpeg", "png"):
+    if get_format(d.format).compressed_image:
         read *= IMAGE_COPIES
     return max(read, d.record_length_bytes_resize)
 
