@@ -68,7 +68,7 @@ def sweep_unmapped(prefix: str, min_age_s: float, folder: Path = SHM) -> int:
                     candidates.append(entry)
     if not candidates:
         return 0
-    mapped = _mapped_paths(str(folder / prefix))
+    mapped = mapped_paths(str(folder / prefix))
     removed = 0
     for entry in candidates:
         if str(entry) not in mapped:
@@ -85,12 +85,13 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
-def _mapped_paths(start: str) -> set[str]:
-    """Paths beginning with ``start`` that any process on this host maps."""
+def mapped_paths(start: str, procs: list[Path] | None = None) -> set[str]:
+    """Paths beginning with ``start`` that the processes ``procs`` (``/proc/<pid>`` folders;
+    by default every process on this host) map."""
     mapped: set[str] = set()
-    for proc in _entries(Path("/proc")):
-        if not proc.name.isdigit():
-            continue
+    if procs is None:
+        procs = [p for p in _entries(Path("/proc")) if p.name.isdigit()]
+    for proc in procs:
         with contextlib.suppress(OSError), open(proc / "maps") as maps:
             for line in maps:
                 if start in line:

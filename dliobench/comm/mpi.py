@@ -88,15 +88,9 @@ class MPIComm:
 def _unlink_shared_segments() -> None:
     """Unlink the /dev/shm segments this job's MPICH mapped: MPI_Abort leaves them behind
     (2 MB each, until reboot). The mappings of every rank stay valid until they exit."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if SHM_PREFIX in line}
-    except OSError:
-        return
-    for path in paths:
-        if path.startswith(SHM_PREFIX):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+    for path in leftovers.mapped_paths(SHM_PREFIX, [Path("/proc/self")]):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def detect() -> tuple[World, MPIComm]:
