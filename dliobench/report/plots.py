@@ -25,6 +25,7 @@ from dliobench.report.tables import (
     RunSet,
     counted_steps,
     factor_text,
+    label_parts,
     load_timeline,
     plural,
 )
@@ -149,24 +150,18 @@ BARS = (("au", "accelerator utilization", "AU (%)", 100.0, 1),
 
 
 def _value_names(rs: RunSet, factor: tuple[str, ...]) -> list[str]:
-    """Each run's name for its value of ``factor``: the part of the sweep's label that
-    splits the runs as the factor does, else ``key=value`` of its telling keys."""
-    t = rs.table
-    split = [str(lab or "").split(" / ") for lab in t["user_label"]]
-    values = [str(v) for v in t[factor[0]]]
-    if split and len({len(parts) for parts in split}) == 1 and len(split[0]) > 1:
-        for j in range(len(split[0])):
-            part = [parts[j] for parts in split]
-            if len(set(zip(part, values, strict=True))) == len(set(part)) == len(set(values)):
-                return part
-    return [factor_text(factor, row) for _, row in t.iterrows()]
+    """Each run's name for its value of ``factor``: the sweep's label for it, else
+    ``key=value`` of its telling keys."""
+    return label_parts(rs.table, factor) or [factor_text(factor, row)
+                                             for _, row in rs.table.iterrows()]
 
 
 def _groups_and_bars(rs: RunSet) -> tuple[list[str], list[str]]:
     """Per run: the group it is drawn in and its bar's name within the group.
 
-    With one setting differing, each run is its own group. With several, the setting with
-    the most values makes the groups (loaders) and the others name the bars (thread counts).
+    With one setting differing, each run is its own group. With several that form a full
+    grid (every combination ran), the setting with the most values makes the groups (loaders)
+    and the others name the bars (thread counts); otherwise each run is its own group.
     """
     t = rs.table
     if len(rs.factors) < 2:
@@ -178,7 +173,10 @@ def _groups_and_bars(rs: RunSet) -> tuple[list[str], list[str]]:
     if t["ranks"].nunique() > 1:
         bars = [" / ".join(p for p in (b, plural(r, "rank")) if p)
                 for b, r in zip(bars, t["ranks"], strict=True)]
-    return named[outer], bars
+    groups = named[outer]
+    if len(set(zip(groups, bars, strict=True))) < len(set(groups)) * len(set(bars)):
+        return list(t["label"]), [""] * len(t)  # not a full grid: a bar per run reads better
+    return groups, bars
 
 
 def _order(t: pd.DataFrame, bar: str) -> tuple[Any, ...]:
@@ -213,29 +211,36 @@ def comparison(rs: RunSet, out: Path) -> Plot:
     groups = list(dict.fromkeys(t["group"]))
     bars = sorted(dict.fromkeys(t["bar"]), key=lambda b: _order(t, b))
     panels = [b for b in BARS if computes.any() or b[0] != "au"]
-    slot = 0.8 / len(bars)
     width = max(8.0, 1.0 + (1.6 if len(bars) == 1 else 0.55 * len(bars) + 0.6) * len(groups))
     fig = Figure(figsize=(width, 2.7 * len(panels) + 0.8 + 0.25 * (len(bars) > 1)),
                  layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
     x = np.arange(len(groups))
     for ax, (col, panel, ylabel, scale, digits) in zip(axes, panels, strict=True):
-        for j, bar in enumerate(bars):
-            rows = [points.loc[(g, bar)] if (g, bar) in points.index else None for g in groups]
-            values = np.array([np.nan if r is None else r[col] * scale for r in rows])
-            floors = np.array([np.nan if r is None else r["au_floor"] for r in rows])
-            below = (col == "au") & (values < 100 * np.nan_to_num(floors))
+        values_of = {bar: np.array([points.loc[(g, bar), col] * scale
+                                    if (g, bar) in points.index else np.nan for g in groups])
+                     for bar in bars}
+        floors_of = {bar: np.array([points.loc[(g, bar), "au_floor"]
+                                    if (g, bar) in points.index else np.nan for g in groups])
+                     for bar in bars}
+        # bars with no value anywhere (AU of read-bound runs) leave no empty slot
+        shown = [b for b in bars if not np.isnan(values_of[b]).all()] or bars
+        slot = 0.8 / len(shown)
+        for k, bar in enumerate(shown):
+            j = bars.index(bar)  # the same colour in every panel
+            values = values_of[bar]
+            below = (col == "au") & (values < 100 * np.nan_to_num(floors_of[bar]))
             if len(bars) == 1:
                 colors: Any = (["#d62728" if b else "#2ca02c" for b in below] if col == "au"
                                else "#1f77b4")
             else:
                 colors = f"C{j % 10}"
-            drawn = ax.bar(x + (j - (len(bars) - 1) / 2) * slot, np.nan_to_num(values),
+            drawn = ax.bar(x + (k - (len(shown) - 1) / 2) * slot, np.nan_to_num(values),
                            width=slot * 0.92, color=colors,
                            hatch=["//" if b and len(bars) > 1 else "" for b in below],
                            edgecolor="white", label=bar or None)
             ax.bar_label(drawn, [f"{v:,.{digits}f}" if v == v else "n/a" for v in values],
-                         fontsize=7 if len(bars) > 2 else 8, padding=2)
+                         fontsize=7 if len(shown) > 2 else 8, padding=2)
         if col == "au":
             _floors(ax, t[computes])
             ax.set_ylim(0, 112)
@@ -244,14 +249,13 @@ def comparison(rs: RunSet, out: Path) -> Plot:
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)
         ax.margins(y=0.15)
-        if col == "au":  # the floors only; the bars' names go in the figure's legend
-            lines = [(h, lab) for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)
-                     if lab.startswith("AU floor")]
-            if lines:
-                ax.legend(*zip(*lines, strict=True), loc="upper right", fontsize=8,
-                          framealpha=0.9)
-    if len(bars) > 1:
-        handles, labels = axes[-1].get_legend_handles_labels()
+    # one legend under the figure: the bars' names (several per group) and the AU floors
+    handles, labels = axes[-1].get_legend_handles_labels() if len(bars) > 1 else ([], [])
+    if panels[0][0] == "au":
+        floors = [(h, lab) for h, lab in zip(*axes[0].get_legend_handles_labels(), strict=True)
+                  if lab.startswith("AU floor")]
+        handles, labels = handles + [h for h, _ in floors], labels + [lab for _, lab in floors]
+    if labels:
         fig.legend(handles, labels, loc="outside lower center", fontsize=9,
                    ncols=min(4, len(labels)))
     fig.suptitle(title)

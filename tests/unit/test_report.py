@@ -244,3 +244,18 @@ def test_two_settings_draw_a_group_per_value_and_a_bar_per_other_value(
     html = (out / "report.html").read_text()
     assert "A group of bars per value of the setting with the most values" in html
     assert (out / "comparison.png").stat().st_size > 10_000
+
+
+def test_runs_without_compute_show_no_au_and_settings_name_values_by_label(
+        tmp_path: Path) -> None:
+    """At compute 0 AU means nothing: the table says n/a, not 0.0 %; each differing value is
+    named by the sweep label's part for it, not by a list of every run."""
+    for threads in (1, 2):
+        _run(tmp_path, "train.computation_time=0", f"reader.read_threads={threads}",
+             f"output.label=tiny / {threads} threads")
+    html = (_report(tmp_path) / "report.html").read_text()
+    first = html[html.index("<tbody>"):html.index("</tbody>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", first)
+    assert len(rows) == 2
+    assert all(re.findall(r"<td[^>]*>(.*?)</td>", r)[1] == "n/a" for r in rows)
+    assert "<b>1</b> (1 threads)" in html and "<b>2</b> (2 threads)" in html
