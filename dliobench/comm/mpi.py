@@ -95,7 +95,8 @@ def library_version() -> str | None:
         text = str(mpi.Get_library_version())
     except Exception:  # an MPI without the call, or finalized: the version is not known
         return None
-    return text.strip().splitlines()[0] if text.strip() else None
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return " ".join(first.split()) or None  # "MPICH Version: 5.0.2"
 
 
 def _unlink_shared_segments() -> None:
