@@ -14,7 +14,7 @@ from pathlib import Path
 from dliobench.results.files import read_result
 from dliobench.rules import division, runset, training
 from dliobench.rules.finding import Finding
-from dliobench.rules.subject import Run
+from dliobench.rules.subject import Run, load
 
 RunCheck = Callable[[Run, str], Finding]
 SetCheck = Callable[[list[Run], str], Finding]
@@ -39,7 +39,7 @@ def family(run: Run) -> str:
 
 def load_runs(folders: Iterable[Path]) -> list[Run]:
     """Every run folder's result (InputError, exit 2, for a folder that is not one)."""
-    return [Run(folder, read_result(folder)) for folder in folders]
+    return [load(folder, read_result(folder)) for folder in folders]
 
 
 def apply(runs: list[Run], division_name: str = "closed") -> list[Finding]:

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import RunResult
 
 
@@ -62,6 +62,29 @@ class Run:
         except (KeyError, ValueError):
             return None
         return start, end
+
+
+# The configuration values the checks read, and the kind each must be.
+NEEDED: dict[str, type | tuple[type, ...]] = {
+    "dataset.record_length_bytes": int, "dataset.num_samples_per_file": int,
+    "dataset.num_files_train": int, "reader.batch_size": int, "metric.au": (int, float),
+    "train.accelerator": str,
+}
+
+
+def load(folder: Path, result: RunResult) -> Run:
+    """A run, or InputError (exit 2) when its result lacks what the checks read."""
+    run = Run(folder, result)
+    bad = [k for k, kind in NEEDED.items()
+           if not isinstance(run.flat.get(k), kind) or isinstance(run.flat.get(k), bool)]
+    figures = {f"metrics.{k}": result["metrics"].get(k) for k in ("au", "samples_per_s")}
+    figures["machine.memory_bytes"] = result.get("machine", {}).get("memory_bytes")
+    bad += [k for k, v in figures.items()
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool))]
+    if bad:
+        raise InputError(f"{folder / 'result.json'} lacks {', '.join(bad)} as a run writes "
+                         "them, so the rules cannot be applied to it; leave that folder out")
+    return run
 
 
 def flatten(config: dict[str, Any]) -> dict[str, Any]:

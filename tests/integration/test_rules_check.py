@@ -239,3 +239,16 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path: Path,
     assert main(["check", str(tmp_path / "junk")]) == 2
     err = capsys.readouterr().err.strip()
     assert "is not a dliobench result" in err and "\n" not in err
+
+
+def test_a_result_without_what_the_rules_read_is_refused(
+        real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = full_size(real, 0)
+    doc["metrics"]["au"] = "high"
+    del doc["config"]["reader"]["batch_size"]
+    folder = write_set(tmp_path / "bad", [doc])
+    assert main(["check", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"dliobench: error: {folder / 'run-0' / 'result.json'} lacks "
+                   "reader.batch_size, metrics.au as a run writes them, so the rules cannot be "
+                   "applied to it; leave that folder out")
