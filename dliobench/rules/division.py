@@ -17,12 +17,16 @@ ACCELERATORS = Rule(RULES_MD, "§4.3.4 Table 3 (Divisions)")
 CLOSED_PARAMS = Rule(RULES_MD, "§3.6.2 trainingClosedSubmissionParameters")
 OPEN_PARAMS = Rule(RULES_MD, "§3.6.3 trainingOpenSubmissionParameters")
 
+ODIRECT_WORKLOADS = ("unet3d",)  # §3.6.2: "Enable ODIRECT mode for Unet3D Training"
 # editions.yaml, edition 3.0: the training workloads and accelerators CLOSED and OPEN take.
 SUBMITTABLE = {"unet3d": ("b200", "mi355"), "retinanet": ("b200", "mi355")}
 WHATIF = ("h100", "a100")  # Table 3: "whatif only"
 
-# §3.6.2's table in dliobench's key names (reader.computation_threads and
-# reader.transfer_size have no dliobench counterpart).
+# §3.6.2's table in dliobench's key names (reader.computation_threads, reader.transfer_size
+# and storage.storage_options.prefetch_window have no dliobench counterpart), plus
+# checkpoint.checkpoint_folder, which mlpstorage's own checker also lets CLOSED change
+# (mlpstorage_py/rules/run_checkers/training.py@1bd3002378e41ad169a479d577f6c7648f00cbc8
+# CLOSED_ALLOWED_PARAMS).
 CLOSED_TUNABLE = frozenset({
     "dataset.num_files_train", "dataset.num_subfolders_train", "dataset.data_folder",
     "reader.read_threads", "reader.prefetch_size", "reader.odirect",
@@ -64,6 +68,16 @@ def check_accelerator(run: Run, division: str) -> Finding:
            "was not named (train.accelerator is empty)")
     return finding("accelerator", False, run.run_id, f"{accel or 'the accelerator'} {why}",
                    ACCELERATORS)
+
+
+def check_odirect(run: Run, division: str) -> Finding:
+    """O_DIRECT reads, a CLOSED tunable, are for unet3d only (§3.6.2's table says so)."""
+    on = bool(run.flat.get("reader.odirect"))
+    ok = not on or run.workload in ODIRECT_WORKLOADS
+    said = ("reads without O_DIRECT" if not on else
+            f"reads with O_DIRECT, which {'' if ok else 'only '}unet3d may")
+    return finding("O_DIRECT", ok, run.run_id, f"{run.workload or 'the run'} {said}",
+                   CLOSED_PARAMS)
 
 
 def changed(run: Run) -> dict[str, tuple[Any, Any]] | None:

@@ -108,11 +108,13 @@ def test_the_real_tiny_run_fails_on_what_it_changed(real_run: Path,
 
 
 def test_a_passing_set(real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    folder = write_set(tmp_path / "pass", [full_size(real, i) for i in range(5)])
+    docs = [full_size(real, i) for i in range(5)]
+    docs[0]["config"]["reader"]["odirect"] = True  # CLOSED may turn it on for unet3d
+    folder = write_set(tmp_path / "pass", docs)
     code, doc = check(capsys, str(folder))
     assert code == 0 and doc["failed"] == 0 and doc["runs"] == 5
     assert statuses(doc, "fail") == set() and statuses(doc, "n/a") == set()
-    assert len(doc["findings"]) == 5 * 7 + 3
+    assert len(doc["findings"]) == 5 * 8 + 3
     found = by_check(doc)
     setup = "unet3d, 1 b200 accelerator(s) on 1 host(s)"
     assert "5 complete run(s)" in found[("run count", setup)]["sentence"]
@@ -120,8 +122,10 @@ def test_a_passing_set(real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert f"{FULL_FILES:,} files" in found[("dataset size", "run-0")]["sentence"]
     assert "AU 95.0 % is at or above unet3d's floor for b200, 90.0 %" in \
         found[("AU floor", "run-0")]["sentence"]
-    assert "(dataset.data_folder, dataset.num_files_train, reader.read_threads)" in \
-        found[("parameters", "run-0")]["sentence"]
+    assert "(dataset.data_folder, dataset.num_files_train, reader.odirect, " \
+        "reader.read_threads)" in found[("parameters", "run-0")]["sentence"]
+    assert found[("O_DIRECT", "run-0")]["sentence"] == \
+        "unet3d reads with O_DIRECT, which unet3d may"
 
 
 def test_a_failing_set_names_each_rule(real: Doc, tmp_path: Path,
@@ -155,7 +159,7 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
     out = capsys.readouterr().out
     assert "trainingAcceleratorUtilizationCheck" in out and "fail" in out
     assert "Rules.md: mlcommons/storage Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53" in out
-    assert "37 passed, 1 failed, 0 not applicable: FAILS the rules" in out
+    assert "42 passed, 1 failed, 0 not applicable: FAILS the rules" in out
 
 
 @pytest.mark.parametrize(("edit", "failing", "needle"), [
@@ -165,6 +169,8 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
      "(reader.data_loader: OPEN only)"),
     (lambda d: d["config"]["storage"].update(stage_to="/local"), "parameters",
      "storage.stage_to = '/local' (shipped: '')"),
+    (lambda d: (d.update(workload="retinanet"), d["config"]["reader"].update(odirect=True)),
+     "O_DIRECT", "retinanet reads with O_DIRECT, which only unet3d may"),
     (lambda d: d.update(status="partial", errors=["rank 0: disk gone"]), "complete",
      "is partial: it ended early (rank 0: disk gone)"),
 ])
