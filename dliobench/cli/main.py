@@ -218,6 +218,21 @@ def cmd_datasize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Apply MLPerf Storage's training rules to result folders: 1 when any finding fails."""
+    from dliobench.report.tables import find_run_dirs
+    from dliobench.rules import registry, render
+    from dliobench.rules.finding import failed
+
+    runs = registry.load_runs(find_run_dirs(args.runs))
+    findings = registry.apply(runs, args.division)
+    if args.json:
+        print(render.as_json(findings, args.division, len(runs)))
+    else:
+        render.print_table(findings, args.division, len(runs))
+    return 1 if failed(findings) else 0
+
+
 def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     """A sweep file, or a workload (with overrides) to sweep over ranks only."""
     from dliobench.config import yamlfile
@@ -342,6 +357,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "report": cmd_report, "generate": cmd_generate, "datasize": cmd_datasize,
     "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys, "ceiling": cmd_ceiling,
+    "check": cmd_check,
 }
 
 
