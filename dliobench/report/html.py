@@ -132,7 +132,7 @@ def differing_html(rs: RunSet) -> str:
         details: dict[str, str] = {}
         named = label_parts(t, factor)  # the sweep's own name of each value
         for i, (_, row) in enumerate(t.iterrows()):
-            value = _text(lead, row[lead])
+            value = _text(lead, row[lead]) or "none"
             groups.setdefault(value, []).append(named[i] if named else str(row["label"]))
             details[value] = ", ".join(f"{k.split('.')[-1]} {_text(k, row[k])}" for k in rest)
         parts = []
