@@ -80,7 +80,7 @@ def resolve(config: Config, world: World, comm: Comm, seed: int | None = None) -
     check_folders(config, TRAIN)
     seed = shuffle_seed(config, comm) if seed is None else seed
     spec = shard_spec(config, world, seed)
-    return Plan(config, fmt, backend_for(config.dataset.data_folder),
+    return Plan(config, fmt, backend_for(config.dataset.data_folder, config.storage),
                 FileKeys(config.dataset, fmt.extension), seed, spec,
                 planned_steps(config, spec), [])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -109,3 +110,95 @@ def rank_pid(marker: str, rank: int, variable: str = "PMI_RANK") -> int | None:
         if marker.encode() in cmd and wanted in b"\0" + env:
             return int(entry.name)
     return None
+
+
+class S3Server:
+    """The moto S3 server a test session runs (``tests/s3server.py``): its endpoint, the
+    credentials of the one user it accepts, and the requests it counted."""
+
+    def __init__(self, endpoint: str, access_key_id: str, secret_access_key: str) -> None:
+        self.endpoint = endpoint
+        self.access_key_id = access_key_id
+        self.secret_access_key = secret_access_key
+
+    def client(self) -> Any:
+        """A boto3 client of the test itself (to make buckets and damage objects)."""
+        import boto3
+        from botocore.config import Config as BotoConfig
+
+        return boto3.session.Session().client(
+            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
+            aws_access_key_id=self.access_key_id, aws_secret_access_key=self.secret_access_key,
+            config=BotoConfig(s3={"addressing_style": "path"}))
+
+    def bucket(self, name: str) -> str:
+        """Create bucket ``name`` (if need be); its name."""
+        client = self.client()
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+            client.create_bucket(Bucket=name)
+        return name
+
+    def counts(self, reset: bool = False) -> dict[str, int]:
+        """Requests served by kind (list, get, put, head, ...) since the last reset."""
+        import urllib.request
+
+        request = urllib.request.Request(f"{self.endpoint}/_counts",
+                                         method="POST" if reset else "GET")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            counts: dict[str, int] = json.loads(answer.read())
+        return counts
+
+    def overrides(self) -> list[str]:
+        """The storage keys that reach this server (credentials come from the environment)."""
+        return [f"storage.s3.endpoint_url={self.endpoint}", "storage.s3.region=us-east-1",
+                "storage.s3.addressing_style=path"]
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """moto's S3 server on 127.0.0.1 in its own process for the session, with IAM
+    enforcement: only the user made here gets in; stopped after the session."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3", "MOTO_PORT": str(port)}
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("s3server.py")),
+                               str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env=env, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        endpoint = f"http://127.0.0.1:{port}"
+        iam = boto3.session.Session().client(  # the 3 requests before credentials count
+            "iam", endpoint_url=endpoint, region_name="us-east-1",
+            aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam.create_user(UserName="bench")
+        iam.put_user_policy(UserName="bench", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="bench")["AccessKey"]
+        yield S3Server(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch,
+           tmp_path: Path) -> S3Server:
+    """The server's credentials in the AWS chain's variables, and no other AWS setting of
+    this machine in the way (no config files, no instance metadata)."""
+    for name in [n for n in __import__("os").environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_access_key)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return s3_server

@@ -9,6 +9,7 @@ import stat
 
 from dliobench.config.schema import Config
 from dliobench.errors import ConfigError
+from dliobench.storage.location import is_url, parse_s3
 
 
 def folder_keys(config: Config, train: str) -> list[tuple[str, str]]:
@@ -16,7 +17,7 @@ def folder_keys(config: Config, train: str) -> list[tuple[str, str]]:
     training files' folder under the data folder)."""
     data = config.dataset.data_folder
     keys = [("dataset.data_folder", data),
-            ("dataset.data_folder", os.path.join(data, train)),
+            ("dataset.data_folder", data if is_url(data) else os.path.join(data, train)),
             ("output.folder", config.output.folder)]
     if config.storage.stage_to:
         keys.append(("storage.stage_to", config.storage.stage_to))
@@ -28,6 +29,9 @@ def folder_keys(config: Config, train: str) -> list[tuple[str, str]]:
 def check_folders(config: Config, train: str) -> None:
     """Raise ConfigError when a folder of ``config`` cannot be a folder."""
     for key, folder in folder_keys(config, train):
+        if is_url(folder):
+            parse_s3(folder, key)  # an object store: only its URL can be checked here
+            continue
         problem = folder_problem(folder)
         if problem:
             raise ConfigError(f"{key}: {folder} {problem}; choose another {key}")

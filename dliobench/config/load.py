@@ -25,6 +25,7 @@ from dliobench.config.dlio import (
 from dliobench.config.profiles import apply_profile, merge_profiles
 from dliobench.config.schema import SECTIONS, Config
 from dliobench.errors import ConfigError
+from dliobench.storage.location import S3_SCHEME, is_url
 
 IGNORED_TOP_LEVEL = ("framework",)
 INT64_MAX = 2**63 - 1  # integers end up in numpy arrays and file offsets
@@ -249,13 +250,28 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
         section, field_name = name.split(".", 1)
         sections[section][field_name] = _convert(name, value)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}
-    root, folder = built["storage"].storage_root, built["dataset"].data_folder
-    if root and not Path(folder).is_absolute():  # DLIO joins storage_root and data_folder
-        built["dataset"] = dataclasses.replace(built["dataset"],
-                                               data_folder=str(Path(root) / folder))
+    built["dataset"] = dataclasses.replace(
+        built["dataset"], data_folder=_data_folder(built["storage"], built["dataset"].data_folder))
     config = Config(**built, accelerators=profiles, source=source)
     rules.check(config)
     return config, warnings + rules.advice(config)
+
+
+def _data_folder(storage: Any, folder: str) -> str:
+    """The data folder with DLIO's storage_root applied: joined to a relative folder, or with
+    ``storage_type: s3`` the bucket the folder is a prefix in."""
+    root = storage.storage_root
+    if is_url(folder):
+        return folder
+    if storage.storage_type == "s3":
+        if not root:
+            raise ConfigError("storage.storage_type=s3 needs the bucket: set "
+                              "storage.storage_root=BUCKET, or give dataset.data_folder as "
+                              "s3://BUCKET/PREFIX")
+        return f"{S3_SCHEME}{root.strip('/')}/{folder.strip('/')}".rstrip("/")
+    if root and not Path(folder).is_absolute():  # DLIO joins storage_root and data_folder
+        return str(Path(root) / folder)
+    return folder
 
 
 def load(path: str | Path | None, overrides: list[str] | None = None,

@@ -227,19 +227,19 @@ class CountingFile(_PositionedFile):
         """Nothing is kept between reads."""
 
 
-class DirectFile(_PositionedFile):
-    """A read-only file object that reads whole aligned blocks with O_DIRECT, counting them.
+class SpanFile(_PositionedFile):
+    """A read-only file object whose reads fetch a span around what is asked (``_fetch``),
+    counted, and keep the last one, so a library's many small reads inside it cost one
+    transfer; ``forget`` drops it before the next sample."""
 
-    A small span read last is kept, so a library's many small metadata reads inside one
-    block cost one device read; ``forget`` drops it before the next sample.
-    """
-
-    KEEP_SPAN = 64 * 1024
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(os.stat(path).st_size)
-        self._path = path
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
         self._span: tuple[int, memoryview] = (0, memoryview(b""))
+
+    def _fetch(self, pos: int, want: int) -> tuple[int, memoryview, int, bool]:
+        """(start, bytes, bytes transferred, whether to keep them) of a span holding
+        ``want`` bytes at ``pos``."""
+        raise NotImplementedError
 
     def readinto(self, buffer: Any) -> int:
         """Read at the current position into ``buffer``, through the kept span if it holds it."""
@@ -249,11 +249,9 @@ class DirectFile(_PositionedFile):
             return 0
         start, span = self._span
         if not (start <= pos and pos + want <= start + len(span)):
-            start = pos - pos % ALIGN
-            end = -(-(pos + want) // ALIGN) * ALIGN
-            span, got = read_range(self._path, start, end - start, odirect=True)
+            start, span, got, keep = self._fetch(pos, want)
             self.nbytes += got
-            if len(span) <= self.KEEP_SPAN:
+            if keep:
                 self._span = (start, span)
         n = max(min(want, start + len(span) - pos), 0)
         out[:n] = span[pos - start:pos - start + n]
@@ -263,3 +261,21 @@ class DirectFile(_PositionedFile):
     def forget(self) -> None:
         """Drop the kept span: the next read goes to storage."""
         self._span = (0, memoryview(b""))
+
+
+class DirectFile(SpanFile):
+    """A read-only file object that reads whole aligned blocks with O_DIRECT, counting them;
+    a small span read last is kept."""
+
+    KEEP_SPAN = 64 * 1024
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(os.stat(path).st_size)
+        self._path = path
+
+    def _fetch(self, pos: int, want: int) -> tuple[int, memoryview, int, bool]:
+        """The aligned blocks around the bytes asked for."""
+        start = pos - pos % ALIGN
+        end = -(-(pos + want) // ALIGN) * ALIGN
+        span, got = read_range(self._path, start, end - start, odirect=True)
+        return start, span, got, len(span) <= self.KEEP_SPAN
