@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -121,6 +122,10 @@ class S3Server:
         self.access_key_id = access_key_id
         self.secret_access_key = secret_access_key
 
+    @functools.cached_property
+    def _client(self) -> Any:
+        return self.client()
+
     def client(self) -> Any:
         """A boto3 client of the test itself (to make buckets and damage objects)."""
         import boto3
@@ -133,7 +138,7 @@ class S3Server:
 
     def bucket(self, name: str) -> str:
         """Create bucket ``name`` (if need be); its name."""
-        client = self.client()
+        client = self._client
         with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
             client.create_bucket(Bucket=name)
         return name

@@ -406,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     positional = "workload" if hasattr(args, "workload") else \
         "sweep" if hasattr(args, "sweep") else None
     if extra and (positional is None or any(x.startswith("-") for x in extra)):
-        parser.error("unrecognized arguments: " + " ".join(extra))
+        from dliobench.config.secrets import redact_argv
+
+        parser.error("unrecognized arguments: " + " ".join(redact_argv(extra)))
     if extra and positional is not None:  # overrides after options: `run W --no-progress a=b`
         setattr(args, positional, getattr(args, positional) + extra)
     _setup_logging(args.verbose, args.quiet)

@@ -164,8 +164,11 @@ def parse_overrides(items: list[str]) -> _Layer:
 
 
 def _convert(name: str, value: Any) -> Any:
-    """Convert one raw value to its key's kind and check its bounds."""
+    """Convert one raw value to its key's kind and check its bounds (a secret's value is
+    never repeated in the message)."""
     meta = FIELDS[name].metadata
+    if meta["secret"] and not isinstance(value, (str, type(None))):
+        raise ConfigError(f"{name} must be a string (its value is not shown)")
     kind = meta["kind"]
     word = next((v for raw, v in meta["words"] if type(raw) is type(value) and raw == value),
                 None)
@@ -250,8 +253,10 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
         section, field_name = name.split(".", 1)
         sections[section][field_name] = _convert(name, value)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}
-    built["dataset"] = dataclasses.replace(
-        built["dataset"], data_folder=_data_folder(built["storage"], built["dataset"].data_folder))
+    folder = _data_folder(built["storage"], built["dataset"].data_folder)
+    built["dataset"] = dataclasses.replace(built["dataset"], data_folder=folder)
+    if is_url(folder):  # an s3:// folder is on an object store, whatever storage_type said
+        built["storage"] = dataclasses.replace(built["storage"], storage_type="s3")
     config = Config(**built, accelerators=profiles, source=source)
     rules.check(config)
     return config, warnings + rules.advice(config)

@@ -47,6 +47,7 @@ def key(
     choices: tuple[str, ...] = (),
     words: tuple[tuple[Any, Any], ...] = (),
     nonempty: bool = False,
+    secret: bool = False,
 ) -> Any:
     """Declare one configuration key (a dataclass field carrying its parsing rules).
 
@@ -56,6 +57,7 @@ def key(
     kind's conversion, e.g. the word ``model`` for a size, or YAML's ``false`` read from a bare
     ``off``. ``nonempty``: the empty string is refused (a folder that would be the current
     directory).
+    ``secret``: a credential, never shown (results, show-config, messages: ``config.secrets``).
     """
     meta = {
         "kind": kind,
@@ -66,6 +68,7 @@ def key(
         "choices": choices,
         "words": words,
         "nonempty": nonempty,
+        "secret": secret,
     }
     return field(default=default, metadata=meta)
 
@@ -295,11 +298,13 @@ class StorageConfig:
     s3_access_key_id: str = key("", "str", "S3: access key id (\"\": the AWS chain: "
                                 "environment, profile, instance role; preferred over keys in "
                                 "files)", aliases=("storage.s3.access_key_id",
-                                                    "storage.storage_options.access_key_id"))
+                                                    "storage.storage_options.access_key_id"),
+                                secret=True)
     s3_secret_access_key: str = key("", "str", "S3: secret access key (never written to "
                                     "results, logs or messages)",
                                     aliases=("storage.s3.secret_access_key",
-                                             "storage.storage_options.secret_access_key"))
+                                             "storage.storage_options.secret_access_key"),
+                                    secret=True)
     s3_part_size: int = key(16 << 20, "size", "S3: objects larger than this are uploaded in "
                             "parts of this size (multipart)", aliases=("storage.s3.part_size",),
                             minimum=5 << 20, maximum=5 << 30)

@@ -17,11 +17,13 @@ import crc32c
 import numpy as np
 
 from dliobench.comm.world import World
+from dliobench.dataset.layout import TRAIN
 from dliobench.dataset.manifest import Manifest
 from dliobench.plan import Plan
 from dliobench.storage.backend import Backend
 
 VERIFY_CHUNK = 8 << 20
+REMOTE_THREADS = 8  # requests in flight per rank checking objects in an object store
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,10 @@ def check_slice(plan: Plan, manifest: Manifest, world: World, verify: bool = Fal
         return good, not good
 
     rows = range(ids.size)
-    with ThreadPoolExecutor(os.cpu_count() if verify else 1) as pool:
-        states = pool.map(state, rows) if verify else map(state, rows)
+    remote = plan.backend.local_path(TRAIN) is None  # an object store: a request per stat
+    threads = REMOTE_THREADS if remote else (os.cpu_count() or 1) if verify else 1
+    with ThreadPoolExecutor(threads) as pool:
+        states = pool.map(state, rows) if threads > 1 else map(state, rows)
         missing, damaged, present = [], [], 0
         for row, (ok, bad) in zip(rows, states, strict=True):
             size = max(int(entries.size[row]), 0)

@@ -21,7 +21,8 @@ from dliobench.results.schema import (
     RunResult,
 )
 from dliobench.results.verdict import time_shares, verdict
-from dliobench.storage import fsinfo
+from dliobench.storage import backend_for
+from dliobench.storage.location import is_url
 
 
 def _epoch_table(config: Config, trace: RankTrace) -> dict[int, tuple[dict[str, Any], np.ndarray]]:
@@ -118,7 +119,10 @@ def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
         "dataset_to_memory_ratio": dataset_bytes / host_memory if host_memory else None,
         "odirect": odirect,
         "evicted": evicted,
-        "page_cache_possible": not odirect and not evicted and small,
+        # an object store's reads never come from this host's page cache (its server's
+        # memory is another matter: the console says so)
+        "page_cache_possible": not odirect and not evicted and small
+        and not is_url(config.dataset.data_folder),
     }
 
 
@@ -141,7 +145,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "ranks_count": len(traces),
         "config": config_dict(config),
         "machine": {"hosts": sorted({t.host for t in traces}), **machine},
-        "storage": fsinfo.facts(config.dataset.data_folder),
+        "storage": backend_for(config.dataset.data_folder, config.storage).facts(),
         "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
                            evicted=config.storage.drop_cache,
                            min_counted_steps=run["min_counted_steps"]),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dliobench.config.schema import Config
+from dliobench.config.secrets import redact_config
 from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.storage.atomic import write_json_atomic
@@ -32,10 +33,10 @@ def new_run_id(workload: str) -> str:
 
 
 def config_dict(config: Config) -> dict[str, Any]:
-    """The resolved configuration as plain data."""
+    """The resolved configuration as plain data, credentials redacted (``config.secrets``)."""
     out = dataclasses.asdict(config)
     out.pop("source", None)
-    return out
+    return redact_config(out)
 
 
 def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool:

@@ -15,6 +15,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from dliobench.config.secrets import redact_argv
+
 # What shapes a run, each with the distribution names it is installed under (the first
 # one found is recorded; a package under none of them is recorded as null).
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -61,7 +63,7 @@ def collect(config_doc: dict[str, Any]) -> dict[str, Any]:
     argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
     return {
         "config_sha256": config_hash(config_doc),
-        "argv": argv,
+        "argv": redact_argv(argv),
         "cwd": os.getcwd(),
         "packages": {key: installed(names) for key, names in PACKAGES.items()},
         "mpi_library": mpi_library(),

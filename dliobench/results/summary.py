@@ -124,6 +124,11 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "may have been read before the window opened, inflating samples/s and bytes/s. "
             "Add files (dataset.num_files_train) or lower metric.exclude_start_steps."
         )
+    if (result.get("storage") or {}).get("fs_type") == "s3":
+        console.print(
+            "[yellow]note:[/] an object store: this host's page cache does not apply, but the "
+            "server may keep objects in its memory; a dataset larger than the server's memory "
+            "measures its storage rather than its cache.")
     if honesty["page_cache_possible"]:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "

@@ -13,12 +13,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dliobench.config.secrets import REDACTED
 from dliobench.errors import DatasetError, MissingExtraError
 
 if TYPE_CHECKING:
     from dliobench.config.schema import StorageConfig
 
-REDACTED = "<redacted>"
 # Error codes S3 answers when the credentials (not the request) are the problem.
 CREDENTIAL_CODES = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
                               "InvalidToken", "ExpiredToken", "AuthorizationHeaderMalformed",

@@ -1,0 +1,132 @@
+"""Datasets in S3 end to end, on moto's S3 server (a real HTTP endpoint in its own process):
+generate and train with the native and PyTorch loaders, repair by ``generate --verify``, no
+LIST in a run, one sentence for each way of not reaching a bucket, no secret in any output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import S3Server, last_result, tiny_workload
+
+
+def s3_workload(write_workload: Callable[..., Path], server: S3Server, bucket: str,
+                **sections: dict[str, Any]) -> Path:
+    """A tiny workload whose data folder is a prefix in ``bucket`` on ``server``."""
+    doc = tiny_workload(**sections)
+    doc["dataset"]["data_folder"] = f"s3://{bucket}/tiny"
+    doc.setdefault("storage", {})["s3"] = {"endpoint_url": server.endpoint,
+                                           "region": "us-east-1", "addressing_style": "path"}
+    return write_workload(doc)
+
+
+@pytest.mark.parametrize("loader", ["native", "pytorch"])
+def test_generate_and_train_from_s3(workdir: Path, write_workload: Callable[..., Path],
+                                    run_cli: Callable[..., int], s3_env: S3Server,
+                                    loader: str) -> None:
+    if loader == "pytorch":
+        pytest.importorskip("torch")
+    bucket = s3_env.bucket(f"train-{loader}")
+    path = s3_workload(write_workload, s3_env, bucket,
+                       reader={"data_loader": loader, "sample_shuffle": "seed"})
+    assert run_cli("run", str(path), "--no-progress") == 0
+    result = last_result(workdir / "reports")
+    m = result["metrics"]
+    assert m["exactly_once"] is True and m["samples"] == 12
+    listed = s3_env.client().list_objects_v2(Bucket=bucket, Prefix="tiny/train/")
+    sizes = sorted(o["Size"] for o in listed["Contents"])
+    assert len(sizes) == 8 and m["bytes"] == pytest.approx(12 * sizes[0], rel=0.01)
+    assert result["storage"]["fs_type"] == "s3"
+    assert result["storage"]["data_folder"] == f"s3://{bucket}/tiny"
+    assert result["config"]["storage"]["storage_type"] == "s3"
+    assert result["honesty"]["page_cache_possible"] is False
+    assert not (workdir / "s3:").exists()  # nothing landed in a local folder named like it
+
+
+def test_verify_rewrites_truncated_and_damaged_objects(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server, capsys: pytest.CaptureFixture[str]) -> None:
+    bucket = s3_env.bucket("verify")
+    path = s3_workload(write_workload, s3_env, bucket)
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    client = s3_env.client()
+    keys = sorted(o["Key"] for o in client.list_objects_v2(
+        Bucket=bucket, Prefix="tiny/train/")["Contents"])
+    good = {k: client.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys[:2]}
+    client.put_object(Bucket=bucket, Key=keys[0], Body=good[keys[0]][:1000])  # truncated
+    flipped = bytearray(good[keys[1]])
+    flipped[len(flipped) // 2] ^= 0xFF  # same size, one byte damaged
+    client.put_object(Bucket=bucket, Key=keys[1], Body=bytes(flipped))
+    capsys.readouterr()
+    assert run_cli("generate", str(path), "--verify", "--no-progress") == 0
+    assert "wrote 2 of 8 files" in capsys.readouterr().out
+    for key, data in good.items():
+        assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+    assert run_cli("generate", str(path), "--verify", "--no-progress") == 0
+    assert "all 8 files are already in" in capsys.readouterr().out
+
+
+def test_a_run_lists_nothing(workdir: Path, write_workload: Callable[..., Path],
+                             run_cli: Callable[..., int], s3_env: S3Server) -> None:
+    bucket = s3_env.bucket("nolist")
+    path = s3_workload(write_workload, s3_env, bucket,
+                       dataset={"num_files_train": 200, "record_length_bytes": 1024},
+                       reader={"batch_size": 20, "read_threads": 4},
+                       train={"epochs": 1})
+    s3_env.counts(reset=True)
+    assert run_cli("run", str(path), "--no-progress") == 0  # generation and training
+    counts = s3_env.counts()
+    assert counts.get("list", 0) == 0, counts
+    assert counts["put"] >= 200 and counts["get"] >= 200, counts  # the counter counts
+    assert last_result(workdir / "reports")["metrics"]["exactly_once"] is True
+
+
+@pytest.mark.parametrize("case", ["missing bucket", "wrong endpoint", "bad credentials"])
+def test_unreachable_buckets_are_one_sentence(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    bucket = "no-such-bucket" if case == "missing bucket" else s3_env.bucket("errors")
+    path = s3_workload(write_workload, s3_env, bucket)
+    extra = ["storage.s3.max_attempts=1"]
+    if case == "wrong endpoint":
+        extra.append("storage.s3.endpoint_url=http://127.0.0.1:9")  # the discard port
+    if case == "bad credentials":
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    capsys.readouterr()
+    assert run_cli("run", str(path), "--no-progress", *extra) == 1
+    err = capsys.readouterr().err.strip()
+    expected = {"missing bucket": "the bucket 'no-such-bucket' does not exist at "
+                                  f"{s3_env.endpoint}; create it",
+                "wrong endpoint": "cannot reach the S3 endpoint http://127.0.0.1:9",
+                "bad credentials": f"{s3_env.endpoint} refused the credentials"}[case]
+    assert err.startswith("dliobench: error: ") and expected in err, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "not-the-secret" not in err
+
+
+def test_secrets_in_the_configuration_never_reach_an_output(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    bucket = s3_env.bucket("secrets")
+    path = s3_workload(write_workload, s3_env, bucket, storage={
+        "storage_options": {"access_key_id": s3_env.access_key_id}})
+    secret = s3_env.secret_access_key
+    given = f"storage.storage_options.secret_access_key={secret}"
+    assert run_cli("run", str(path), "--trace", "--no-progress", given) == 0
+    assert run_cli("show-config", str(path), given) == 0
+    with pytest.raises(SystemExit):  # a usage error repeats the arguments
+        run_cli("run", str(path), "--no-progress", given, "--bogus")
+    assert run_cli("run", str(path), "--no-progress", given, "storage.s3.max_attempts=1",
+                   "storage.s3.endpoint_url=http://127.0.0.1:9") == 1
+    out, err = capsys.readouterr()
+    assert "<redacted>" in out and "s3_secret_access_key" in out  # show-config printed it
+    outputs = [p for p in workdir.rglob("*") if p.is_file() and p != path]
+    assert len(outputs) >= 3  # result.json, timeline.csv, the trace
+    for text in [out, err, *(p.read_text(errors="replace") for p in outputs)]:
+        assert secret not in text and s3_env.access_key_id not in text
