@@ -47,7 +47,8 @@ class Checkpointer:
         self.enabled = config.workflow.checkpoint and total_bytes(config) > 0
         self.world, self.comm = world, comm
         self.nbytes = shard_bytes(config, world)
-        self.backend = backend_for(self.cfg.checkpoint_folder)
+        self.backend = backend_for(self.cfg.checkpoint_folder, config.storage,
+                                   "checkpoint.checkpoint_folder")
         self.run_id = run_id
         self.written: list[str] = []  # this rank's shards, deleted by ``finish``
         self.events: list[CheckpointEvent] = []

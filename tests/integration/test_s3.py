@@ -30,10 +30,18 @@ def test_generate_and_train_from_s3(workdir: Path, write_workload: Callable[...,
     if loader == "pytorch":
         pytest.importorskip("torch")
     bucket = s3_env.bucket(f"train-{loader}")
+    # native: checkpoints to the bucket too, in parts of 5 MiB, read back
+    ckpt = {"workflow": {"checkpoint": True}, "model": {"model_size_bytes": "12MiB"},
+            "checkpoint": {"checkpoint_folder": f"s3://{bucket}/ckpt",
+                           "read_after_write": True}} if loader == "native" else {}
     path = s3_workload(write_workload, s3_env, bucket,
-                       reader={"data_loader": loader, "sample_shuffle": "seed"})
-    assert run_cli("run", str(path), "--no-progress") == 0
+                       reader={"data_loader": loader, "sample_shuffle": "seed"}, **ckpt)
+    assert run_cli("run", str(path), "--no-progress", "storage.s3.part_size=5MiB") == 0
     result = last_result(workdir / "reports")
+    if ckpt:
+        assert result["checkpoint"]["count"] == 2
+        assert result["checkpoint"]["bytes"] == 2 * (12 << 20)
+        assert s3_env.client().list_objects_v2(Bucket=bucket, Prefix="ckpt")["KeyCount"] == 0
     m = result["metrics"]
     assert m["exactly_once"] is True and m["samples"] == 12
     listed = s3_env.client().list_objects_v2(Bucket=bucket, Prefix="tiny/train/")
