@@ -4,7 +4,7 @@ A generation holds it exclusively; a run holds it shared while it reads (exclusi
 may still generate). A second dliobench that would write into a folder being written or read,
 or read a folder being written, is refused with a sentence naming the holder, instead of
 mixing seeds or deleting the other's files in flight. POSIX ``flock``: rank 0 of a job holds
-it for the job; object stores get their own equivalent with the S3 issue.
+it for the job; an object store gets a lock object with a lease instead (``dataset.lease``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from dliobench.comm.world import World
+from dliobench.dataset.lease import LeaseLock
 from dliobench.errors import DatasetError
 from dliobench.storage.backend import Backend
 
@@ -29,11 +30,14 @@ class FolderLock:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self._fd: int | None = None
+        self._lease: LeaseLock | None = None
 
     def acquire(self, exclusive: bool, doing: str) -> None:
         """Take the lock (without waiting) or raise DatasetError naming who holds it."""
         path = self.backend.local_path(LOCK_KEY)
-        if path is None:  # no local file system: nothing to lock here
+        if path is None:  # an object store: a lock object with a lease
+            self._lease = LeaseLock(self.backend, LOCK_KEY)
+            self._lease.acquire(exclusive, doing)
             return
         self.backend.make_room("")
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -54,11 +58,16 @@ class FolderLock:
 
     def share(self) -> None:
         """Keep the lock, shared: others may read now (the writing is over)."""
+        if self._lease is not None:
+            self._lease.share()
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_SH)
 
     def release(self) -> None:
         """Let go."""
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)

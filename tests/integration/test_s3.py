@@ -138,3 +138,34 @@ def test_secrets_in_the_configuration_never_reach_an_output(
     assert len(outputs) >= 3  # result.json, timeline.csv, the trace
     for text in [out, err, *(p.read_text(errors="replace") for p in outputs)]:
         assert secret not in text and s3_env.access_key_id not in text
+
+
+def test_the_lock_object_refuses_a_holder_and_takes_over_a_dead_one(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import socket
+    import subprocess
+    import time
+
+    bucket = s3_env.bucket("locks")
+    path = s3_workload(write_workload, s3_env, bucket)
+    client = s3_env.client()
+
+    def lock(owner: str, until: float) -> None:
+        client.put_object(Bucket=bucket, Key="tiny/.dliobench.lock", Body=json.dumps(
+            {"owner": owner, "doing": "written (generating)", "until": until}).encode())
+
+    lock("otherhost:123:abcd", time.time() + 600)  # another host's live generation
+    capsys.readouterr()
+    assert run_cli("generate", str(path), "--no-progress") == 1
+    assert "s3://locks/tiny is being written (generating) by otherhost:123 (its lease runs " \
+        "to" in capsys.readouterr().err
+    gone = subprocess.Popen(["true"])  # a process of this host that is gone
+    gone.wait()
+    lock(f"{socket.gethostname()}:{gone.pid}:dead", time.time() + 600)
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    lock("otherhost:123:abcd", time.time() - 1)  # a lease that ended
+    assert run_cli("run", str(path), "--no-progress") == 0
+    with pytest.raises(client.exceptions.ClientError):  # released at the end
+        client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
