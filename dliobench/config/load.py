@@ -25,7 +25,7 @@ from dliobench.config.dlio import (
 from dliobench.config.profiles import apply_profile, merge_profiles
 from dliobench.config.schema import SECTIONS, Config
 from dliobench.errors import ConfigError
-from dliobench.storage.location import S3_SCHEME, is_url
+from dliobench.storage.location import S3_SCHEME, is_url, parse_s3
 
 IGNORED_TOP_LEVEL = ("framework",)
 INT64_MAX = 2**63 - 1  # integers end up in numpy arrays and file offsets
@@ -257,6 +257,8 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
     built["dataset"] = dataclasses.replace(built["dataset"], data_folder=folder)
     if is_url(folder):  # an s3:// folder is on an object store, whatever storage_type said
         built["storage"] = dataclasses.replace(built["storage"], storage_type="s3")
+    if is_url(built["checkpoint"].checkpoint_folder):
+        parse_s3(built["checkpoint"].checkpoint_folder, "checkpoint.checkpoint_folder")
     config = Config(**built, accelerators=profiles, source=source)
     rules.check(config)
     return config, warnings + rules.advice(config)
@@ -267,7 +269,7 @@ def _data_folder(storage: Any, folder: str) -> str:
     ``storage_type: s3`` the bucket the folder is a prefix in."""
     root = storage.storage_root
     if is_url(folder):
-        return folder
+        return parse_s3(folder).url  # a bucket that cannot be one is refused here
     if storage.storage_type == "s3":
         if not root:
             raise ConfigError("storage.storage_type=s3 needs the bucket: set "
