@@ -288,11 +288,13 @@ class S3Writer:
             take = self._part - len(self._buffer)
             self._buffer += view[:take]
             view = view[take:]
-            self._send_part(memoryview(self._buffer))
+            self._send_part(self._buffer)
             self._buffer = bytearray()
         self._buffer += view
 
-    def _send_part(self, part: memoryview) -> None:
+    def _send_part(self, part: memoryview | bytearray) -> None:
+        """Upload one part (the multipart upload begins with the first); a view of the
+        caller's memory is copied, our own buffer is sent as it is."""
         b = self._backend
         client = b.client()
         checks = b.settings.checksums
@@ -304,7 +306,8 @@ class S3Writer:
         crc = crc32c.crc32c(part)
         extra: dict[str, Any] = {"ChecksumCRC32C": _b64(crc)} if checks else {}
         sent = b.call("write", self.key, client.upload_part, UploadId=self._upload_id,
-                      PartNumber=number, Body=bytes(part), **extra)
+                      PartNumber=number,
+                      Body=part if isinstance(part, bytearray) else bytes(part), **extra)
         entry = {"PartNumber": number, "ETag": sent["ETag"], **extra}
         self._parts.append(entry)
 
@@ -327,11 +330,11 @@ class S3Writer:
             checks = b.settings.checksums
             if self._upload_id is None:
                 extra: dict[str, Any] = {"ChecksumCRC32C": _b64(self._crc)} if checks else {}
-                b.call("write", self.key, client.put_object, Body=bytes(self._buffer), **extra)
+                b.call("write", self.key, client.put_object, Body=self._buffer, **extra)
                 want = _b64(self._crc) if checks else None
             else:
                 if self._buffer:
-                    self._send_part(memoryview(self._buffer))
+                    self._send_part(self._buffer)
                 b.call("write", self.key, client.complete_multipart_upload,
                        UploadId=self._upload_id, MultipartUpload={"Parts": self._parts})
                 want = self._composite() if checks else None

@@ -194,3 +194,10 @@ class TestS3Backend(BackendContract):
         assert head["ContentLength"] == len(data) and head["ChecksumCRC32C"]
         assert bytes(backend.read_range("big", (5 << 20) - 10, 20)[0]) == \
             data[(5 << 20) - 10:(5 << 20) + 10]
+
+    def test_without_checksums_sizes_and_md5_etags_are_checked(self, backend: Any) -> None:
+        plain = replace(backend, settings=replace(backend.settings, checksums=False))
+        for key, size in (("small", 100_000), ("parts", (5 << 20) + 1)):
+            data = payload(size)
+            put_object(plain, key, data)
+            assert bytes(plain.read_range(key, size - 10, 10)[0]) == data[-10:]
