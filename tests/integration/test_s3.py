@@ -77,21 +77,6 @@ def test_verify_rewrites_truncated_and_damaged_objects(
     assert "all 8 files are already in" in capsys.readouterr().out
 
 
-def test_a_run_lists_nothing(workdir: Path, write_workload: Callable[..., Path],
-                             run_cli: Callable[..., int], s3_env: S3Server) -> None:
-    bucket = s3_env.bucket("nolist")
-    path = s3_workload(write_workload, s3_env, bucket,
-                       dataset={"num_files_train": 200, "record_length_bytes": 1024},
-                       reader={"batch_size": 20, "read_threads": 4},
-                       train={"epochs": 1})
-    s3_env.counts(reset=True)
-    assert run_cli("run", str(path), "--no-progress") == 0  # generation and training
-    counts = s3_env.counts()
-    assert counts.get("list", 0) == 0, counts
-    assert counts["put"] >= 200 and counts["get"] >= 200, counts  # the counter counts
-    assert last_result(workdir / "reports")["metrics"]["exactly_once"] is True
-
-
 @pytest.mark.parametrize("case", ["missing bucket", "wrong endpoint", "bad credentials"])
 def test_unreachable_buckets_are_one_sentence(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
@@ -168,4 +153,39 @@ def test_the_lock_object_refuses_a_holder_and_takes_over_a_dead_one(
     lock("otherhost:123:abcd", time.time() - 1)  # a lease that ended
     assert run_cli("run", str(path), "--no-progress") == 0
     with pytest.raises(client.exceptions.ClientError):  # released at the end
+        client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
+
+
+def test_a_killed_generation_resumes_and_a_run_lists_nothing(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bucket = s3_env.bucket("killed")
+    path = s3_workload(write_workload, s3_env, bucket,
+                       dataset={"num_files_train": 300, "record_length_bytes": 1024},
+                       reader={"batch_size": 20, "read_threads": 4}, train={"epochs": 1})
+    proc = subprocess.Popen([sys.executable, "-m", "dliobench", "generate", str(path),
+                             "--no-progress"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    client = s3_env.client()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not client.list_objects_v2(
+            Bucket=bucket, Prefix="tiny/dliobench-manifest/journal").get("KeyCount"):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # no clean-up at all: its lock object stays behind
+    proc.wait(timeout=30)
+    assert client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
+    s3_env.counts(reset=True)
+    assert run_cli("run", str(path), "--no-progress") == 0  # takes over the dead one's lock
+    counts = s3_env.counts()
+    result = last_result(workdir / "reports")
+    assert 0 < result["generation"]["files"] < 300  # what the killed one had not recorded
+    assert result["metrics"]["exactly_once"] is True
+    assert counts.get("list", 0) == 0, counts  # the manifest names every object
+    assert counts["get"] >= 300 and counts["put"] >= result["generation"]["files"], counts
+    with pytest.raises(client.exceptions.ClientError):  # released
         client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
