@@ -187,7 +187,7 @@ def test_a_killed_generation_resumes_and_a_run_lists_nothing(
     assert result["metrics"]["exactly_once"] is True
     assert counts.get("list", 0) == 0, counts  # the manifest names every object
     # and is trusted: a HEAD checks each object written, none precedes reading the others
-    assert counts["head"] < result["generation"]["files"] + 10, counts
+    assert counts["head"] < result["generation"]["files"] + 100, counts  # (not + 300)
     assert counts["get"] >= 300 and counts["put"] >= result["generation"]["files"], counts
     with pytest.raises(client.exceptions.ClientError):  # released
         client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
