@@ -98,7 +98,13 @@ class S3Backend:
             return memoryview(b""), 0
         size = int(response.get("ContentLength", 0))
         buffer = bytearray(min(size, length))
-        got = _receive(response["Body"], memoryview(buffer))
+        try:
+            got = _receive(response["Body"], memoryview(buffer))
+        except Exception as exc:  # the connection failed after the answer began
+            if not _botocore_error(exc):
+                raise
+            raise OSError(errno.EIO, f"the connection failed while receiving ({exc})",
+                          self.describe(key)) from None
         if got < len(buffer):
             raise OSError(errno.EIO, f"the connection ended after {got} of {len(buffer)} "
                                      "bytes", self.describe(key))
@@ -187,7 +193,7 @@ class S3Backend:
         s = self.settings
         return {"data_folder": self.describe(), "fs_type": "s3", "bucket": self.bucket,
                 "prefix": self.where.prefix,
-                "endpoint": s.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or "aws",
+                "endpoint": s.endpoint(),
                 "region": s.region or os.environ.get("AWS_REGION") or None,
                 "addressing_style": s.addressing_style, "part_size": s.part_size,
                 "checksums": s.checksums}

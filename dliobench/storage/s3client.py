@@ -48,6 +48,11 @@ class S3Settings:
                    storage.s3_access_key_id, storage.s3_secret_access_key,
                    storage.s3_part_size, storage.s3_checksums, storage.s3_max_attempts)
 
+    def endpoint(self) -> str:
+        """Where requests go: the key, else the AWS chain's variables, else AWS."""
+        return (self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
+                or os.environ.get("AWS_ENDPOINT_URL") or "aws")
+
     def secrets(self) -> list[str]:
         """The credential values given as keys (to be kept out of every message)."""
         return [s for s in (self.secret_access_key, self.access_key_id) if s]
@@ -133,7 +138,8 @@ def failure(exc: BaseException, settings: S3Settings, bucket: str, where: str,
         PartialCredentialsError,
     )
 
-    endpoint = settings.endpoint_url or "the AWS endpoint"
+    endpoint = settings.endpoint()
+    endpoint = "AWS" if endpoint == "aws" else endpoint
     code = error_code(exc)
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
         text = (f"no S3 credentials to {doing} {where}: set AWS_ACCESS_KEY_ID and "
