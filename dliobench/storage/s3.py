@@ -4,8 +4,9 @@ Keys are object names under the prefix. Reads are ranged GETs received straight 
 buffer, counted as the bytes received; nothing is ever listed but by ``list`` (the manifest
 names the objects). A writer sends a single PUT, or a multipart upload once an object
 outgrows ``part_size``, each part as soon as it is complete (nothing large sits whole in
-memory); every upload carries its CRC-32C, and the object is checked after its commit: the
-stored size, and the stored CRC-32C (or, without checksums, the MD5 ETag of a single PUT).
+memory); every upload carries its CRC-32C, which the server checks the body against, and
+the answer is checked: the stored CRC-32C (or, without checksums, the MD5 ETag) of a single
+PUT; the size and the parts' CRC-32C of a multipart object, looked up after it completes.
 An object appears complete or not at all: S3 makes a PUT or a completed upload visible at
 once, and an aborted upload leaves nothing.
 """
@@ -334,17 +335,17 @@ class S3Writer:
             b = self._backend
             client = b.client()
             checks = b.settings.checksums
-            if self._upload_id is None:
+            if self._upload_id is None:  # the PUT's answer says what the server stored
                 extra: dict[str, Any] = {"ChecksumCRC32C": _b64(self._crc)} if checks else {}
-                b.call("write", self.key, client.put_object, Body=self._buffer, **extra)
-                want = _b64(self._crc) if checks else None
-            else:
+                answer = b.call("write", self.key, client.put_object, Body=self._buffer,
+                                **extra)
+                self._check(answer, _b64(self._crc) if checks else None)
+            else:  # the completed object is looked at: the size of every part counts
                 if self._buffer:
                     self._send_part(self._buffer)
                 b.call("write", self.key, client.complete_multipart_upload,
                        UploadId=self._upload_id, MultipartUpload={"Parts": self._parts})
-                want = self._composite() if checks else None
-            self._check(want)
+                self._check(b.head(self.key), self._composite() if checks else None)
         except BaseException:
             self.abort()
             raise
@@ -363,15 +364,14 @@ class S3Writer:
         joined = b"".join(base64.b64decode(p["ChecksumCRC32C"]) for p in self._parts)
         return f"{_b64(crc32c.crc32c(joined))}-{len(self._parts)}"
 
-    def _check(self, want_crc: str | None) -> None:
-        """The stored object is what was sent: its size, and its CRC-32C (or the MD5 ETag of
-        a single PUT)."""
+    def _check(self, head: dict[str, Any] | None, want_crc: str | None) -> None:
+        """The stored object is what was sent, as ``head`` (a PUT's answer, or a HEAD after
+        a multipart upload) says: its size, its CRC-32C (or the MD5 ETag of a single PUT)."""
         b = self._backend
-        head = b.head(self.key)
         problem = None
         if head is None:
             problem = "the object is not there after its upload"
-        elif int(head["ContentLength"]) != self._size:
+        elif "ContentLength" in head and int(head["ContentLength"]) != self._size:
             problem = f"the stored object has {head['ContentLength']} bytes, {self._size} sent"
         elif want_crc is not None and not _same_checksum(head.get("ChecksumCRC32C"), want_crc):
             problem = (f"the stored CRC-32C is {head['ChecksumCRC32C']}, {want_crc} was sent")
