@@ -23,12 +23,11 @@ def s3_workload(write_workload: Callable[..., Path], server: S3Server, bucket: s
     return write_workload(doc)
 
 
-@pytest.mark.parametrize("loader", ["native", "pytorch"])
+@pytest.mark.parametrize("loader", ["native", "pytorch", "dali"])
 def test_generate_and_train_from_s3(workdir: Path, write_workload: Callable[..., Path],
                                     run_cli: Callable[..., int], s3_env: S3Server,
                                     loader: str) -> None:
-    if loader == "pytorch":
-        pytest.importorskip("torch")
+    pytest.importorskip({"native": "numpy", "pytorch": "torch", "dali": "nvidia.dali"}[loader])
     bucket = s3_env.bucket(f"train-{loader}")
     # native: checkpoints to the bucket too, in parts of 5 MiB, read back
     ckpt = {"workflow": {"checkpoint": True}, "model": {"model_size_bytes": "12MiB"},
