@@ -33,12 +33,14 @@ SERVER = benchinfo.REPO / "tests" / "s3server.py"
 BUCKET = "bench"
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The S3 server in its own process (no credential check) and its endpoint."""
+def start_server(cap: float | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The S3 server in its own process (no credential check; its answers' bodies capped
+    at ``cap`` bytes/s together) and its endpoint."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, str(SERVER), str(port)], text=True,
+    server = subprocess.Popen([sys.executable, str(SERVER), str(port),
+                               *([str(cap)] if cap else [])], text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert server.stdout is not None and server.stdout.readline().strip() == "ready"
     return server, f"http://127.0.0.1:{port}"

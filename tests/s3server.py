@@ -2,7 +2,9 @@
 127.0.0.1, with a count of the requests it served by kind (``GET /_counts``, reset by
 ``POST /_counts``), so a test can say how many LISTs a run issued, counted at the server.
 
-Run as ``python tests/s3server.py PORT``; prints ``ready`` once it listens. Credentials are
+Run as ``python tests/s3server.py PORT [CAP_BYTES_PER_S]``; prints ``ready`` once it listens.
+With a cap, the bodies of all answers together leave at most that many bytes per second (a
+capped endpoint, for benchmarks of a storage-bound run). Credentials are
 checked (moto's IAM enforcement after the first ``INITIAL_NO_AUTH_ACTION_COUNT`` requests,
 which the fixture spends creating a user and its key).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,8 +35,29 @@ def kind(environ: dict[str, Any]) -> str:
     return method.lower()
 
 
-def counting(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
-    """The moto app, counting requests, with ``/_counts`` answered here."""
+class Cap:
+    """A shared link of ``rate`` bytes/s: each body waits for its turn on it."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+
+    def send(self, body: Iterable[bytes]) -> Iterable[bytes]:
+        """Yield ``body``'s chunks, each once the link has carried it."""
+        for chunk in body:
+            with self._lock:
+                now = time.monotonic()
+                start = max(now, self._free_at)
+                self._free_at = start + len(chunk) / self.rate
+                done = self._free_at
+            time.sleep(max(0.0, done - time.monotonic()))
+            yield chunk
+
+
+def counting(app: Callable[..., Iterable[bytes]],
+             cap: Cap | None = None) -> Callable[..., Iterable[bytes]]:
+    """The moto app, counting requests (and capped), with ``/_counts`` answered here."""
 
     def wrapped(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == "/_counts":
@@ -46,7 +70,8 @@ def counting(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[byte
             return [body]
         with _LOCK:
             COUNTS[kind(environ)] += 1
-        return app(environ, start)
+        body = app(environ, start)
+        return cap.send(body) if cap is not None else body
 
     return wrapped
 
@@ -60,8 +85,9 @@ def main() -> None:
     from werkzeug.serving import make_server
 
     port = int(sys.argv[1])
+    cap = Cap(float(sys.argv[2])) if len(sys.argv) > 2 else None
     server = make_server("127.0.0.1", port, counting(
-        DomainDispatcherApplication(create_backend_app)), threaded=True,
+        DomainDispatcherApplication(create_backend_app), cap), threaded=True,
         request_handler=MotoRequestHandler)
     print("ready", flush=True)
     server.serve_forever()
