@@ -160,12 +160,9 @@ class S3Backend:
     def append(self, key: str, data: bytes) -> None:
         """Objects cannot grow: the object is read and written again with ``data`` after it
         (journals are small; one rank appends to each)."""
-        client = self.client()
-        try:
-            old = self.call("read", key, client.get_object)["Body"].read()
-        except FileNotFoundError:
-            old = b""
-        self.call("write", key, client.put_object, Body=old + data)
+        size = self.size(key)
+        old = self.read_range(key, 0, size)[0] if size else memoryview(b"")
+        self.call("write", key, self.client().put_object, Body=bytes(old) + data)
 
     def reserve(self, key: str, nbytes: int) -> None:
         """Nothing to set aside: an object store does not fill up like a disk."""
