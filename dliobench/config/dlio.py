@@ -8,7 +8,7 @@ prefixes: ``dataset.hdf5`` covers ``dataset.hdf5.chunk_dims`` and the rest of th
 from __future__ import annotations
 
 # reader.data_loader values of DLIO that map onto one of our loaders.
-LOADER_ALIASES = {"tensorflow": "native", "native_dali": "dali"}
+LOADER_ALIASES = {"native_dali": "dali"}
 
 # Section names DLIO accepts as synonyms of ours.
 SECTION_ALIASES = {"data_reader": "reader"}

@@ -234,7 +234,7 @@ def _merge(layers: list[_Layer]) -> tuple[dict[str, Any], dict[str, int], list[s
         raw["reader.data_loader"] = LOADER_ALIASES[loader]
         warnings.append(
             f"reader.data_loader={loader} runs with dliobench's {LOADER_ALIASES[loader]} loader "
-            "(same files, sharding and batching; no TensorFlow or DALI-native involved)"
+            "(same files, sharding and batching; DALI's native readers not involved)"
         )
     return raw, origin, warnings
 

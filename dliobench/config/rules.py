@@ -32,6 +32,9 @@ def check(config: Config) -> None:
     if ceiling not in ("auto", "off") and not (cv.is_number(ceiling) and float(ceiling) > 0):
         raise ConfigError(f"metric.client_ceiling: {ceiling!r} is not 'auto', 'off' or a number "
                           "of samples/s per rank (such as 1250)")
+    if config.reader.prefetch_size < 0 and config.reader.data_loader != "tensorflow":
+        raise ConfigError("reader.prefetch_size: autotune is tf.data's AUTOTUNE and needs "
+                          "reader.data_loader: tensorflow; give other loaders a number of batches")
     _check_checkpoint(config)
 
 

@@ -144,7 +144,9 @@ class ReaderConfig:
     data_loader: str = key("native", "choice", "loader implementation", choices=LOADERS)
     batch_size: int = key(1, "int", "samples per step on each rank", minimum=1)
     read_threads: int = key(1, "int", "reader threads per rank (0: read inline)", minimum=0)
-    prefetch_size: int = key(2, "int", "batches read ahead of compute", minimum=0)
+    prefetch_size: int = key(2, "int", "batches read ahead of compute (tensorflow: also "
+                             "`autotune`, tf.data.AUTOTUNE)", minimum=-1,
+                             words=(("autotune", -1), ("AUTOTUNE", -1)))
     file_shuffle: str = key("off", "shuffle", "file order per epoch", choices=SHUFFLE_MODES)
     sample_shuffle: str = key("off", "shuffle", "sample order per epoch", choices=SHUFFLE_MODES)
     sharding: str = key(

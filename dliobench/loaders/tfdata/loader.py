@@ -1,0 +1,161 @@
+"""The tf.data loader: one ``tf.data`` pipeline per epoch, as TensorFlow training builds it.
+
+source (``TFRecordDataset`` over the epoch's files, or ``from_generator`` streams over
+dliobench's readers) -> shuffle (TFRecord with ``sample_shuffle``: a seeded buffer) -> ``map``
+(parse the Example, resize; ``num_parallel_calls = read_threads``) -> ``ragged_batch``
+(``drop_remainder = drop_last``) -> ``prefetch`` (``prefetch_size`` batches, or
+``tf.data.AUTOTUNE``). The pipeline runs on a private pool of ``read_threads`` threads.
+
+Bytes: through our readers they are counted at the read call. TFRecordDataset opens the files
+itself, so a file's whole size is counted when its first sample is delivered (the files
+handed to it are read whole); a file none of whose samples is delivered (all dropped with the
+last partial batch) is not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from dliobench.dataset.sharding import ShardSpec, epoch_seed
+from dliobench.errors import ConfigError
+from dliobench.loaders.base import Batch, SampleReader
+from dliobench.loaders.tfdata.base import options, read_error, tf
+from dliobench.loaders.tfdata.sources import (
+    Failures,
+    RecordFiles,
+    generator_source,
+    parse_example,
+    tfrecord_source,
+)
+
+SHUFFLE_BUFFER = 1024  # records; as DALI's reader default, and DLIO's shuffle_size scale
+AUTOTUNE = -1  # reader.prefetch_size: autotune
+
+
+class TFDataLoader:
+    """``reader.data_loader: tensorflow``."""
+
+    def __init__(self, reader: SampleReader, spec: ShardSpec, batch_size: int,
+                 read_threads: int, prefetch_size: int, drop_last: bool,
+                 shuffle_buffer: int = SHUFFLE_BUFFER) -> None:
+        self.reader, self.spec = reader, spec
+        self.batch_size, self.threads = batch_size, read_threads
+        self.prefetch_size, self.drop_last = prefetch_size, drop_last
+        self.shuffle_buffer = shuffle_buffer
+        self.records = reader.fmt.name == "tfrecord"
+        if self.records and reader.num_files and \
+                reader.backend.local_path(reader.keys[0]) is None:
+            raise ConfigError(f"reader.data_loader: tensorflow reads TFRecord files with "
+                              f"tf.data.TFRecordDataset, which cannot open "
+                              f"{reader.backend.describe()}; use the native or pytorch loader")
+        self._counted = np.zeros(reader.num_files, dtype=bool)
+        self._epochs = self._reordered = self._skipped = 0
+        self._closed = False
+
+    @property
+    def deviations(self) -> list[str]:
+        """How the pipeline departs from the plan, in words for the result."""
+        out: list[str] = []
+        if self.records:
+            out.append("tf.data.TFRecordDataset opens the TFRecord files itself (it is handed "
+                       "their paths, not the storage backend): bytes are counted as the sizes "
+                       "of the files handed to it")
+            if self.reader.odirect:
+                out.append("tf.data's TFRecord reader has no O_DIRECT: reads may come from "
+                           "the page cache")
+            if self.reader.sample_crcs is not None:
+                out.append("reader.verify_samples: tf.data checks each record's CRC-32C, not "
+                           "the per-sample checksums of the manifest")
+            if self.spec.sample_shuffle:
+                out.append(f"tf.data shuffles records through a buffer of "
+                           f"{self.shuffle_buffer} (Dataset.shuffle, seeded per epoch), not "
+                           "the plan's full permutation")
+        if self._skipped:
+            out.append(f"tf.data reads TFRecord files whole: {self._skipped} records outside "
+                       f"this rank's shard were read and skipped over {self._epochs} epoch(s)")
+        if self._reordered:
+            why = (f", records interleaved from {self.threads} files at a time "
+                   "(num_parallel_reads)" if self.records and self.threads > 1 else "")
+            out.append(f"tf.data's sample order differed from the plan in {self._reordered} "
+                       f"of {self._epochs} epoch(s){why}")
+        return out
+
+    def _pipeline(self, ids: np.ndarray, failures: Failures) -> Any:
+        """This epoch's dataset of batches."""
+        parallel = {"num_parallel_calls": self.threads, "deterministic": True} \
+            if self.threads > 1 else {}
+        if self.records:
+            files = RecordFiles.of(ids, self.reader.samples_per_file)
+            self._skipped += files.skipped
+            local = self.reader.backend.local_path
+            paths = [str(local(self.reader.keys[i])) for i in files.files.tolist()]
+            ds = tfrecord_source(paths, files, self.reader.samples_per_file, self.threads)
+            if self.spec.sample_shuffle:
+                ds = ds.shuffle(self.shuffle_buffer, seed=epoch_seed(self.spec, self._epochs),
+                                reshuffle_each_iteration=False)
+            ds = ds.map(parse_example, **parallel)
+        else:
+            ds = generator_source(self.reader, ids, self.threads, failures)
+        size = self.reader.resize_bytes
+        if size:
+            ds = ds.map(lambda s, i, n: (tf.pad(s[:size], [[0, size - tf.shape(s[:size])[0]]]),
+                                         i, n), **parallel)
+        ds = ds.ragged_batch(self.batch_size, drop_remainder=self.drop_last)
+        if self.prefetch_size:
+            ds = ds.prefetch(tf.data.AUTOTUNE if self.prefetch_size == AUTOTUNE
+                             else self.prefetch_size)
+        return ds.with_options(options(self.threads))
+
+    def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
+        """This epoch's batches: the plan's samples (in its order, or as noted)."""
+        assert not self._closed, "loader is closed"
+        ids = np.asarray(ids, dtype=np.int64)
+        failures = Failures()
+        pipeline = self._pipeline(ids, failures) if ids.size else None
+        self._counted[:] = False
+        self._epochs += 1
+        if pipeline is None:
+            return
+        position, in_order = 0, True
+        iterator = iter(pipeline)
+        while True:
+            try:
+                samples, gids, nbytes = next(iterator)
+            except StopIteration:
+                break
+            except tf.errors.OpError as exc:
+                failures.check()  # our reader's own sentence, when one of ours failed
+                self._name_the_damage(ids)
+                raise read_error(exc) from None
+            failures.check()
+            batch = self._batch(samples, gids.numpy(), int(nbytes.numpy().sum()))
+            if in_order and not np.array_equal(batch.ids, ids[position:position + batch.samples]):
+                in_order = False
+                self._reordered += 1
+            position += batch.samples
+            yield batch
+        failures.check()
+
+    def _name_the_damage(self, ids: np.ndarray) -> None:
+        """After TensorFlow failed to read a file (it does not say which), read the epoch's
+        samples through our reader, which raises naming the file and the record's offset."""
+        if self.records:
+            for sample_id in ids.tolist():
+                self.reader.read(sample_id)
+
+    def _batch(self, samples: Any, ids: np.ndarray, nbytes: int) -> Batch:
+        """A Batch from the pipeline's output; TFRecord bytes counted per file handed."""
+        if self.records:
+            files = np.unique(ids // self.reader.samples_per_file)
+            fresh = files[~self._counted[files]]
+            self._counted[fresh] = True
+            nbytes += sum(int(self.reader.sizes[i]) for i in fresh.tolist())
+        values, splits = samples.values.numpy(), samples.row_splits.numpy()
+        return Batch(ids=ids, nbytes=nbytes, data=np.split(values, splits[1:-1]))
+
+    def close(self) -> None:
+        """Nothing to stop: each epoch's pipeline ends with its iterator."""
+        self._closed = True
