@@ -21,7 +21,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.all: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet]' $(TORCH)
+	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet,tensorflow]' $(TORCH)
 	touch $@ $(VENV)/.core
 
 run: $(VENV)/.core

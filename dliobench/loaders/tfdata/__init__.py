@@ -20,8 +20,10 @@ def build(plan: Plan, reader: SampleReader) -> TFDataLoader:
     """The tf.data loader as the plan's ``reader`` section configures it."""
     r = plan.config.reader
     refuse_rows(plan.fmt, "tensorflow")
+    d = plan.config.dataset
+    same_size = d.record_length_bytes_stdev == 0 and not plan.fmt.compressed_image
     return TFDataLoader(reader, plan.spec, r.batch_size, r.read_threads, r.prefetch_size,
-                        r.drop_last)
+                        r.drop_last, same_size)
 
 
 __all__ = ["TFDataLoader", "build"]

@@ -2,9 +2,9 @@
 
 source (``TFRecordDataset`` over the epoch's files, or ``from_generator`` streams over
 dliobench's readers) -> shuffle (TFRecord with ``sample_shuffle``: a seeded buffer) -> ``map``
-(parse the Example, resize; ``num_parallel_calls = read_threads``) -> ``ragged_batch``
-(``drop_remainder = drop_last``) -> ``prefetch`` (``prefetch_size`` batches, or
-``tf.data.AUTOTUNE``). The pipeline runs on a private pool of ``read_threads`` threads.
+(parse the Example, resize; ``num_parallel_calls = read_threads``) -> ``batch`` (``ragged_batch``
+when sample sizes vary; ``drop_remainder = drop_last``) -> ``prefetch`` (``prefetch_size``
+batches, or ``tf.data.AUTOTUNE``). The pipeline runs on a private pool of ``read_threads`` threads.
 
 Bytes: through our readers they are counted at the read call. TFRecordDataset opens the files
 itself, so a file's whole size is counted when its first sample is delivered (the files
@@ -40,11 +40,12 @@ class TFDataLoader:
 
     def __init__(self, reader: SampleReader, spec: ShardSpec, batch_size: int,
                  read_threads: int, prefetch_size: int, drop_last: bool,
-                 shuffle_buffer: int = SHUFFLE_BUFFER) -> None:
+                 same_size: bool = False, shuffle_buffer: int = SHUFFLE_BUFFER) -> None:
         self.reader, self.spec = reader, spec
         self.batch_size, self.threads = batch_size, read_threads
         self.prefetch_size, self.drop_last = prefetch_size, drop_last
         self.shuffle_buffer = shuffle_buffer
+        self.same_size = same_size or bool(reader.resize_bytes)  # dense batches will do
         self.records = reader.fmt.name == "tfrecord"
         if self.records and reader.num_files and \
                 reader.backend.local_path(reader.keys[0]) is None:
@@ -77,11 +78,20 @@ class TFDataLoader:
             out.append(f"tf.data reads TFRecord files whole: {self._skipped} records outside "
                        f"this rank's shard were read and skipped over {self._epochs} epoch(s)")
         if self._reordered:
-            why = (f", records interleaved from {self.threads} files at a time "
-                   "(num_parallel_reads)" if self.records and self.threads > 1 else "")
+            why = self._order_causes()
             out.append(f"tf.data's sample order differed from the plan in {self._reordered} "
                        f"of {self._epochs} epoch(s){why}")
         return out
+
+    def _order_causes(self) -> str:
+        """Why tf.data's order is not the plan's, as the end of a sentence."""
+        causes = []
+        if self.records and self.threads > 1:
+            causes.append(f"records interleaved from {self.threads} files at a time "
+                          "(num_parallel_reads)")
+        if self.records and self.spec.sample_shuffle:
+            causes.append("the shuffle buffer")
+        return f": {' and '.join(causes)}" if causes else ""
 
     def _pipeline(self, ids: np.ndarray, failures: Failures) -> Any:
         """This epoch's dataset of batches."""
@@ -103,7 +113,8 @@ class TFDataLoader:
         if size:
             ds = ds.map(lambda s, i, n: (tf.pad(s[:size], [[0, size - tf.shape(s[:size])[0]]]),
                                          i, n), **parallel)
-        ds = ds.ragged_batch(self.batch_size, drop_remainder=self.drop_last)
+        batch = ds.batch if self.same_size else ds.ragged_batch  # ragged: a copy more
+        ds = batch(self.batch_size, drop_remainder=self.drop_last)
         if self.prefetch_size:
             ds = ds.prefetch(tf.data.AUTOTUNE if self.prefetch_size == AUTOTUNE
                              else self.prefetch_size)
@@ -153,6 +164,8 @@ class TFDataLoader:
             fresh = files[~self._counted[files]]
             self._counted[fresh] = True
             nbytes += sum(int(self.reader.sizes[i]) for i in fresh.tolist())
+        if self.same_size:
+            return Batch(ids=ids, nbytes=nbytes, data=list(samples.numpy()))
         values, splits = samples.values.numpy(), samples.row_splits.numpy()
         return Batch(ids=ids, nbytes=nbytes, data=np.split(values, splits[1:-1]))
 
