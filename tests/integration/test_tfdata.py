@@ -100,11 +100,13 @@ def test_bytes_counted_agree_with_rchar(tmp_path: Path) -> None:
     try:
         list(loader.epoch(rank_samples(plan.spec, 0)))
         before = rchar()
-        counted = sum(b.nbytes for b in loader.epoch(rank_samples(plan.spec, 1)))
+        got = [b.nbytes for b in loader.epoch(rank_samples(plan.spec, 1))]
         read = rchar() - before
     finally:
         loader.close()
+    counted = sum(got)
     assert counted == sum(plan.sizes) >= 50e6
+    assert min(got) == max(got)  # each batch carries the bytes of its records, not of a file
     assert read == pytest.approx(counted, rel=0.03)
 
 

@@ -7,9 +7,8 @@ when sample sizes vary; ``drop_remainder = drop_last``) -> ``prefetch`` (``prefe
 batches, or ``tf.data.AUTOTUNE``). The pipeline runs on a private pool of ``read_threads`` threads.
 
 Bytes: through our readers they are counted at the read call. TFRecordDataset opens the files
-itself, so a file's whole size is counted when its first sample is delivered (the files
-handed to it are read whole); a file none of whose samples is delivered (all dropped with the
-last partial batch) is not counted.
+itself and reads them whole, so a file's size is counted, spread over the records delivered
+from it (``RecordFiles``); records dropped with a last partial batch take their share along.
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ class TFDataLoader:
             raise ConfigError(f"reader.data_loader: tensorflow reads TFRecord files with "
                               f"tf.data.TFRecordDataset, which cannot open "
                               f"{reader.backend.describe()}; use the native or pytorch loader")
-        self._counted = np.zeros(reader.num_files, dtype=bool)
         self._epochs = self._reordered = self._skipped = 0
         self._closed = False
 
@@ -98,7 +96,7 @@ class TFDataLoader:
         parallel = {"num_parallel_calls": self.threads, "deterministic": True} \
             if self.threads > 1 else {}
         if self.records:
-            files = RecordFiles.of(ids, self.reader.samples_per_file)
+            files = RecordFiles.of(ids, self.reader.samples_per_file, self.reader.sizes)
             self._skipped += files.skipped
             local = self.reader.backend.local_path
             paths = [str(local(self.reader.keys[i])) for i in files.files.tolist()]
@@ -126,7 +124,6 @@ class TFDataLoader:
         ids = np.asarray(ids, dtype=np.int64)
         failures = Failures()
         pipeline = self._pipeline(ids, failures) if ids.size else None
-        self._counted[:] = False
         self._epochs += 1
         if pipeline is None:
             return
@@ -158,12 +155,7 @@ class TFDataLoader:
                 self.reader.read(sample_id)
 
     def _batch(self, samples: Any, ids: np.ndarray, nbytes: int) -> Batch:
-        """A Batch from the pipeline's output; TFRecord bytes counted per file handed."""
-        if self.records:
-            files = np.unique(ids // self.reader.samples_per_file)
-            fresh = files[~self._counted[files]]
-            self._counted[fresh] = True
-            nbytes += sum(int(self.reader.sizes[i]) for i in fresh.tolist())
+        """A Batch from the pipeline's output."""
         if self.same_size:
             return Batch(ids=ids, nbytes=nbytes, data=list(samples.numpy()))
         values, splits = samples.values.numpy(), samples.row_splits.numpy()

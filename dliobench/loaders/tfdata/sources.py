@@ -22,25 +22,41 @@ TFRECORD_BUFFER = 256 * 1024  # TFRecordDataset's default read buffer (bytes)
 
 @dataclass
 class RecordFiles:
-    """One epoch's TFRecord files in the order the plan first reaches them, and which of
-    their records the plan holds (sample sharding may give a rank part of a file)."""
+    """One epoch's TFRecord files in the order the plan first reaches them, which of their
+    records the plan holds (sample sharding may give a rank part of a file), and how each
+    file's bytes are spread over its delivered records.
+
+    TFRecordDataset reads a file whole, so its size is counted, spread evenly over the
+    records delivered from it (``share`` each, the first also ``extra``): every batch
+    carries the bytes read for it, and an epoch's total is the files' sizes.
+    """
 
     files: np.ndarray   # file indices, in order
     keep: np.ndarray | None  # per record of these files (file position x spf): planned; None: all
+    share: np.ndarray   # per file position: bytes counted per delivered record
+    extra: np.ndarray   # per file position: the rest, counted with its first delivered record
+    first: np.ndarray   # per file position: the record (local index) carrying ``extra``
 
     @classmethod
-    def of(cls, ids: np.ndarray, samples_per_file: int) -> RecordFiles:
-        """The files holding ``ids``, and the records to keep when not all are planned."""
-        per_file = ids // samples_per_file
-        _, first = np.unique(per_file, return_index=True)
-        files = per_file[np.sort(first)]
-        if files.size * samples_per_file == ids.size:
-            return cls(files, None)
+    def of(cls, ids: np.ndarray, samples_per_file: int, sizes: Any) -> RecordFiles:
+        """The files holding ``ids`` (``sizes`` by file index), and the records to keep."""
+        spf = samples_per_file
+        per_file = ids // spf
+        _, first_seen = np.unique(per_file, return_index=True)
+        files = per_file[np.sort(first_seen)]
         position = np.empty(int(files.max()) + 1, dtype=np.int64)
         position[files] = np.arange(files.size)
-        keep = np.zeros(files.size * samples_per_file, dtype=bool)
-        keep[position[per_file] * samples_per_file + ids % samples_per_file] = True
-        return cls(files, keep)
+        local = position[per_file] * spf + ids % spf
+        kept = np.bincount(position[per_file], minlength=files.size)
+        first = np.full(files.size, files.size * spf, dtype=np.int64)
+        np.minimum.at(first, position[per_file], local)  # each file's first record delivered
+        size = np.array([int(sizes[i]) for i in files.tolist()], dtype=np.int64)
+        share = size // kept
+        keep = None
+        if files.size * spf != ids.size:
+            keep = np.zeros(files.size * spf, dtype=bool)
+            keep[local] = True
+        return cls(files, keep, share, size - share * kept, first)
 
     @property
     def skipped(self) -> int:
@@ -77,15 +93,24 @@ def tfrecord_source(paths: list[str], files: RecordFiles, samples_per_file: int,
     if files.keep is not None:
         keep = tf.constant(files.keep)
         ds = ds.filter(no_autograph(lambda _r, _g, at: tf.gather(keep, at)))
-    return ds.map(no_autograph(lambda record, gid, _at: (record, gid)))
+    share, extra, first = (tf.constant(a) for a in (files.share, files.extra, files.first))
+
+    @no_autograph
+    def counted(record: Any, gid: Any, at: Any) -> tuple[Any, Any, Any]:
+        pos = at // spf
+        rest = tf.where(at == tf.gather(first, pos), tf.gather(extra, pos),
+                        tf.constant(0, tf.int64))
+        return record, gid, tf.gather(share, pos) + rest
+
+    return ds.map(counted)
 
 
 @no_autograph
-def parse_example(record: Any, gid: Any) -> tuple[Any, Any, Any]:
-    """The sample bytes of one tf.train.Example record (bytes counted per file: 0 here)."""
+def parse_example(record: Any, gid: Any, nbytes: Any) -> tuple[Any, Any, Any]:
+    """The sample bytes of one tf.train.Example record."""
     feature = {"image": tf.io.FixedLenFeature([], tf.string)}
     image = tf.io.parse_single_example(record, feature)["image"]
-    return tf.io.decode_raw(image, tf.uint8), gid, tf.constant(0, tf.int64)
+    return tf.io.decode_raw(image, tf.uint8), gid, nbytes
 
 
 def _signature() -> tuple[Any, Any, Any]:
