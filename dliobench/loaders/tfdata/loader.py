@@ -91,8 +91,8 @@ class TFDataLoader:
             causes.append("the shuffle buffer")
         return f": {' and '.join(causes)}" if causes else ""
 
-    def _pipeline(self, ids: np.ndarray, failures: Failures) -> Any:
-        """This epoch's dataset of batches."""
+    def _pipeline(self, ids: np.ndarray, failures: Failures) -> tuple[Any, RecordFiles | None]:
+        """This epoch's dataset of batches (and its TFRecord files, which count the bytes)."""
         parallel = {"num_parallel_calls": self.threads, "deterministic": True} \
             if self.threads > 1 else {}
         if self.records:
@@ -106,32 +106,34 @@ class TFDataLoader:
                                 reshuffle_each_iteration=False)
             ds = ds.map(parse_example, **parallel)
         else:
+            files = None
             ds = generator_source(self.reader, ids, self.threads, failures)
         size = self.reader.resize_bytes
         if size:
-            ds = ds.map(lambda s, i, n: (tf.pad(s[:size], [[0, size - tf.shape(s[:size])[0]]]),
-                                         i, n), **parallel)
+            ds = ds.map(lambda s, *tags: (tf.pad(s[:size], [[0, size - tf.shape(s[:size])[0]]]),
+                                          *tags), **parallel)
         batch = ds.batch if self.same_size else ds.ragged_batch  # ragged: a copy more
         ds = batch(self.batch_size, drop_remainder=self.drop_last)
         if self.prefetch_size:
             ds = ds.prefetch(tf.data.AUTOTUNE if self.prefetch_size == AUTOTUNE
                              else self.prefetch_size)
-        return ds.with_options(options(self.threads))
+        return ds.with_options(options(self.threads)), files
 
     def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
         """This epoch's batches: the plan's samples (in its order, or as noted)."""
         assert not self._closed, "loader is closed"
         ids = np.asarray(ids, dtype=np.int64)
         failures = Failures()
-        pipeline = self._pipeline(ids, failures) if ids.size else None
-        self._epochs += 1
-        if pipeline is None:
+        if not ids.size:
+            self._epochs += 1
             return
+        pipeline, files = self._pipeline(ids, failures)
+        self._epochs += 1
         position, in_order = 0, True
         iterator = iter(pipeline)
         while True:
             try:
-                samples, gids, nbytes = next(iterator)
+                samples, *tags = next(iterator)
             except StopIteration:
                 break
             except tf.errors.OpError as exc:
@@ -139,7 +141,11 @@ class TFDataLoader:
                 self._name_the_damage(ids)
                 raise read_error(exc) from None
             failures.check()
-            batch = self._batch(samples, gids.numpy(), int(nbytes.numpy().sum()))
+            if files is not None:  # TFRecord: local indices
+                batch_ids, nbytes = files.account(np.asarray(tags[0]))
+            else:  # our readers: ids and the bytes read for each
+                batch_ids, nbytes = np.asarray(tags[0]), int(np.asarray(tags[1]).sum())
+            batch = self._batch(samples, batch_ids, nbytes)
             if in_order and not np.array_equal(batch.ids, ids[position:position + batch.samples]):
                 in_order = False
                 self._reordered += 1
@@ -156,9 +162,9 @@ class TFDataLoader:
 
     def _batch(self, samples: Any, ids: np.ndarray, nbytes: int) -> Batch:
         """A Batch from the pipeline's output."""
-        if self.same_size:
-            return Batch(ids=ids, nbytes=nbytes, data=list(samples.numpy()))
-        values, splits = samples.values.numpy(), samples.row_splits.numpy()
+        if self.same_size:  # np.asarray: a view of the tensor (.numpy() copies)
+            return Batch(ids=ids, nbytes=nbytes, data=list(np.asarray(samples)))
+        values, splits = np.asarray(samples.values), np.asarray(samples.row_splits)
         return Batch(ids=ids, nbytes=nbytes, data=np.split(values, splits[1:-1]))
 
     def close(self) -> None:

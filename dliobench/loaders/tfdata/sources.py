@@ -36,6 +36,7 @@ class RecordFiles:
     share: np.ndarray   # per file position: bytes counted per delivered record
     extra: np.ndarray   # per file position: the rest, counted with its first delivered record
     first: np.ndarray   # per file position: the record (local index) carrying ``extra``
+    samples_per_file: int
 
     @classmethod
     def of(cls, ids: np.ndarray, samples_per_file: int, sizes: Any) -> RecordFiles:
@@ -56,7 +57,15 @@ class RecordFiles:
         if files.size * spf != ids.size:
             keep = np.zeros(files.size * spf, dtype=bool)
             keep[local] = True
-        return cls(files, keep, share, size - share * kept, first)
+        return cls(files, keep, share, size - share * kept, first, spf)
+
+    def account(self, local: np.ndarray) -> tuple[np.ndarray, int]:
+        """The global ids of a batch of records (by local index) and the bytes they carry."""
+        spf = self.samples_per_file
+        pos = local // spf
+        at_first = local == self.first[pos]
+        ids = self.files[pos] * spf + local % spf
+        return ids, int(self.share[pos].sum() + self.extra[pos][at_first].sum())
 
     @property
     def skipped(self) -> int:
@@ -66,24 +75,23 @@ class RecordFiles:
 
 def tfrecord_source(paths: list[str], files: RecordFiles, samples_per_file: int,
                     num_parallel_reads: int) -> Any:
-    """Records of ``paths`` through ``tf.data.TFRecordDataset``, tagged with their ids.
+    """Records of ``paths`` through ``tf.data.TFRecordDataset``, each with its local index
+    (file position x spf + record): ``RecordFiles.account`` turns a batch of those into ids.
 
     ``TFRecordDataset(paths, num_parallel_reads=N)`` is TensorFlow's interleave of one
     ``TFRecordDataset`` per file, N files at a time, one record from each in turn
     (tensorflow/python/data/ops/readers.py, ``_create_dataset_reader``). It is spelled out here
-    so each record travels with the file it came from: its global id is observed, not inferred.
+    so each record travels with the file it came from: its id is observed, not inferred.
     N <= 1 reads file after file.
     """
     spf = samples_per_file
-    bases = files.files * spf
     local = np.arange(files.files.size, dtype=np.int64) * spf
-    table = tf.data.Dataset.from_tensor_slices((paths, bases, local))
+    table = tf.data.Dataset.from_tensor_slices((paths, local))
 
     @no_autograph
-    def one_file(path: Any, base: Any, first: Any) -> Any:
+    def one_file(path: Any, first: Any) -> Any:
         records = tf.data.TFRecordDataset(path, buffer_size=TFRECORD_BUFFER)
-        return tf.data.Dataset.zip((records, tf.data.Dataset.range(base, base + spf),
-                                    tf.data.Dataset.range(first, first + spf)))
+        return tf.data.Dataset.zip((records, tf.data.Dataset.range(first, first + spf)))
 
     if num_parallel_reads > 1:
         ds = table.interleave(one_file, cycle_length=num_parallel_reads, block_length=1,
@@ -92,25 +100,16 @@ def tfrecord_source(paths: list[str], files: RecordFiles, samples_per_file: int,
         ds = table.flat_map(one_file)
     if files.keep is not None:
         keep = tf.constant(files.keep)
-        ds = ds.filter(no_autograph(lambda _r, _g, at: tf.gather(keep, at)))
-    share, extra, first = (tf.constant(a) for a in (files.share, files.extra, files.first))
-
-    @no_autograph
-    def counted(record: Any, gid: Any, at: Any) -> tuple[Any, Any, Any]:
-        pos = at // spf
-        rest = tf.where(at == tf.gather(first, pos), tf.gather(extra, pos),
-                        tf.constant(0, tf.int64))
-        return record, gid, tf.gather(share, pos) + rest
-
-    return ds.map(counted)
+        ds = ds.filter(no_autograph(lambda _r, at: tf.gather(keep, at)))
+    return ds
 
 
 @no_autograph
-def parse_example(record: Any, gid: Any, nbytes: Any) -> tuple[Any, Any, Any]:
+def parse_example(record: Any, at: Any) -> tuple[Any, Any]:
     """The sample bytes of one tf.train.Example record."""
     feature = {"image": tf.io.FixedLenFeature([], tf.string)}
     image = tf.io.parse_single_example(record, feature)["image"]
-    return tf.io.decode_raw(image, tf.uint8), gid, nbytes
+    return tf.io.decode_raw(image, tf.uint8), at
 
 
 def _signature() -> tuple[Any, Any, Any]:
