@@ -100,7 +100,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world(args)
-    precheck(cfg, world, generating=False)  # a refusal is said once, by rank 0 (main)
+    if cfg.workflow.checkpoint and not cfg.workflow.train:
+        from dliobench.run.ckpt_run import precheck as checkpoint_precheck
+
+        checkpoint_precheck(cfg, world)
+    else:
+        precheck(cfg, world, generating=False)  # a refusal is said once, by rank 0 (main)
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
         cfg, world, comm, warnings, show_progress=not args.no_progress),
         cfg.train.stall_timeout_s)

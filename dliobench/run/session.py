@@ -50,6 +50,10 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     The data folder is locked for the run: exclusively while it may be generated, shared
     while it is read (``dataset.lock``).
     """
+    if config.workflow.checkpoint and not config.workflow.train:
+        from dliobench.run import ckpt_session
+
+        return RunOutcome(*ckpt_session.run(config, world, comm, warnings, save))
     plan = resolve(config, world, comm)
     check_run(config, world)
     with locked(plan.backend, world, exclusive=True, doing="prepared for a run") as lock:
