@@ -341,6 +341,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     cfg, _ = _load(args)
     print(yaml.safe_dump(config_dict(cfg), sort_keys=False), end="")
+    if cfg.workflow.checkpoint and cfg.model.num_layers:
+        from dliobench.run.ckpt_layout import describe, layout_for
+
+        lines = describe(layout_for(cfg, launched=1))  # DP: model.parallelism.data, else 1
+        print("\n".join(f"# {line}" for line in lines))
     return 0
 
 

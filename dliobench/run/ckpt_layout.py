@@ -209,3 +209,28 @@ def layout_for(config: Config, launched: int) -> Layout:
                         m.num_kv_heads, m.vocab_size)
     return Layout(shape, m.tensor_parallelism, m.pipeline_parallelism, dp, m.zero_stage,
                   m.model_datatype, m.optimizer_datatype, config.checkpoint.scale)
+
+
+def describe(layout: Layout, scale_note: bool = True) -> list[str]:
+    """Lines describing the layout: totals, then ranks grouped by what they write (a
+    1,024-rank layout has a handful of kinds of rank)."""
+    model, optimizer = layout.totals()
+    total = model + optimizer
+    lines = [f"checkpoint layout: TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = "
+             f"{layout.world} ranks, ZeRO {layout.zero}, "
+             f"{layout.model.num_parameters():,} parameters",
+             f"per checkpoint: model {model:,} B + optimizer {optimizer:,} B = {total:,} B "
+             f"({total / 1e9:,.2f} GB, {total / 2**30:,.1f} GiB)"]
+    if scale_note and layout.scale != 1.0:
+        lines.append(f"scaled by checkpoint.scale={layout.scale:g} (every tensor's elements)")
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    for rank in range(layout.world):
+        files = layout.rank_files(rank)
+        m = sum(f.nbytes for f in files if f.kind == "model")
+        groups.setdefault((m, sum(f.nbytes for f in files) - m, len(files)), []).append(rank)
+    for (m, o, n), ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        lines.append(f"  {len(ranks)} rank(s) like rank {ranks[0]}: {n} files, model {m:,} B, "
+                     f"optimizer {o:,} B")
+    for shard in layout.rank_files(0):
+        lines.append(f"  rank 0 {shard.name}: {len(shard.tensors)} tensors, {shard.nbytes:,} B")
+    return lines

@@ -1,0 +1,69 @@
+"""The checkpoint-only workflow in one process: llama3_8b scaled down, torch.save files that
+torch.load opens with the planned tensors, honest reads, the MLPerf figures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dliobench.config.load import load
+from dliobench.run.ckpt_layout import layout_for
+from tests.conftest import last_result
+
+PRESET = Path(__file__).resolve().parents[2] / "workloads" / "llama3_8b.yaml"
+SMALL = ["checkpoint.scale=0.0001", "checkpoint.time_between_checkpoints=0",
+         "checkpoint.checkpoint_folder=ckpt", "--no-progress"]
+
+
+def test_writes_then_reads_torch_files_of_the_planned_tensors(
+        workdir: Path, run_cli: Callable[..., int]) -> None:
+    torch = pytest.importorskip("torch")
+    assert run_cli("run", str(PRESET), *SMALL, "checkpoint.num_checkpoints_write=2",
+                   "checkpoint.num_checkpoints_read=3", "checkpoint.keep=true") == 0
+    result = last_result(workdir / "reports")
+    ckpt = result["checkpoint"]
+    assert ckpt["file_format"] == "torch" and ckpt["files_per_checkpoint"] == 16
+    assert ckpt["write"]["count"] == 2 and ckpt["read"]["count"] == 3
+    assert ckpt["layout"]["layout_ranks"] == 8 and ckpt["layout"]["scale"] == 0.0001
+    for op in ("write", "read"):
+        row = ckpt[op]["checkpoints"][0]
+        assert row["duration_s"] > 0 and row["aggregate_bytes_per_s"] > 0
+        assert row["bytes"] > ckpt["layout"]["planned_bytes"]  # tensors plus torch's framing
+    assert ckpt["read_honesty"]["made_honest_by"] == "evicted"
+    config, _ = load(PRESET, ["checkpoint.scale=0.0001"])
+    layout = layout_for(config, 1)
+    for rank in (0, 7):
+        for shard in layout.rank_files(rank):
+            state = torch.load(workdir / "ckpt/llama3_8b/checkpoint-0001" / shard.name)
+            assert {k: v.numel() for k, v in state.items()} == {
+                t.name: t.numel for t in shard.tensors}
+
+
+def test_reads_without_eviction_are_flagged(workdir: Path, run_cli: Callable[..., int],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("run", str(PRESET), *SMALL, "checkpoint.file_format=raw",
+                   "checkpoint.num_checkpoints_write=1", "checkpoint.num_checkpoints_read=1",
+                   "checkpoint.evict_before_read=false") == 0
+    result = last_result(workdir / "reports")
+    honesty = result["checkpoint"]["read_honesty"]
+    assert honesty["reads_honest"] is False and honesty["made_honest_by"] is None
+    assert any("page cache" in w for w in result["warnings"])
+    out = capsys.readouterr().out
+    assert "NOT ensured" in out and "page cache" in out
+    assert not (workdir / "ckpt/llama3_8b").exists()  # deleted once measured
+
+
+def test_a_read_only_run_reads_what_a_write_run_kept(workdir: Path,
+                                                     run_cli: Callable[..., int]) -> None:
+    raw = [*SMALL, "checkpoint.file_format=raw", "checkpoint.keep=true"]
+    assert run_cli("run", str(PRESET), *raw, "checkpoint.num_checkpoints_write=1",
+                   "checkpoint.num_checkpoints_read=0", "output.folder=written") == 0
+    assert last_result(workdir / "written")["checkpoint"]["read"] is None
+    assert run_cli("run", str(PRESET), *raw, "checkpoint.num_checkpoints_write=0",
+                   "checkpoint.num_checkpoints_read=1", "output.folder=read") == 0
+    result = last_result(workdir / "read")
+    assert result["checkpoint"]["write"] is None
+    assert result["checkpoint"]["read"]["bytes"] == result["checkpoint"]["layout"][
+        "planned_bytes"]
