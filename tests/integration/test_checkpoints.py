@@ -53,6 +53,9 @@ def test_reads_without_eviction_are_flagged(workdir: Path, run_cli: Callable[...
     out = capsys.readouterr().out
     assert "NOT ensured" in out and "page cache" in out
     assert not (workdir / "ckpt/llama3_8b").exists()  # deleted once measured
+    assert run_cli("report", str(workdir / "reports"), "-o", str(workdir / "page")) == 0
+    assert (workdir / "page/checkpoints.png").stat().st_size > 0
+    assert "checkpoint write" in (workdir / "page/report.html").read_text()
 
 
 def test_a_read_only_run_reads_what_a_write_run_kept(workdir: Path,
@@ -67,3 +70,18 @@ def test_a_read_only_run_reads_what_a_write_run_kept(workdir: Path,
     assert result["checkpoint"]["write"] is None
     assert result["checkpoint"]["read"]["bytes"] == result["checkpoint"]["layout"][
         "planned_bytes"]
+
+
+@pytest.mark.parametrize("name", ["llama3_8b", "llama3_70b", "llama3_405b", "llama3_1t"])
+def test_each_preset_runs_one_hosts_subset_scaled_down(
+        name: str, workdir: Path, run_cli: Callable[..., int]) -> None:
+    preset = PRESET.with_name(f"{name}.yaml")
+    assert run_cli("run", str(preset), *SMALL, "checkpoint.scale=0.00001",
+                   "checkpoint.mode=subset", "checkpoint.file_format=raw",
+                   "checkpoint.num_checkpoints_write=1", "checkpoint.num_checkpoints_read=1",
+                   f"output.folder={name}") == 0
+    layout = last_result(workdir / name)["checkpoint"]["layout"]
+    assert layout["launched_ranks"] == 1 and layout["mode"] == "subset"
+    assert layout["rules_share"] == 1 / layout["layout_ranks"]
+    # the first rank of the layout, as DLIO's subset mode runs it: at least the rules' share
+    assert layout["share_of_checkpoint"] >= layout["rules_share"] * 0.99
