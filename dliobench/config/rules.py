@@ -50,6 +50,12 @@ def _check_checkpoint(config: Config) -> None:
         raise ConfigError("model.num_layers is set but model.transformer.hidden_size or "
                           "vocab_size is 0; give the transformer's sizes (see "
                           "workloads/llama3_8b.yaml)")
+    if m.num_layers and config.workflow.train and m.model_size_bytes == 0:
+        raise ConfigError("workflow.train and workflow.checkpoint are true but training-time "
+                          "checkpoints are sized by model.model_size_bytes, which is 0; the "
+                          "transformer layout (model.num_layers) is written by the "
+                          "checkpoint-only workflow: set workflow.train=false, or set "
+                          "model.model_size_bytes")
     if config.checkpoint.scale <= 0:
         raise ConfigError("checkpoint.scale must be above 0 (1: full size, 0.001: a "
                           "thousandth of every tensor)")

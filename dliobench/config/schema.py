@@ -239,7 +239,8 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class CheckpointConfig:
-    """When and how the emulated training writes checkpoints (``workflow.checkpoint``)."""
+    """When and how the emulated training writes checkpoints (``workflow.checkpoint``), or,
+    with ``workflow.train: false``, how the checkpoint-only workflow writes and reads them."""
 
     checkpoint_folder: str = key("checkpoints", "path", "root folder of checkpoint files",
                                  nonempty=True)

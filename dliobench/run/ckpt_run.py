@@ -91,17 +91,22 @@ class _Rank:
     def keys(self, index: int) -> list[str]:
         return [f"{self.folder(index)}/{f.name}" for f in self.files]
 
-    def write(self, index: int) -> CheckpointOp:
+    def write(self, index: int, watchdog: Watchdog) -> CheckpointOp:
         self.backend.make_room(self.folder(index))
         durable = self.config.checkpoint.fsync
         start = time.perf_counter()
-        nbytes = sum(self.writer.write(self.backend, key, f, durable)
-                     for key, f in zip(self.keys(index), self.files, strict=True))
+        nbytes = 0
+        for key, shard in zip(self.keys(index), self.files, strict=True):
+            watchdog.beat("writing checkpoint file %s", key)  # a slow file is progress too
+            nbytes += self.writer.write(self.backend, key, shard, durable)
         return CheckpointOp("write", index, nbytes, time.perf_counter() - start, len(self.files))
 
-    def read(self, number: int, index: int) -> CheckpointOp:
+    def read(self, number: int, index: int, watchdog: Watchdog) -> CheckpointOp:
         start = time.perf_counter()
-        nbytes = sum(ckpt_files.read(self.backend, key, self.buffer) for key in self.keys(index))
+        nbytes = 0
+        for key in self.keys(index):
+            watchdog.beat("reading checkpoint file %s", key)
+            nbytes += ckpt_files.read(self.backend, key, self.buffer)
         return CheckpointOp("read", number, nbytes, time.perf_counter() - start, len(self.files))
 
     def remove(self, indices: range) -> None:
@@ -124,7 +129,7 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
             _pause(cfg.time_between_checkpoints, index)
             watchdog.beat(f"waiting for the other ranks to write checkpoint {index}")
             comm.barrier()
-            ops.append(rank.write(index))
+            ops.append(rank.write(index, watchdog))
         for number in range(reads):
             _pause(cfg.time_between_checkpoints, writes + number)
             index = number % writes if writes else number
@@ -133,7 +138,7 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
                 done.evicted = True
             watchdog.beat(f"waiting for the other ranks to read checkpoint {index}")
             comm.barrier()
-            ops.append(rank.read(number, index))
+            ops.append(rank.read(number, index, watchdog))
     except BaseException:
         if not cfg.keep:  # best effort, without waiting for the other ranks
             rank.remove(range(writes))
