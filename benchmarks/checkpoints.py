@@ -26,9 +26,11 @@ import re
 import shutil
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import benchinfo
+import dlio_peer
 from benchinfo import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,6 +109,74 @@ def contenders(ranks: int, nbytes: int, args: argparse.Namespace) -> dict[str, t
     return out
 
 
+TINY = {"files": 8, "record": 1 << 20}  # the dataset both tools train on before checkpointing
+
+
+def dlio_training_checkpoint(args: argparse.Namespace, model_bytes: int) -> tuple[float, int,
+                                                                                  str]:
+    """DLIO 2.0.0's training-time checkpoint (rank 0 torch.saves a model of ``model_bytes``
+    int8 plus its default 24.7 MB layer file, no fsync) after one epoch of a tiny dataset:
+    (bytes/s from its per_epoch_stats.json duration, bytes written, command)."""
+    root = args.root / "dlio"
+    shutil.rmtree(root, ignore_errors=True)
+    cmd = dlio_peer.command(args.dlio_venv, 1, {
+        **dlio_peer.npz_dataset(root / "data", TINY["files"], TINY["record"]),
+        "reader.batch_size": 2, "train.computation_time": 0, "train.epochs": 1,
+        "workflow.generate_data": True, "workflow.checkpoint": True,
+        "checkpoint.model_size": model_bytes, "checkpoint.checkpoint_after_epoch": 1,
+        "checkpoint.checkpoint_folder": root / "ckpt", "output.folder": root / "out"})
+    benchinfo.drop_caches()
+    run(cmd)
+    stats = json.loads(next((root / "out").rglob("per_epoch_stats.json")).read_text())
+    seconds = float(stats["1"]["ckpt1"]["duration"])
+    written = sum(p.stat().st_size for p in (root / "ckpt").iterdir())
+    shutil.rmtree(root, ignore_errors=True)
+    return written / seconds, written, " ".join(cmd)
+
+
+def ours_training_checkpoint(args: argparse.Namespace, nbytes: int, fsync: bool) -> tuple[
+        float, str]:
+    """dliobench's training-time checkpoint (rank_zero, ``nbytes``) after one epoch of the
+    same tiny dataset: (bytes/s from result.json, command)."""
+    root = args.root / "ours-train"
+    cmd = [sys.executable, "-m", "dliobench", "run", "workloads/unet3d.yaml",
+           f"dataset.data_folder={root / 'data'}", f"dataset.num_files_train={TINY['files']}",
+           f"dataset.record_length_bytes={TINY['record']}", "dataset.record_length_bytes_stdev=0",
+           "reader.batch_size=2", "train.computation_time=0", "train.epochs=1",
+           "workflow.checkpoint=true", "checkpoint.type=rank_zero",
+           f"model.model_size_bytes={nbytes}", f"checkpoint.fsync={str(fsync).lower()}",
+           f"checkpoint.checkpoint_folder={root / 'ckpt'}", f"output.folder={root / 'out'}",
+           "--no-progress"]
+    benchinfo.drop_caches()
+    run(cmd, args.src)
+    result = json.loads(next((root / "out").rglob("result.json")).read_text())
+    shutil.rmtree(root / "out", ignore_errors=True)
+    return float(result["checkpoint"]["write_bytes_per_s"]), " ".join(["python", *cmd[1:]])
+
+
+def against_dlio(args: argparse.Namespace, commands: list[str]) -> list[str]:
+    """Rounds of DLIO 2.0.0's training-time checkpoint and ours of the same bytes; medians."""
+    model_bytes = round(args.scale * 112_425_623_552)  # llama3_8b's checkpoint, scaled
+    theirs, ours_nosync, ours_sync = [], [], []
+    written = 0
+    for rep in range(args.reps):
+        rate, written, cmd = dlio_training_checkpoint(args, model_bytes)
+        theirs.append(rate)
+        ours_nosync.append(ours_training_checkpoint(args, written, False)[0])
+        rate, ours_cmd = ours_training_checkpoint(args, written, True)
+        ours_sync.append(rate)
+        if rep == 0:
+            commands += [cmd, ours_cmd.replace("fsync=true", "fsync=false|true")]
+    shutil.rmtree(args.root / "ours-train", ignore_errors=True)
+    d, n, f = [statistics.median(x) for x in (theirs, ours_nosync, ours_sync)]
+    return ["| tool (1 rank, training-time checkpoint after 1 epoch) | write GB/s | "
+            "dliobench / DLIO |", "|---|---|---|",
+            f"| DLIO 2.0.0 (torch.save of {written / 1e9:.2f} GB, no fsync; median of "
+            f"{len(theirs)}) | {gbps(d)} | |",
+            f"| dliobench rank_zero, fsync off (same bytes) | {gbps(n)} | {n / d:.2f} |",
+            f"| dliobench rank_zero, fsync on (same bytes) | {gbps(f)} | {f / d:.2f} |"]
+
+
 def gbps(x: float | None) -> str:
     return "n/a" if x is None else f"{x / 1e9:.3f}"
 
@@ -152,6 +222,25 @@ def compare(ranks: int, args: argparse.Namespace, commands: list[str]) -> list[s
     return lines
 
 
+def planning_line() -> str:
+    """Markdown line: seconds to plan llama3_1t's 1,024-rank layout (every rank's files and
+    tensors, and the totals), best of 5, in this process."""
+    sys.path.insert(0, str(REPO))
+    from dliobench.config.load import load
+    from dliobench.run.ckpt_layout import layout_for
+
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        config, _ = load(REPO / "workloads" / "llama3_1t.yaml")
+        layout = layout_for(config, 1)
+        files = sum(len(layout.rank_files(r)) for r in range(layout.world))
+        total = sum(layout.totals())
+        best = min(best, time.perf_counter() - start)
+    return (f"- planning llama3_1t ({layout.world} ranks, {files} files, {total / 2**30:,.1f} "
+            f"GiB per checkpoint): {best:.3f} s (best of 5, one process)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.02)
@@ -162,19 +251,27 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=["torch", "raw"])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-ckpt"))
     parser.add_argument("--src", default=str(REPO))
+    parser.add_argument("--dlio-venv", default="", help="also compare with DLIO 2.0.0's "
+                        "training-time checkpoint (../shared/tools/install-dlio-peer.sh VENV)")
+    parser.add_argument("--only-dlio", action="store_true", help="skip fio/dd")
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
     lines = ["| ranks | contender | write GB/s | read GB/s | dliobench torch / it, "
              "raw / it (write, read) |", "|---|---|---|---|---|"]
     commands: list[str] = []
     try:
-        for ranks in args.ranks:
+        for ranks in [] if args.only_dlio else args.ranks:
             lines += compare(ranks, args, commands)
+        if args.only_dlio:
+            lines = []
+        if args.dlio_venv:
+            lines += ["", *against_dlio(args, commands)]
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
     print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(args.src), "",
                      *lines, "", "Commands (one repetition each):", "",
-                     *[f"    {c}" for c in commands], "", benchinfo.load_line()]))
+                     *[f"    {c}" for c in commands], "", planning_line(),
+                     benchinfo.load_line()]))
 
 
 if __name__ == "__main__":

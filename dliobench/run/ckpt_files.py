@@ -10,7 +10,7 @@ is fsynced at commit when asked.
 from __future__ import annotations
 
 import importlib.util
-from typing import IO, Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -34,22 +34,6 @@ def file_format(config: Config) -> str:
                           "install it (pip install 'dliobench[pytorch]') or use "
                           "checkpoint.file_format=raw")
     return "torch" if wanted == "torch" or (wanted == "auto" and have) else "raw"
-
-
-class _Sink:
-    """A write-only file object over a seam writer for ``torch.save``; counts its bytes."""
-
-    def __init__(self, writer: Any) -> None:
-        self.writer, self.n = writer, 0
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        self.writer.write(view)
-        self.n += len(view)
-        return len(view)
-
-    def flush(self) -> None:
-        """Nothing is buffered here."""
 
 
 class ShardWriter:
@@ -86,14 +70,14 @@ class ShardWriter:
     def write(self, backend: Backend, key: str, shard: ShardFile, durable: bool) -> int:
         """Write ``shard`` under ``key``; return the bytes the file holds."""
         writer = backend.open_write(key)
-        sink = _Sink(writer)
         written = 0
         try:
-            if self.fmt == "torch":
+            if self.fmt == "torch":  # torch writes the spool file itself: no Python copies
                 import torch
 
-                torch.save(self._states[shard.name], cast(IO[bytes], sink))
-                written = sink.n
+                spool = writer.spool_path()
+                torch.save(self._states[shard.name], str(spool))
+                written = spool.stat().st_size
             else:
                 chunk, left = self._raw_chunk(), shard.nbytes
                 while left:

@@ -70,9 +70,9 @@ class CheckpointRun:
     """What one rank did: its operations and whether its reads were made honest."""
 
     ops: list[CheckpointOp]
-    evicted: bool
-    file_format: str
-    files_per_checkpoint: int
+    evicted: bool = False
+    file_format: str = ""
+    files_per_checkpoint: int = 0
 
 
 class _Rank:
@@ -116,14 +116,15 @@ class _Rank:
 
 
 def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog,
-                    ops: list[CheckpointOp]) -> CheckpointRun:
-    """Write then read checkpoints on this rank, appending to ``ops`` as it goes (so a
+                    done: CheckpointRun) -> None:
+    """Write then read checkpoints on this rank, recording into ``done`` as it goes (so a
     failed run keeps what was measured)."""
     cfg = config.checkpoint
     layout, mine = planned_layout(config, world)
     rank = _Rank(config, world, [f for r in mine for f in layout.rank_files(r)])
     writes, reads = max(0, cfg.num_checkpoints_write), max(0, cfg.num_checkpoints_read)
-    done = CheckpointRun(ops, False, rank.fmt, len(rank.files))
+    done.file_format, done.files_per_checkpoint = rank.fmt, len(rank.files)
+    ops = done.ops
     try:
         for index in range(writes):
             _pause(cfg.time_between_checkpoints, index)
@@ -149,7 +150,6 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
         comm.barrier()
         if world.local_rank == 0:
             _remove_folders(rank, writes)
-    return done
 
 
 def _pause(seconds: float, done: int) -> None:

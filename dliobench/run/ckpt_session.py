@@ -3,6 +3,7 @@ write and read the checkpoints on every rank, then rank 0 writes the result."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from dliobench.config.schema import Config
 from dliobench.errors import DlioBenchError
 from dliobench.results import ckpt_summary, sysinfo
 from dliobench.results.assemble import build_result
-from dliobench.results.files import new_run_id
+from dliobench.results.files import new_run_id, write_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.ckpt_layout import Layout, layout_for
@@ -61,26 +62,44 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
                                  "free space or choose another output.folder") from None
     started = _now()
     trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    done = CheckpointRun(trace.checkpoint_ops)
     watchdog = Watchdog(config.train.stall_timeout_s, world, comm)
+    extra = {"warnings": warnings, "launcher": world.launcher}
     try:
-        done = run_checkpoints(config, world, comm, watchdog, trace.checkpoint_ops)
+        run_checkpoints(config, world, comm, watchdog, done)
+    except BaseException as exc:
+        trace.error = str(exc) or type(exc).__name__
+        if trace.checkpoint_ops:  # what this rank measured, as a partial result
+            partial = _result(config, run_id, "partial", [trace], [done], started,
+                              {**extra, "ranks_launched": world.size}, world.size)
+            with contextlib.suppress(DlioBenchError, OSError):
+                run_dir.mkdir(parents=True, exist_ok=True)
+                write_result(run_dir, partial, replace=world.is_root)
+        raise
     finally:
         watchdog.stop()
     traces = comm.gather(trace)
     runs = comm.gather(done)
     if not world.is_root or traces is None or runs is None:
         return None, None, None
-    result = build_result(config, run_id, "complete", traces, started, _now(), 0,
-                          {"warnings": warnings, "launcher": world.launcher})
+    result = _result(config, run_id, "complete", traces, runs, started, extra, world.size)
+    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    return where, result, problem
+
+
+def _result(config: Config, run_id: str, status: str, traces: list[RankTrace],
+            runs: list[CheckpointRun], started: str, extra: dict[str, Any],
+            launched: int) -> Any:
+    """The result document of a checkpoint-only run."""
+    result = build_result(config, run_id, status, traces, started, _now(), 0, extra)
     result["storage"] = fsinfo.facts(config.checkpoint.checkpoint_folder)
-    result["checkpoint"] = summary(config, traces, runs, world.size)
+    result["checkpoint"] = summary(config, traces, runs, launched)
     result["verdict"] = {**result["verdict"], "meets_floor": None, "limiter": "not applicable",
                          "reason": "a checkpoint-only run: no training, no AU floor"}
     note = ckpt_summary.warning(result["checkpoint"]["read_honesty"])
     if note:
         result["warnings"] = [*result.get("warnings", []), note]
-    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
-    return where, result, problem
+    return result
 
 
 def summary(config: Config, traces: list[RankTrace], runs: list[CheckpointRun],

@@ -106,6 +106,8 @@ class PosixWriter:
         try:
             if fd is None and not os.path.exists(self._tmp):
                 fd = self._fd = self._open()  # an empty object
+            elif fd is None and durable:  # a library wrote the spool file itself
+                fd = self._fd = os.open(self._tmp, os.O_RDONLY)
             if fd is not None:
                 if self._padded:
                     os.ftruncate(fd, self._size)

@@ -97,11 +97,12 @@ class BackendContract:
         writer.commit()
         assert bytes(backend.read_range("u", 0, 20_000)[0]) == data
 
-    def test_a_library_can_write_the_spool_file(self, backend: Backend) -> None:
+    @pytest.mark.parametrize("durable", [False, True])  # torch.save'd checkpoints: durable
+    def test_a_library_can_write_the_spool_file(self, backend: Backend, durable: bool) -> None:
         writer = backend.open_write("spooled")
         writer.spool_path().write_bytes(b"written by a library")
         assert backend.size("spooled") is None
-        writer.commit()
+        writer.commit(durable=durable)
         assert bytes(backend.read_range("spooled", 0, 100)[0]) == b"written by a library"
 
     def test_small_objects_and_first_writer_wins(self, backend: Backend) -> None:
