@@ -80,12 +80,29 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
                     print(f"dliobench: {TERMINATED}", file=sys.stderr, flush=True)
                 else:  # rank 0 (signalled too) first writes the partial result and says so
                     time.sleep(TERMINATED_GRACE_S)
+            elif world.launcher == "torch" and _torch_peer_lost(exc):
+                print(f"dliobench: rank {world.rank} of {world.size} on {world.host} stops: "
+                      "another rank ended (its own message says why)", file=sys.stderr,
+                      flush=True)
+                from dliobench.comm.torch import wait_to_be_stopped
+
+                wait_to_be_stopped()
             else:
                 reason = str(exc) or type(exc).__name__
-                print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
-                      f"{reason}", file=sys.stderr, flush=True)
+                message = f"rank {world.rank} of {world.size} on {world.host}: {reason}"
+                print(f"dliobench: error: {message}", file=sys.stderr, flush=True)
+                if world.launcher == "torch":
+                    from dliobench.comm.torch import record_failure
+
+                    record_failure(message)
             comm.abort(code)
         raise
+
+
+def _torch_peer_lost(exc: BaseException) -> bool:
+    from dliobench.comm.torch import lost_a_peer
+
+    return lost_a_peer(exc)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
