@@ -104,6 +104,26 @@ def test_a_failing_torchrun_rank_is_named_as_the_root_cause(
     assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [1]
 
 
+@needs_torchrun
+def test_a_sweep_runs_its_points_through_torchrun(
+        workdir: Path, write_workload: Callable[..., Path],
+        run_cli: Callable[..., int]) -> None:
+    import json
+
+    import yaml
+
+    workload = write_workload(tiny_workload(train={"epochs": 1}))
+    sweep = workdir / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "t", "workload": str(workload), "output": str(workdir / "sweeps"),
+        "launcher": "torchrun", "axes": {"ranks": [2]}}))
+    assert run_cli("sweep", str(sweep)) == 0
+    summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
+    result = json.loads(Path(summary["points"][0]["run_dir"], "result.json").read_text())
+    assert (result["launcher"], result["ranks_count"]) == ("torch", 2)
+    assert result["metrics"]["exactly_once"] is True
+
+
 MPI_ENV = {"PMI_RANK": "1", "PMI_SIZE": "2"}
 TORCH_ENV = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "localhost"}
 
