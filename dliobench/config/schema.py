@@ -255,7 +255,7 @@ class CheckpointConfig:
                      "they are deleted once measured)")
     optimizer_state_factor: float = key(
         0.0, "float", "optimizer state as a multiple of the model size (Adam in fp32: 2)",
-        minimum=0)
+        minimum=0, maximum=1000)
 
 
 @dataclass(frozen=True)
