@@ -80,12 +80,29 @@ def _on_every_rank(world: World, comm: Comm, work: Callable[[], T],
                     print(f"dliobench: {TERMINATED}", file=sys.stderr, flush=True)
                 else:  # rank 0 (signalled too) first writes the partial result and says so
                     time.sleep(TERMINATED_GRACE_S)
+            elif world.launcher == "torch" and _torch_peer_lost(exc):
+                print(f"dliobench: rank {world.rank} of {world.size} on {world.host} stops: "
+                      "another rank ended (its own message says why)", file=sys.stderr,
+                      flush=True)
+                from dliobench.comm.torch import wait_to_be_stopped
+
+                wait_to_be_stopped()
             else:
                 reason = str(exc) or type(exc).__name__
-                print(f"dliobench: error: rank {world.rank} of {world.size} on {world.host}: "
-                      f"{reason}", file=sys.stderr, flush=True)
+                message = f"rank {world.rank} of {world.size} on {world.host}: {reason}"
+                print(f"dliobench: error: {message}", file=sys.stderr, flush=True)
+                if world.launcher == "torch":
+                    from dliobench.comm.torch import record_failure
+
+                    record_failure(message)
             comm.abort(code)
         raise
+
+
+def _torch_peer_lost(exc: BaseException) -> bool:
+    from dliobench.comm.torch import lost_a_peer
+
+    return lost_a_peer(exc)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -223,6 +240,21 @@ def cmd_datasize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Apply MLPerf Storage's training rules to result folders: 1 when any finding fails."""
+    from dliobench.report.tables import find_run_dirs
+    from dliobench.rules import registry, render
+    from dliobench.rules.finding import failed
+
+    runs = registry.load_runs(find_run_dirs(args.runs))
+    findings = registry.apply(runs, args.division)
+    if args.json:
+        print(render.as_json(findings, args.division, len(runs)))
+    else:
+        render.print_table(findings, args.division, len(runs))
+    return 1 if failed(findings) else 0
+
+
 def _sweep_spec(args: argparse.Namespace) -> SweepSpec:
     """A sweep file, or a workload (with overrides) to sweep over ranks only."""
     from dliobench.config import yamlfile
@@ -352,6 +384,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "report": cmd_report, "generate": cmd_generate, "datasize": cmd_datasize,
     "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys, "ceiling": cmd_ceiling,
+    "check": cmd_check,
 }
 
 

@@ -58,6 +58,12 @@ def _add_launcher_arg(p: argparse.ArgumentParser) -> None:
                    "process)")
 
 
+def _add_run_dirs_arg(p: argparse.ArgumentParser, metavar: str = "RUN_DIR") -> None:
+    """The result folders a reading command takes."""
+    p.add_argument("runs", nargs="+", metavar=metavar,
+                   help="run folders, or folders holding run folders (reports/, a sweep)")
+
+
 def _add_report_parser(sub: SubParsers,
                        commands: Commands) -> None:
     """The `report` subcommand: result folders in, report folder out."""
@@ -66,8 +72,7 @@ def _add_report_parser(sub: SubParsers,
                        "report.html (self-contained), the plots as PNG and runs.csv: scaling "
                        "with ranks, differing settings compared, wait-latency CDF, per-rank "
                        "step timeline.")
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
-                   help="run folders, or folders holding run folders (reports/, a sweep)")
+    _add_run_dirs_arg(p)
     p.add_argument("-o", "--out", metavar="OUT", type=folder,
                    help="output folder (default: reports/report-<timestamp>/)")
     p.add_argument("--timeline-run", metavar="RUN_ID",
@@ -75,6 +80,24 @@ def _add_report_parser(sub: SubParsers,
     p.add_argument("--trace", action="store_true",
                    help="also write trace.json (Chrome/Perfetto) into each run folder")
     p.set_defaults(func=commands["report"])
+
+
+def _add_check_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench check`."""
+    p = sub.add_parser(
+        "check", help="apply MLPerf Storage v3.0's training rules to result folders",
+        description="Read result folders and apply MLPerf Storage v3.0's training rules: each "
+        "run complete, a v3.0 workload on a submittable accelerator, dataset at least 5x the "
+        "hosts' memory and 500 steps per accelerator, AU at the floor, only the parameters the "
+        "division allows changed, provenance intact; per setup (workload, accelerator, ranks, "
+        "hosts) 5 runs, within 5 % of each other, run consecutively. Each finding names its "
+        "rule (document@commit and section). Exit code 1 when any finding fails, 2 when a "
+        "folder holds no results.")
+    _add_run_dirs_arg(p, "RESULT_DIR")
+    p.add_argument("--division", choices=("closed", "open"), default="closed",
+                   help="which division's parameter rules apply (default closed)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=commands["check"])
 
 
 def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
@@ -207,6 +230,7 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run_parser(sub, commands)
     _add_report_parser(sub, commands)
+    _add_check_parser(sub, commands)
     _add_generate_parser(sub, commands)
     _add_datasize_parser(sub, commands)
     _add_sweep_parser(sub, commands)

@@ -258,7 +258,7 @@ class CheckpointConfig:
                      "they are deleted once measured)")
     optimizer_state_factor: float = key(
         0.0, "float", "optimizer state as a multiple of the model size (Adam in fp32: 2)",
-        minimum=0)
+        minimum=0, maximum=1000)
     num_checkpoints_write: int = key(
         10, "int", "checkpoint-only workflow (workflow.train: false): checkpoints written, "
         "one after another (-1 or 0: none, only read what an earlier run wrote)", minimum=-1)

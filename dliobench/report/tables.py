@@ -221,6 +221,20 @@ def factor_text(factor: tuple[str, ...], row: pd.Series) -> str:
     return ", ".join(f"{short(k)}={fmt_value(k, row[k])}" for k in telling_keys(factor))
 
 
+def label_parts(table: pd.DataFrame, factor: tuple[str, ...]) -> list[str] | None:
+    """Each run's part of its sweep label (``file per sample / 4 threads``) that names its
+    value of ``factor``: the part that splits the runs exactly as the factor does, or None."""
+    split = [str(lab or "").split(" / ") for lab in table["user_label"]]
+    values = [str(v) for v in table[factor[0]]]
+    if not split or len({len(parts) for parts in split}) != 1 or len(split[0]) < 2:
+        return None
+    for j in range(len(split[0])):
+        part = [parts[j] for parts in split]
+        if len(set(zip(part, values, strict=True))) == len(set(part)) == len(set(values)):
+            return part
+    return None
+
+
 def describe(row: pd.Series, table: pd.DataFrame, factors: list[tuple[str, ...]]) -> str:
     """What sets this run apart: the factors where it departs from the most common value."""
     parts = []

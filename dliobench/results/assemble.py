@@ -8,7 +8,7 @@ from typing import Any, cast
 import numpy as np
 
 from dliobench.config.schema import Config
-from dliobench.results import metrics, sysinfo
+from dliobench.results import metrics, provenance, sysinfo
 from dliobench.results.files import config_dict
 from dliobench.results.measured import RankTrace
 from dliobench.results.schema import (
@@ -153,6 +153,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     shares = time_shares(run)
     doc["time_shares"] = shares
     doc["verdict"] = verdict(config, run, shares)
+    doc["provenance"] = provenance.collect(doc["config"])
     if errors:
         doc["errors"] = errors
     deviations = sorted({d for t in traces for d in t.deviations})

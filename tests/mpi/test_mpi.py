@@ -66,6 +66,7 @@ def test_ranks_share_the_dataset_and_one_result(ranks: int, workdir: Path,
     assert delivered + m["undelivered_samples"] == 2 * 24
     assert m["comm_s"] > 0  # a real allreduce after each step
     assert result["nodes"][0]["ranks"] == list(range(ranks))
+    assert result["launcher"] == "mpi" and result["provenance"]["mpi_library"]  # MPICH Version
     csv_rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
     assert {row.split(",")[0] for row in csv_rows[1:]} == {str(r) for r in range(ranks)}
     assert len(manifest_files(workdir / "data/tiny")) == 24
