@@ -85,3 +85,19 @@ def test_each_preset_runs_one_hosts_subset_scaled_down(
     assert layout["rules_share"] == 1 / layout["layout_ranks"]
     # the first rank of the layout, as DLIO's subset mode runs it: at least the rules' share
     assert layout["share_of_checkpoint"] >= layout["rules_share"] * 0.99
+
+
+def test_the_rules_check_a_checkpoint_run(workdir: Path, run_cli: Callable[..., int],
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert run_cli("run", str(PRESET), *SMALL, "checkpoint.file_format=raw",
+                   "checkpoint.num_checkpoints_write=1", "checkpoint.num_checkpoints_read=1") == 0
+    capsys.readouterr()
+    assert run_cli("check", str(workdir / "reports"), "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    status = {f["check"]: f["status"] for f in doc["findings"]}
+    assert status["model"] == "fail"  # scaled down: not a benchmark run
+    assert status["processes"] == "fail"  # 1 process, CLOSED wants 8
+    assert status["fsync"] == "pass" and status["reads from storage"] == "pass"
+    assert status["complete"] == "pass" and status["run count"] == "fail"
