@@ -99,7 +99,7 @@ class ShardWriter:
 def read(backend: Backend, key: str, buffer: memoryview) -> int:
     """Read the whole object ``key`` into ``buffer`` piece by piece; return the bytes read."""
     try:
-        reader = backend.open_read(key)
+        reader = backend.open_read(key, sequential=True)
     except FileNotFoundError:
         raise DatasetError(f"checkpoint file {backend.describe(key)} is missing: write the "
                            "checkpoints first (checkpoint.num_checkpoints_write) and keep "

@@ -51,8 +51,8 @@ class BackendContract:
     def test_file_objects_count_what_a_library_reads(self, backend: Backend) -> None:
         data = payload(50_000)
         put_object(backend, "obj", data)
-        for direct in (False, True):
-            reader = backend.open_read("obj", direct)
+        for direct, sequential in ((False, False), (True, False), (False, True)):
+            reader = backend.open_read("obj", direct, sequential)
             try:
                 reader.seek(10_000)
                 buf = bytearray(3000)
