@@ -62,7 +62,7 @@ class NpzFormat(ContiguousFormat):
                num_samples: int) -> list[ByteRange]:
         """Rows of ``x`` as byte ranges."""
         _, data, nbytes, shape, _ = self._locate(src, head)
-        if not shape or shape[0] != num_samples:
+        if num_samples != 1 and (not shape or shape[0] != num_samples):  # one: any shape
             raise DatasetError(f"{src} holds {shape[0] if shape else 0} samples, the manifest "
                                f"says {num_samples}; regenerate the dataset")
         row = nbytes // num_samples
