@@ -50,10 +50,20 @@ class Existing:
 
 
 def wanted(dataset: DatasetConfig) -> bool:
-    """Whether the data folder holds an existing dataset to read rather than generate."""
+    """Whether the data folder holds an existing dataset to read rather than generate: said
+    so, or (``layout: auto``) indexed as one before, or DLIO's first file is there."""
     if dataset.source == "existing" or dataset.layout == "dlio":
         return True
-    return dataset.layout == "auto" and dlio_named(dataset)
+    if dataset.layout != "auto":
+        return False
+    backend = backend_for(dataset.data_folder)
+    try:
+        manifest = Manifest.load(backend)
+        if manifest is not None:
+            return manifest.params.get("source") == "existing"
+        return backend.size(dlio_first_key(dataset)) is not None
+    except (OSError, DatasetError):
+        return False
 
 
 def dlio_first_key(dataset: DatasetConfig) -> str:
@@ -62,17 +72,6 @@ def dlio_first_key(dataset: DatasetConfig) -> str:
     n, sub = dataset.num_files_train, dataset.num_subfolders_train
     name = f"{dataset.file_prefix}_{'0' * len(str(n))}_of_{n}.{dataset.format}"
     return f"{TRAIN}/{'0' * len(str(sub))}/{name}" if sub > 1 else f"{TRAIN}/{name}"
-
-
-def dlio_named(dataset: DatasetConfig) -> bool:
-    """A DLIO dataset of this configuration is in the data folder (its first file, by name)
-    and dliobench has not generated there."""
-    backend = backend_for(dataset.data_folder)
-    try:
-        return backend.size(dlio_first_key(dataset)) is not None and \
-            Manifest.load(backend) is None
-    except (OSError, DatasetError):
-        return False
 
 
 def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
@@ -126,7 +125,7 @@ def _new_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     """List and index the folder; write the manifest where it can go."""
     d = config.dataset
     data = backend_for(d.data_folder)
-    layout = "dlio" if d.layout == "dlio" or dlio_named(d) else "own"
+    layout = "dlio" if d.layout == "dlio" or _has_dlio_names(data, d) else "own"
     prefix = TRAIN if layout == "dlio" or os.path.isdir(os.path.join(d.data_folder, TRAIN)) \
         else ""
     found = index(data, prefix, samples_last=layout == "dlio", checksums=d.index_checksums)
@@ -134,6 +133,11 @@ def _new_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     place = d.data_folder if writable(data) else str(fallback_folder(config))
     _write(backend_for(place), params, found)
     return params, found.keys, place
+
+
+def _has_dlio_names(data: Backend, dataset: DatasetConfig) -> bool:
+    """DLIO's first file of this configuration is in the data folder."""
+    return data.size(dlio_first_key(dataset)) is not None
 
 
 def _params(dataset: DatasetConfig, found: Index, layout: str) -> dict[str, Any]:
