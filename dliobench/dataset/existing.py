@@ -10,6 +10,7 @@ per file and sample sizes from the index.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from dliobench.formats import get_format
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 
+log = logging.getLogger(__name__)
 NAMES_KEY = f"{FOLDER}/names.txt"
 INDEX_ROOT = "dataset-index"  # under output.folder, for data folders we cannot write
 
@@ -83,6 +85,10 @@ def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
     shared: tuple[dict[str, Any], list[str], str] | None = comm.bcast(found)
     assert shared is not None
     params, keys, where = shared
+    if world.is_root and params.get("samples_not_read"):
+        log.warning("the files of %s hold different numbers of samples: each is read as %d "
+                    "sample(s), so %d sample(s) are never read", config.dataset.data_folder,
+                    params["num_samples_per_file"], params["samples_not_read"])
     dataset = replace(config.dataset, **{k: params[k] for k in IDENTITY_KEYS},
                       num_files_train=len(keys), source="existing", layout=str(params["layout"]))
     return Existing(replace(config, dataset=dataset), keys, backend_for(where),

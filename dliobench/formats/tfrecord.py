@@ -96,7 +96,7 @@ def read_index(src: Stored, file_size: int, num_samples: int) -> np.ndarray:
         table = np.array(text.split(), dtype=np.int64).reshape(-1, 2)
     except ValueError:
         raise DatasetError(f"{idx} is not a TFRecord index (lines of 'offset size')") from None
-    if len(table) != num_samples:
+    if len(table) < num_samples:  # more: an existing dataset's file, its first ones are read
         raise DatasetError(f"{idx} lists {len(table)} records, the manifest says "
                            f"{num_samples} samples per file; regenerate the dataset")
     offsets, sizes = table[:, 0], table[:, 1]
@@ -109,7 +109,7 @@ def read_index(src: Stored, file_size: int, num_samples: int) -> np.ndarray:
     if ends[-1] < file_size:
         raise DatasetError(f"{src} holds {file_size - int(ends[-1])} bytes its index does "
                            "not list; regenerate the dataset")
-    return table
+    return table[:num_samples]
 
 
 class TFRecordFormat(AssembledFormat):

@@ -89,8 +89,8 @@ def read_only_folder(tmp_path: Path) -> Iterator[Path]:
 def test_a_read_only_folder_gets_its_index_in_the_output_folder(
         read_only_folder: Path, workdir: Path, run_cli: Callable[..., int],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    for i in range(6):
-        np.save(read_only_folder / f"part{i}.npy", np.full((3, 1000), i, np.uint8))
+    for i in range(6):  # the last file holds a sample more: the smallest count is read
+        np.save(read_only_folder / f"part{i}.npy", np.full((3 + i // 5, 1000), i, np.uint8))
     subprocess.run(["mount", "-o", "remount,ro", str(read_only_folder)], check=True)
     args = ["run", "--dataset", str(read_only_folder), "--output", str(workdir / "out"),
             "dataset.source=existing", *QUICK]
@@ -137,3 +137,26 @@ def test_bad_folders_are_one_sentence(make: Callable[[Path], None], says: str, w
     assert run_cli("run", "--dataset", str(workdir / "mine"), "--no-progress") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0] and err[0].startswith("dliobench: error:"), err
+
+
+def test_tfrecords_with_their_index_and_checksums_on_request(workdir: Path,
+                                                             run_cli: Callable[..., int]) -> None:
+    from dliobench.dataset.manifest import Manifest
+    from dliobench.formats import get_format
+
+    records = workdir / "records"
+    records.mkdir()
+    rng = np.random.default_rng(2)
+    for i in range(4):
+        get_format("tfrecord").write(records / f"shard-{i}.tfrecord",
+                                     rng.integers(0, 255, (3, 700), dtype=np.uint8))
+    assert run_cli("run", "--dataset", str(records), "dataset.index_checksums=true",
+                   *QUICK) == 0
+    result = last_result(workdir / "reports")
+    d = result["config"]["dataset"]
+    assert (d["format"], d["num_files_train"], d["num_samples_per_file"]) == ("tfrecord", 4, 3)
+    assert result["metrics"]["exactly_once"] is True
+    manifest = Manifest.load(PosixBackend(str(records)))
+    assert manifest is not None
+    crcs = [crc for _, crc in manifest.held().values()]
+    assert len(crcs) == 4 and all(crcs)
