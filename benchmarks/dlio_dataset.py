@@ -6,7 +6,10 @@ DLIO (its own venv: ``../shared/tools/install-dlio-peer.sh VENV``) generates the
 its first file's name, indexes it once (the first run; later runs read the index) and trains
 it. For reference, DLIO then trains the same files with its PyTorch reader. Per format the
 report gives: files found, bytes, samples/s and MB/s (compute 0: what the loader delivers),
-exactly-once delivery, the wall time of the indexing run and of a later one.
+exactly-once delivery, the wall time of the indexing run and of a later one. Then the cost of
+indexing itself: ``--index-files`` small npz files with DLIO's names (written here with
+``np.savez``, as DLIO's npz generator does), a one-step run that indexes them, and the same
+run again reading the index.
 
     python benchmarks/dlio_dataset.py [--formats npz jpeg] [--files 256] [--record-bytes N]
 """
@@ -97,6 +100,30 @@ def one_format(args: argparse.Namespace, fmt: str, root: Path) -> list[str]:
     return rows
 
 
+def index_cost(args: argparse.Namespace, root: Path) -> list[str]:
+    """Wall time of a one-step run that indexes many small DLIO-named files, and again."""
+    import numpy as np
+
+    n, data = args.index_files, root / "many"
+    for i in range(n):
+        sub = data / "train" / str(i % args.subfolders).rjust(len(str(args.subfolders)), "0")
+        if i < args.subfolders:
+            sub.mkdir(parents=True)
+        name = f"img_{str(i).rjust(len(str(n)), '0')}_of_{n}.npz"
+        np.savez(sub / name, x=np.zeros((64, 64, 1), np.uint8), y=[0])
+    cmd = [sys.executable, "-m", "dliobench", "run", "workload=unet3d_a100",
+           f"++workload.dataset.data_folder={data}", f"++workload.dataset.num_files_train={n}",
+           f"++workload.dataset.num_subfolders_train={args.subfolders}",
+           "++workload.train.total_training_steps=2", "++workload.train.computation_time=0",
+           "--output", str(root / "many-out"), "--no-progress"]
+    rows = []
+    for label in ("indexing run", "indexed run"):
+        benchinfo.drop_caches()
+        rows.append(f"| {n:,} DLIO npz files of 4 KiB | {label} (2 steps) | {timed(cmd):.2f} |")
+    shutil.rmtree(data, ignore_errors=True)
+    return rows
+
+
 def dlio_peer_rate(out: Path) -> float:
     """DLIO's training samples/s from its summary.json."""
     summary = json.loads(next(out.rglob("summary.json")).read_text())
@@ -106,7 +133,7 @@ def dlio_peer_rate(out: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--formats", nargs="+", default=["npz", "jpeg"])
+    parser.add_argument("--formats", nargs="*", default=["npz", "jpeg"])
     parser.add_argument("--files", type=int, default=256)
     parser.add_argument("--subfolders", type=int, default=4)
     parser.add_argument("--record-bytes", type=int, default=1 << 20)
@@ -116,6 +143,8 @@ def main() -> None:
     parser.add_argument("--dlio-np", type=int, default=2)
     parser.add_argument("--dlio-venv", default="/work/venv-dlio")
     parser.add_argument("--no-dlio-train", action="store_true")
+    parser.add_argument("--index-files", type=int, default=20000,
+                        help="small DLIO-named files for the indexing cost (0: skip)")
     parser.add_argument("--root", type=Path, default=Path("/work/bench-dlio-dataset"))
     args = parser.parse_args()
     shutil.rmtree(args.root, ignore_errors=True)
@@ -129,6 +158,10 @@ def main() -> None:
     try:
         for fmt in args.formats:
             for row in one_format(args, fmt, args.root):
+                print(row, flush=True)
+        if args.index_files:
+            print("\n| dataset | run | wall s |\n|---|---|---|")
+            for row in index_cost(args, args.root):
                 print(row, flush=True)
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
