@@ -53,18 +53,14 @@ class Existing:
 
 def wanted(dataset: DatasetConfig) -> bool:
     """Whether the data folder holds an existing dataset to read rather than generate: said
-    so, or (``layout: auto``) indexed as one before, or DLIO's first file is there."""
+    so, or (``layout: auto``) DLIO's first file of this configuration is there (one stat)."""
     if dataset.source == "existing" or dataset.layout == "dlio":
         return True
     if dataset.layout != "auto":
         return False
-    backend = backend_for(dataset.data_folder)
     try:
-        manifest = Manifest.load(backend)
-        if manifest is not None:
-            return manifest.params.get("source") == "existing"
-        return backend.size(dlio_first_key(dataset)) is not None
-    except (OSError, DatasetError):
+        return _has_dlio_names(backend_for(dataset.data_folder), dataset)
+    except OSError:
         return False
 
 
