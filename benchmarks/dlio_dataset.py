@@ -2,14 +2,15 @@
 PyTorch loader, from DLIO's own command line (``workload=unet3d_a100 ++workload....``).
 
 DLIO (its own venv: ``../shared/tools/install-dlio-peer.sh VENV``) generates the dataset
-(DLIO's names and layout: ``train/<subfolder>/img_<i>_of_<n>.<format>``); dliobench finds it by
-its first file's name, indexes it once (the first run; later runs read the index) and trains
-it. For reference, DLIO then trains the same files with its PyTorch reader. Per format the
-report gives: files found, bytes, samples/s and MB/s (compute 0: what the loader delivers),
-exactly-once delivery, the wall time of the indexing run and of a later one. Then the cost of
-indexing itself: ``--index-files`` small npz files with DLIO's names (written here with
-``np.savez``, as DLIO's npz generator does), a one-step run that indexes them, and the same
-run again reading the index.
+(DLIO's names and layout: ``train/<subfolder>/img_<i>_of_<n>.<format>``; DLIO's tfrecord
+indexes lie in ``index/train/``, not beside the files, so dliobench walks the records);
+dliobench finds it by its first file's name, indexes it once (the first run; later runs read
+the index) and trains it. For reference, DLIO then trains the same files with its PyTorch
+reader. Per format the report gives: files found, bytes, samples/s and MB/s (compute 0: what
+the loader delivers), exactly-once delivery, the wall time of the indexing run and of a later
+one. Then the cost of indexing itself: ``--index-files`` small npz files with DLIO's names
+(written here with ``np.savez``, as DLIO's npz generator does), a one-step run that indexes
+them, and the same run again reading the index.
 
     python benchmarks/dlio_dataset.py [--formats npz jpeg] [--files 256] [--record-bytes N]
 """
@@ -30,7 +31,8 @@ import dlio_peer
 def dlio_overrides(args: argparse.Namespace, fmt: str, folder: Path) -> dict[str, object]:
     """The dataset and reading settings both tools get, in DLIO's key names."""
     return {"dataset.format": fmt, "dataset.data_folder": folder,
-            "dataset.num_files_train": args.files, "dataset.num_samples_per_file": 1,
+            "dataset.num_files_train": args.files,
+            "dataset.num_samples_per_file": args.tfrecord_samples if fmt == "tfrecord" else 1,
             "dataset.num_subfolders_train": args.subfolders,
             "dataset.record_length": args.record_bytes,
             "dataset.record_length_stdev": args.record_bytes // 4,
@@ -52,7 +54,9 @@ def timed(cmd: list[str], cwd: Path | None = None) -> float:
     if cwd is None:
         benchinfo.run(cmd, str(benchinfo.REPO))
     else:
-        benchinfo.run(["sh", "-c", f"cd {cwd} && exec \"$@\"", "sh", *cmd])
+        # DLIO's tfrecord generator calls DALI's tfrecord2idx: ours, found last on PATH
+        tools = Path(sys.executable).parent
+        benchinfo.run(["sh", "-c", f"cd {cwd} && PATH=$PATH:{tools} exec \"$@\"", "sh", *cmd])
     return time.perf_counter() - start
 
 
@@ -73,7 +77,7 @@ def one_format(args: argparse.Namespace, fmt: str, root: Path) -> list[str]:
         **overrides, "workflow.generate_data": True, "workflow.train": False,
         "output.folder": work / "dlio-gen"})
     gen_s = timed(gen, work)
-    files = [p for p in (data / "train").rglob(f"*.{fmt}")]
+    files = list((data / "train").rglob(f"*.{fmt}"))
     total = sum(p.stat().st_size for p in files)
     rows = [f"| {fmt} | DLIO generates (np={args.dlio_np}) | {len(files)} files, "
             f"{total / 1e6:,.1f} MB | | | | {gen_s:.1f} |"]
@@ -136,6 +140,8 @@ def main() -> None:
     parser.add_argument("--formats", nargs="*", default=["npz", "jpeg"])
     parser.add_argument("--files", type=int, default=256)
     parser.add_argument("--subfolders", type=int, default=4)
+    parser.add_argument("--tfrecord-samples", type=int, default=32,
+                        help="samples per tfrecord file (npz and jpeg files hold one)")
     parser.add_argument("--record-bytes", type=int, default=1 << 20)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)

@@ -31,7 +31,7 @@ from dliobench.dataset.manifest import (
     records,
 )
 from dliobench.errors import DatasetError
-from dliobench.formats import get_format
+from dliobench.formats import format_for
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 
@@ -158,7 +158,8 @@ def _params(dataset: DatasetConfig, found: Index, layout: str) -> dict[str, Any]
 
 def _write(backend: Backend, params: dict[str, Any], found: Index) -> None:
     """Commit the names, then the manifest (its header last: it is the commit)."""
-    sides = get_format(found.format).side_suffixes
+    sides = format_for(replace(DatasetConfig(), format=found.format,
+                               source="existing")).side_suffixes
     manifest = Manifest(backend, dict(params), list(sides))
     backend.make_room(FOLDER)
     backend.put(NAMES_KEY, "\n".join(found.keys).encode())

@@ -2,8 +2,8 @@
 
 The one step allowed to list a folder (DESIGN, the storage seam). Sizes come from ``stat``;
 samples per file from the format's headers where it has them (npz and npy: the array's shape;
-tfrecord: the lines of its DALI index beside it; jpeg and png: one image per file); nothing
-else is read unless checksums are asked for. Every refusal is one sentence.
+tfrecord: the lines of its DALI index beside it, else its records walked; jpeg and png: one
+image per file); nothing else is read unless checksums are asked for. Every refusal is one sentence.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from dliobench.dataset.check import crc_of
 from dliobench.dataset.manifest import FOLDER
 from dliobench.errors import CorruptSampleError, DatasetError, InputError
 from dliobench.formats import _npyheader as npyheader
+from dliobench.formats.base import Stored
 from dliobench.formats.npz import _member
+from dliobench.formats.tfrecord import walk_records
 from dliobench.storage.backend import Backend
 
 log = logging.getLogger(__name__)
@@ -134,16 +136,20 @@ def _samples(backend: Backend, key: str, fmt: str, size: int,
 
 
 def _tfrecord_samples(backend: Backend, key: str, size: int) -> tuple[int, int]:
-    """Records of a TFRecord file, from the DALI index beside it."""
+    """Records of a TFRecord file: the lines of its DALI index beside it, else its records
+    walked (their length fields)."""
     side = backend.size(key + ".idx")
     if side is None:
-        raise InputError(f"{backend.describe(key)} has no DALI index ({key}.idx) beside it; "
-                           "write one with DALI's tfrecord2idx (DLIO keeps them in "
-                           "<data_folder>/index/train/: copy them beside their files)")
-    text, _ = backend.read_range(key + ".idx", 0, side)
-    count = len(bytes(text).split(b"\n")) - (1 if bytes(text).endswith(b"\n") else 0)
+        try:
+            count = len(walk_records(Stored(backend, key), size))
+        except (CorruptSampleError, DatasetError) as exc:
+            raise InputError(f"{backend.describe(key)} is not a readable tfrecord file "
+                             f"({_reason(exc)}); remove it or fix it") from None
+    else:
+        text = bytes(backend.read_range(key + ".idx", 0, side)[0])
+        count = len(text.split(b"\n")) - (1 if text.endswith(b"\n") else 0)
     if count < 1:
-        raise InputError(f"{backend.describe(key + '.idx')} lists no records; rewrite it")
+        raise InputError(f"{backend.describe(key)} holds no records; remove it")
     return count, max(1, size // count)
 
 
