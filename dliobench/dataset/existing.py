@@ -30,7 +30,7 @@ from dliobench.dataset.manifest import (
     read_whole,
     records,
 )
-from dliobench.errors import DatasetError
+from dliobench.errors import DatasetError, InputError
 from dliobench.formats import format_for
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
@@ -97,8 +97,8 @@ def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     d = config.dataset
     folder = Path(d.data_folder)
     if not folder.is_dir():
-        raise DatasetError(f"dataset.data_folder {folder} is not a folder; give the folder "
-                           "holding your dataset")
+        raise InputError(f"dataset.data_folder {folder} is not a folder; give the folder "
+                         "holding your dataset")
     for place in (str(folder), str(fallback_folder(config))):
         backend = backend_for(place)
         manifest = Manifest.load(backend) if os.path.isdir(place) else None

@@ -107,6 +107,10 @@ def test_a_read_only_folder_gets_its_index_in_the_output_folder(
     assert run_cli(*args) == 0
 
 
+def _missing(folder: Path) -> None:
+    pass
+
+
 def _empty(folder: Path) -> None:
     folder.mkdir()
 
@@ -129,7 +133,8 @@ def _corrupt(folder: Path) -> None:
 
 
 @pytest.mark.parametrize(("make", "says"), [
-    (_empty, "holds no files"), (_mixed, "mixes file kinds (1 npy, 1 png)"),
+    (_missing, "is not a folder"), (_empty, "holds no files"),
+    (_mixed, "mixes file kinds (1 npy, 1 png)"),
     (_unsupported, "cannot read as samples (.txt"), (_corrupt, "bad.npy is not a readable npy"),
 ])
 def test_bad_folders_are_one_sentence(make: Callable[[Path], None], says: str, workdir: Path,
