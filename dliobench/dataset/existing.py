@@ -64,12 +64,16 @@ def wanted(dataset: DatasetConfig) -> bool:
         return False
 
 
-def dlio_first_key(dataset: DatasetConfig) -> str:
-    """The key DLIO (2.0 and main) gives the first training file of this configuration:
-    ``train/[<subfolder>/]<prefix>_<i>_of_<n>.<format>``, numbers padded to n's digits."""
+def dlio_first_keys(dataset: DatasetConfig) -> list[str]:
+    """The keys DLIO gives the first training file of this configuration:
+    ``train/[<subfolder>/]<prefix>_<i>_of_<n>.<format>``, with i and the subfolder padded to
+    the digits of n and of the subfolder count (2.0 and main), or unpadded (1.x)."""
     n, sub = dataset.num_files_train, dataset.num_subfolders_train
-    name = f"{dataset.file_prefix}_{'0' * len(str(n))}_of_{n}.{dataset.format}"
-    return f"{TRAIN}/{'0' * len(str(sub))}/{name}" if sub > 1 else f"{TRAIN}/{name}"
+    out = []
+    for first, folder in (("0" * len(str(n)), "0" * len(str(sub))), ("0", "0")):
+        name = f"{dataset.file_prefix}_{first}_of_{n}.{dataset.format}"
+        out.append(f"{TRAIN}/{folder}/{name}" if sub > 1 else f"{TRAIN}/{name}")
+    return out
 
 
 def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
@@ -139,7 +143,7 @@ def _new_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
 
 def _has_dlio_names(data: Backend, dataset: DatasetConfig) -> bool:
     """DLIO's first file of this configuration is in the data folder."""
-    return data.size(dlio_first_key(dataset)) is not None
+    return any(data.size(key) is not None for key in dlio_first_keys(dataset))
 
 
 def _params(dataset: DatasetConfig, found: Index, layout: str) -> dict[str, Any]:

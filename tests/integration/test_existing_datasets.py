@@ -169,3 +169,20 @@ def test_tfrecords_with_or_without_their_index_and_checksums_on_request(workdir:
     assert manifest is not None
     crcs = [crc for _, crc in manifest.held().values()]
     assert len(crcs) == 4 and all(crcs)
+
+
+def test_dlio_names_of_2_0_and_of_1_x_are_recognised(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from dliobench.config.schema import DatasetConfig
+    from dliobench.dataset.existing import dlio_first_keys, wanted
+
+    d = replace(DatasetConfig(), data_folder=str(tmp_path), num_files_train=16,
+                num_subfolders_train=2)
+    assert dlio_first_keys(d) == ["train/0/img_00_of_16.npz", "train/0/img_0_of_16.npz"]
+    assert not wanted(d)
+    old = tmp_path / "train" / "0" / "img_0_of_16.npz"  # DLIO 1.x: no padding
+    old.parent.mkdir(parents=True)
+    np.savez(old, x=np.zeros((4, 4, 1), np.uint8))
+    assert wanted(d)
+    assert not wanted(replace(d, layout="dliobench"))
