@@ -34,6 +34,7 @@ from dliobench.errors import DatasetError, InputError
 from dliobench.formats import format_for
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
+from dliobench.units import size_text
 
 log = logging.getLogger(__name__)
 NAMES_KEY = f"{FOLDER}/names.txt"
@@ -138,6 +139,10 @@ def _new_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     params = _params(d, found, layout)
     place = d.data_folder if writable(data) else str(fallback_folder(config))
     _write(backend_for(place), params, found)
+    log.info("indexed %d %s files in %s (%s, %d sample(s) per file, %s bytes per sample on "
+             "average); the index is in %s", len(found.keys), found.format, d.data_folder,
+             size_text(int(found.sizes.sum())), params["num_samples_per_file"],
+             f"{params['record_length_bytes']:,}", backend_for(place).describe(FOLDER))
     return params, found.keys, place
 
 
