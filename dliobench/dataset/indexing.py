@@ -52,6 +52,9 @@ def list_files(backend: Backend, prefix: str) -> list[str]:
     DLIO's order: by file name, then by path (subfolders interleave as DLIO reads them)."""
     keys = [k for k in backend.list(prefix)
             if not k.startswith(f"{FOLDER}/") and not k.rsplit("/", 1)[-1].startswith(".")]
+    odd = next((k for k in keys if "\n" in k), None)
+    if odd is not None:
+        raise InputError(f"{backend.describe(odd)!r} has a line break in its name; rename it")
     return sorted(keys, key=lambda k: (k.rsplit("/", 1)[-1], k))
 
 
