@@ -85,8 +85,8 @@ def resolve(config: Config, world: World, comm: Comm, seed: int | None = None) -
     """The plan of this rank: the one place a configuration's format is looked up.
 
     ``seed`` defaults to ``shuffle_seed`` (a collective when a shuffle is ``random``). An
-    existing dataset (``dataset.existing``) is indexed first, once: the index decides the
-    format, files and sizes.
+    existing dataset (``dataset.source: existing``, or DLIO's) is indexed first, once: the
+    index decides the format, files and sizes.
     """
     from dliobench.dataset.existing import adopt
 
