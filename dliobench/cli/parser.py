@@ -44,11 +44,15 @@ def folder(text: str) -> str:
 
 def _add_workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="*", metavar="[WORKLOAD] [KEY=VALUE ...]",
-                   help="workload YAML file or name in workloads/ (default: 'default'), "
-                   "then " + OVERRIDES_HELP)
+                   help="workload YAML file or name in workloads/ (default: 'default'; DLIO's "
+                   "workload=NAME works too, and DLIO's names such as unet3d_h100 pick our "
+                   "workload with that accelerator), then " + OVERRIDES_HELP)
     p.add_argument("--accelerator", metavar="NAME",
                    help="accelerator profile of the workload (a100, h100, ...); same as "
                    "train.accelerator=NAME")
+    p.add_argument("--config-dir", metavar="DIR",
+                   help="DLIO's configuration folder: workload=NAME is looked up in "
+                   "DIR/workload/NAME.yaml first")
 
 
 def _add_launcher_arg(p: argparse.ArgumentParser) -> None:
@@ -109,6 +113,10 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
     _add_workload_args(p)
     p.add_argument("--output", metavar="DIR", type=folder,
                    help="root folder of results (output.folder)")
+    p.add_argument("--dataset", metavar="DIR", type=folder,
+                   help="benchmark reading an existing dataset in DIR (your own files, or one "
+                   "DLIO generated): indexed once into a manifest; same as "
+                   "dataset.source=existing dataset.data_folder=DIR")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
                    "timeline as a Chrome/Perfetto trace")

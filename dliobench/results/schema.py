@@ -8,7 +8,7 @@ minor versions, keeping fields it does not know.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
 SCHEMA_MINOR = 2  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance
@@ -86,6 +86,7 @@ class Honesty(TypedDict):
     odirect: bool
     evicted: bool
     page_cache_possible: bool
+    data_origin: NotRequired[str]  # whose files were read: generated, or existing (whose)
 
 
 class _Required(TypedDict):

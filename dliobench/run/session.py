@@ -51,8 +51,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     while it is read (``dataset.lock``).
     """
     plan = resolve(config, world, comm)
-    check_run(config, world)
-    with locked(plan.backend, world, exclusive=True, doing="prepared for a run") as lock:
+    check_run(plan.config, world)  # an existing dataset's files decide its layout
+    with locked(plan.manifest_backend, world, exclusive=True, doing="prepared for a run") as lock:
         ready = dataset_mod.prepare(plan, world, comm, show_progress)
         lock.share()
         return _train_and_report(ready, world, comm, warnings, show_progress)
