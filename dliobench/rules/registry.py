@@ -24,7 +24,7 @@ RUN_CHECKS: dict[str, list[RunCheck]] = {
     "training": [training.check_complete, division.check_workload, division.check_accelerator,
                  training.check_dataset_size, training.check_au_floor,
                  division.check_parameters, division.check_odirect,
-                 training.check_provenance],
+                 training.check_data_origin, training.check_provenance],
     "checkpointing": [],  # the Checkpoints issue's checks go here
 }
 SET_CHECKS: dict[str, list[SetCheck]] = {
