@@ -60,7 +60,7 @@ def _demand(config: Config, scale: Scale) -> dict[str, Any]:
                                                  else "sample")}],
         "files_opened_per_s": samples / d.num_samples_per_file,
         "files_opened_note": "one open per sample" if d.num_samples_per_file == 1 else
-        f"at least (each file of {d.num_samples_per_file} samples opened once per epoch)",
+        f"at least: each file of {d.num_samples_per_file:,} samples opened once per epoch",
     }
 
 
@@ -75,7 +75,8 @@ def _dataset(config: Config, scale: Scale, samples_per_s: float) -> dict[str, An
             "workload_files": d.num_files_train,
             "epoch_s": size.files * d.num_samples_per_file / samples_per_s,
             "write_bytes_per_s": rate,
-            "generation_s": size.bytes / rate if rate else None}
+            "generation_s": size.bytes / rate if rate else None,
+            "generation_files_per_s": size.files * rate / size.bytes if rate else None}
 
 
 def _checkpoint(config: Config, scale: Scale) -> dict[str, Any] | None:
@@ -129,7 +130,7 @@ def table(p: dict[str, Any]) -> str:
     dm, ds, cl, ck = p["demand"], p["dataset"], p["client"], p["checkpoint"]
     rows = [
         ("at", f"AU floor {dm['au_floor']:.0%}, {dm['computation_time_s']:g} s per batch of "
-               f"{dm['batch_size']}, {dm['sample_bytes']:,} B per sample"),
+               f"{dm['batch_size']:,}, {dm['sample_bytes']:,} B per sample"),
         ("samples/s", f"{dm['samples_per_s']:,.1f} ({dm['samples_per_s_per_accelerator']:,.2f}"
                       f" per accelerator; {dm['samples_per_s_per_accelerator_at_au_1']:,.2f}"
                       " at AU 1)"),
@@ -142,7 +143,8 @@ def table(p: dict[str, Any]) -> str:
                     f"rule decides; the workload file has {ds['workload_files']:,})"),
         ("epoch at floor", _duration(ds["epoch_s"], "")),
         ("generation", _duration(ds["generation_s"], "unknown: give --write-rate")
-         + (f" at {size_text(ds['write_bytes_per_s'])}/s" if ds["write_bytes_per_s"] else "")),
+         + (f" at {size_text(ds['write_bytes_per_s'])}/s, creating "
+            f"{ds['generation_files_per_s']:,.0f} files/s" if ds["write_bytes_per_s"] else "")),
         ("checkpoint", "the workload has no model size" if ck is None else
          f"{size_text(ck['bytes'])} each; " + (
              f"{size_text(ck['write_bytes_per_s'])}/s to write one in {ck['seconds']:g} s"

@@ -68,6 +68,8 @@ def test_generation_checkpoint_and_unknown_client() -> None:
     raw = _raw("unet3d")
     p = _predict("unet3d", "b200", Scale(512, 64, TIB, 5e9, 30.0))
     assert p["dataset"]["generation_s"] == pytest.approx(p["dataset"]["bytes"] / 5e9)
+    assert p["dataset"]["generation_files_per_s"] == pytest.approx(
+        p["dataset"]["files"] / p["dataset"]["generation_s"])
     assert p["checkpoint"]["write_bytes_per_s"] == pytest.approx(
         raw["model"]["model_size_bytes"] / 30.0)  # optimizer_state_factor 0
     assert p["client"]["ranks_per_host"] == 8
