@@ -56,10 +56,7 @@ def dataset_paths(plan: Plan, world: World, limit: int = 0) -> tuple[list[str], 
     """This rank's share of the dataset's files held by the manifest (at most ``limit``
     files in all when given): their paths, and their keys (for the scratch copies)."""
     data_folder = plan.config.dataset.data_folder
-    manifest = Manifest.load(plan.backend)
-    if manifest is None:
-        raise DatasetError(f"there is no dataset in {data_folder} yet; run `dliobench "
-                           "generate` with the same workload and overrides first")
+    manifest = no_dataset(plan)
     manifest.check_matches(plan.config.dataset)
     total = min(manifest.num_files, len(plan.keys))
     if limit:
@@ -82,6 +79,15 @@ def _local(plan: Plan, key: str) -> Path:
                            f"{plan.backend.describe()} is not a file system; point "
                            "dataset.data_folder at a mounted folder")
     return path
+
+
+def no_dataset(plan: Plan) -> Manifest:
+    """The dataset's manifest; DatasetError when there is none (nothing generated yet)."""
+    manifest = Manifest.load(plan.backend) if Path(plan.backend.describe()).is_dir() else None
+    if manifest is None:
+        raise DatasetError(f"there is no dataset in {plan.config.dataset.data_folder} yet; run "
+                           "`dliobench generate` with the same workload and overrides first")
+    return manifest
 
 
 def _timed(call: Callable[[A], R], items: Sequence[A]) -> tuple[list[R], OpTimes]:
@@ -158,10 +164,12 @@ def measure(plan: Plan, world: World, comm: Comm, limit: int = 0) -> list[RankTi
         scratch_paths = [str(scratch / k) for k in keys]
         ops["create"] = _phase(comm, lambda: _create(scratch_paths))
         ops["unlink"] = _phase(comm, lambda: _unlink(scratch_paths))
-    finally:
-        comm.barrier()
-        if world.is_root:
-            shutil.rmtree(scratch, ignore_errors=True)
+    except BaseException:  # the job is failing: no collective, whoever fails removes it
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    comm.barrier()
+    if world.is_root:
+        shutil.rmtree(scratch, ignore_errors=True)
     gathered: list[RankTimes] | None = comm.gather(
         RankTimes(world.rank, world.host, len(paths), ops))
     return gathered

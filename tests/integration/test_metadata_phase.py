@@ -73,6 +73,7 @@ def test_no_dataset_is_one_sentence(workdir: Path, run_cli: Callable[..., int],
     err = capsys.readouterr().err.strip()
     assert err.startswith("dliobench: error: there is no dataset in data/tiny yet")
     assert "dliobench generate" in err and "\n" not in err
+    assert not (workdir / "data").exists()  # nothing created for an error
 
 
 def test_ranks_split_the_files(workdir: Path, run_cli: Callable[..., int],

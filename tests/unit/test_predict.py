@@ -96,6 +96,8 @@ def test_cli_json_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "files opened" in capsys.readouterr().out
     assert main(["predict", path, "--accelerators", "2", "--hosts", "4"]) == 2
     assert "--hosts 4 is more than --accelerators 2" in capsys.readouterr().err
+    assert main(["predict", path, "train.computation_time=0"]) == 2
+    assert "has no compute time per batch" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["predict", path, "--host-memory", "lots"])
     assert "'lots' is not a size" in capsys.readouterr().err
