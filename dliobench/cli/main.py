@@ -208,7 +208,7 @@ def cmd_metadata(args: argparse.Namespace) -> int:
     from dliobench.dataset.lock import locked
     from dliobench.plan import resolve
     from dliobench.results.metadata import metadata_phase, table, write_metadata
-    from dliobench.run.metadata import no_dataset
+    from dliobench.run.metadata import dataset_manifest
 
     cfg, _ = _load(args)
     if args.output:
@@ -219,7 +219,7 @@ def cmd_metadata(args: argparse.Namespace) -> int:
 
     def work() -> dict[str, Any]:
         plan = resolve(cfg, world, comm)
-        no_dataset(plan)  # before the lock, which would create the folder
+        dataset_manifest(plan)  # before the lock, which would create the folder
         with locked(plan.backend, world, exclusive=False, doing="measured"):
             return metadata_phase(plan, world, comm, int(args.max_files or 0))
 

@@ -56,7 +56,7 @@ def dataset_paths(plan: Plan, world: World, limit: int = 0) -> tuple[list[str], 
     """This rank's share of the dataset's files held by the manifest (at most ``limit``
     files in all when given): their paths, and their keys (for the scratch copies)."""
     data_folder = plan.config.dataset.data_folder
-    manifest = no_dataset(plan)
+    manifest = dataset_manifest(plan)
     manifest.check_matches(plan.config.dataset)
     total = min(manifest.num_files, len(plan.keys))
     if limit:
@@ -81,7 +81,7 @@ def _local(plan: Plan, key: str) -> Path:
     return path
 
 
-def no_dataset(plan: Plan) -> Manifest:
+def dataset_manifest(plan: Plan) -> Manifest:
     """The dataset's manifest; DatasetError when there is none (nothing generated yet)."""
     manifest = Manifest.load(plan.backend) if Path(plan.backend.describe()).is_dir() else None
     if manifest is None:
