@@ -150,7 +150,7 @@ def table(p: dict[str, Any]) -> str:
              f"{size_text(ck['write_bytes_per_s'])}/s to write one in {ck['seconds']:g} s"
              if ck["seconds"] else "give --checkpoint-seconds for the bandwidth")),
         ("host memory", f"{size_text(cl['prefetched_bytes_per_host'])} of prefetched batches "
-                        f"per host ({cl['ranks_per_host']} ranks) of "
+                        f"per host ({cl['ranks_per_host']} rank(s)) of "
                         f"{size_text(cl['host_memory_bytes'])}"),
         ("client CPU", _cpu_text(cl)),
     ]
@@ -168,5 +168,6 @@ def _cpu_text(cl: dict[str, Any]) -> str:
     text = (f"this host's ceiling {cl['ceiling_samples_per_s_per_rank']:,.1f} samples/s per "
             f"rank: the client {keeps}")
     if cl["cpu_cores_per_host"] is not None:
-        text += f"; about {cl['cpu_cores_per_host']:,.1f} cores per host at the floor"
+        text += (f"; about {cl['cpu_cores_per_host']:,.2f} of this host's cores per host at the "
+                 "floor")
     return text
