@@ -133,6 +133,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg.train.stall_timeout_s)
     if outcome.result is not None and outcome.run_dir is not None:
         print_summary(outcome.result, str(outcome.run_dir))
+        if "metadata" in outcome.result:
+            from dliobench.results.metadata import table
+
+            print(table(outcome.result["metadata"]))
         if args.trace:
             from dliobench.results.trace import write_trace
             print(f"trace: {write_trace(outcome.run_dir)} (open in https://ui.perfetto.dev)")
@@ -227,6 +231,51 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
             verdict = "can" if demand <= value else "cannot"
             print(f"  each rank demands {demand:,.1f} samples/s at {cfg.train.computation_time:g}"
                   f" s per batch: this client {verdict} keep up, whatever the storage")
+    return 0
+
+
+def cmd_metadata(args: argparse.Namespace) -> int:
+    """Measure metadata rates over the dataset's files; write metadata.json, print a table."""
+    from dliobench.dataset.lock import locked
+    from dliobench.plan import resolve
+    from dliobench.results.metadata import metadata_phase, table, write_metadata
+    from dliobench.run.metadata import dataset_manifest
+
+    cfg, _ = _load(args)
+    if args.output:
+        from dataclasses import replace
+
+        cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
+    world, comm = _world(args)
+
+    def work() -> dict[str, Any]:
+        plan = resolve(cfg, world, comm)
+        dataset_manifest(plan)  # before the lock, which would create the folder
+        with locked(plan.backend, world, exclusive=False, doing="measured"):
+            return metadata_phase(plan, world, comm, int(args.max_files or 0))
+
+    done = _on_every_rank(world, comm, work, cfg.train.stall_timeout_s)
+    if world.is_root and done:
+        print(table(done["metadata"]))
+        print(f"result: {write_metadata(cfg, done['metadata'], world.launcher)}")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """Print what the workload demands at the scale asked for (a table, or JSON)."""
+    import json
+
+    from dliobench.report.predict import Scale, predict, table
+    from dliobench.results.sysinfo import host_memory_bytes
+
+    cfg, _ = _load(args)
+    if args.hosts > args.accelerators:
+        raise ConfigError(f"--hosts {args.hosts} is more than --accelerators "
+                          f"{args.accelerators}; give at most one host per accelerator")
+    scale = Scale(args.accelerators, args.hosts, args.host_memory or host_memory_bytes(),
+                  args.write_rate, args.checkpoint_seconds)
+    figures = predict(cfg, scale)
+    print(json.dumps(figures, indent=1) if args.json else table(figures))
     return 0
 
 
@@ -388,7 +437,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "report": cmd_report, "generate": cmd_generate, "datasize": cmd_datasize,
     "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys, "ceiling": cmd_ceiling,
-    "check": cmd_check,
+    "check": cmd_check, "metadata": cmd_metadata, "predict": cmd_predict,
 }
 
 

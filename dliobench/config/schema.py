@@ -237,6 +237,8 @@ class WorkflowConfig:
     generate_data: bool = key(True, "bool", "generate missing dataset files before training")
     train: bool = key(True, "bool", "run the training emulation")
     checkpoint: bool = key(False, "bool", "write checkpoints during training (see checkpoint.*)")
+    metadata: bool = key(False, "bool", "before training, measure stat, open, close, create and "
+                         "unlink rates over the dataset's files (the result's `metadata`)")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result
 from dliobench.results.files import new_run_id, write_result
 from dliobench.results.measured import RankTrace
+from dliobench.results.metadata import metadata_phase
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
@@ -69,6 +70,8 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
                                "mean_file_bytes": g.bytes_written / g.files_written,
                                "seconds": g.seconds,
                                "bytes_per_s": g.bytes_written / g.seconds if g.seconds else None}
+    if config.workflow.metadata:
+        extra.update(metadata_phase(ready.plan, world, comm))
     if not config.workflow.train:
         return RunOutcome(None, None)
     run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
