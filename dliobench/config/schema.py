@@ -78,6 +78,19 @@ class DatasetConfig:
     data_folder: str = key("data/default", "path", "folder holding the dataset (train/ inside)",
                            nonempty=True)
     format: str = key("npz", "choice", "file format of the samples", choices=FORMATS)
+    source: str = key(
+        "generate", "choice", "generate: dliobench writes the dataset; existing: read the files "
+        "already in data_folder (your own, or DLIO's), indexed once into a manifest (format, "
+        "file count, samples per file and sizes then come from the files)",
+        choices=("generate", "existing"))
+    layout: str = key(
+        "auto", "choice", "names and folders of the files: dliobench's, dlio's "
+        "(train/<prefix>_<i>_of_<n>.<format>, subfolders included; read as an existing "
+        "dataset), or auto (a DLIO dataset is recognised by its first file's name)",
+        choices=("auto", "dliobench", "dlio"))
+    index_checksums: bool = key(
+        False, "bool", "existing datasets: also record every file's CRC-32C when indexing (reads "
+        "every byte once; `dliobench generate --verify` can then check the files)")
     num_files_train: int = key(8, "int", "number of training files", minimum=1)
     num_samples_per_file: int = key(1, "int", "samples stored in each file", minimum=1)
     num_subfolders_train: int = key(
@@ -226,6 +239,8 @@ class WorkflowConfig:
     train: bool = key(True, "bool", "run the training emulation")
     checkpoint: bool = key(False, "bool", "write checkpoints during training, or with "
                            "train: false the checkpoint-only workflow (see checkpoint.*)")
+    metadata: bool = key(False, "bool", "before training, measure stat, open, close, create and "
+                         "unlink rates over the dataset's files (the result's `metadata`)")
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,9 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "may have been read before the window opened, inflating samples/s and bytes/s. "
             "Add files (dataset.num_files_train) or lower metric.exclude_start_steps."
         )
+    origin = honesty.get("data_origin", "")
+    if origin and not origin.startswith("synthetic"):
+        console.print(f"[yellow]note:[/] the data read: {origin}")
     if honesty["page_cache_possible"]:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "

@@ -24,7 +24,7 @@ RUN_CHECKS: dict[str, list[RunCheck]] = {
     "training": [training.check_complete, division.check_workload, division.check_accelerator,
                  training.check_dataset_size, training.check_au_floor,
                  division.check_parameters, division.check_odirect,
-                 training.check_provenance],
+                 training.check_data_origin, training.check_provenance],
     "checkpointing": [training.check_complete, checkpointing.check_model,
                       checkpointing.check_processes, checkpointing.check_fsync,
                       checkpointing.check_reads_from_storage, training.check_provenance],

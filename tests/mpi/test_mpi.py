@@ -346,3 +346,19 @@ def test_a_configuration_error_is_one_line_from_the_job(workdir: Path, args: lis
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], proc.stderr
     assert not (workdir / "data").exists()
+
+
+def test_two_ranks_read_a_dlio_dataset_exactly_once(workdir: Path) -> None:
+    from tests.dlio_written import write_dlio_dataset
+
+    write_dlio_dataset(workdir / "dlio", files=12, dim=32, subfolders=3)
+    proc = mpirun(2, "run", "workload=default", f"++workload.dataset.data_folder={workdir}/dlio",
+                  "++workload.dataset.num_files_train=12",
+                  "++workload.dataset.num_subfolders_train=3", "++workload.reader.batch_size=2",
+                  "++workload.train.computation_time=0.001", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == 2 and result["metrics"]["exactly_once"] is True
+    assert result["config"]["dataset"]["layout"] == "dlio"
+    delivered = sum(e["delivered"] for r in result["ranks"] for e in r["epochs"])
+    assert delivered == 12 * result["config"]["train"]["epochs"]  # 6 per rank and epoch
