@@ -172,6 +172,12 @@ def file_cases() -> list[Case]:
                           {"run/result.json": text}))
         cases.append(Case(f"report: result.json {name}, file given",
                           ["report", "run/result.json", "-o", "out"], {"run/result.json": text}))
+        cases.append(Case(f"check: result.json {name}", ["check", "run"],
+                          {"run/result.json": text}))
+    cases.append(Case("check: result.json without the config it checks", ["check", "run"],
+                      {"run/result.json": b'{"schema_version": 1, "run_id": "x", '
+                       b'"status": "complete", "metrics": {}, "config": {}}'}))
+    cases.append(Case("check: missing folder", ["check", "nope"]))
     cases.append(Case("report: foreign file", ["report", "notes.json"], {"notes.json": b"{}"}))
     cases.append(Case("report: missing folder", ["report", "nope"]))
     cases.append(Case("report: empty folder", ["report", "empty"], {"empty/.keep": b""}))

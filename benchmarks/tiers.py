@@ -16,10 +16,10 @@ each run), (d) the layout comparison on the capped tier and on the local disk, w
 shipped compute time and with none (read-bound). Every run evicts its dataset before each
 epoch (`storage.drop_cache=true`) and has no allreduce (`train.allreduce_bytes=0`).
 Prints markdown tables of measured AU against AU = min(1, c x B / (n x batch bytes)), and
-writes `dliobench report` of the sweeps to --out/scaling, --out/layout-capped and
---out/layout-local (report.html dropped when over 1 MB). The tier, the datasets and the
-staged copies are removed at the end, also on failure; the sweep folders (results only)
-stay in --work-dir. Default run: about 7 minutes on 2 cores.
+writes `dliobench report` of the sweeps to --out/scaling and --out/layouts (both tiers and
+both compute times in one report; report.html dropped when over 1 MB). The tier, the
+datasets and the staged copies are removed at the end, also on failure; the sweep folders
+(results only) stay in --work-dir. Default run: about 7 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -181,14 +181,33 @@ def scaling_cases(a: argparse.Namespace, work: Path, local_bps: float) -> list[C
                          True, local_bps, evict=a.tier / "unet3d") for n in a.ranks]
 
 
-def layout_cases(a: argparse.Namespace, local_bps: float) -> list[Case]:
-    """configs/layout_comparison.yaml on each tier, as shipped and read-bound (compute 0)."""
-    sweep = REPO / "configs" / "layout_comparison.yaml"
+def layout_sweep(work: Path, name: str, root: Path, where: str, compute: float) -> Path:
+    """configs/layout_comparison.yaml on one tier at one compute time, as a sweep file whose
+    labels also name the tier and the compute (one-value axes), so that one report over all
+    of them draws a group of bars per layout and a bar per tier and compute time."""
+    doc = yaml.safe_load((REPO / "configs" / "layout_comparison.yaml").read_text())
+    doc["name"] = name
+    doc["workload"] = str(REPO / doc["workload"])
+    doc["overrides"] = [o for o in doc["overrides"] if not o.startswith("train.computation_time")]
+    doc["overrides"] += COMMON
+    doc["axes"]["storage.storage_root"] = [str(root)]
+    doc["axes"]["train.computation_time"] = [compute]
+    doc["labels"]["storage.storage_root"] = [where]
+    doc["labels"]["train.computation_time"] = [f"compute {compute:g} s" if compute
+                                               else "read-bound"]
+    path = work / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def layout_cases(a: argparse.Namespace, work: Path, local_bps: float) -> list[Case]:
+    """configs/layout_comparison.yaml on each tier, as shipped and read-bound (compute 0),
+    all drawn in one report (``layouts``)."""
     tiers = [("capped", "capped tier", a.tier, True, a.cap_mbps * 1e6),
-             ("local", "local", a.local / "layouts", False, local_bps)]
-    return [Case(f"layout-{tag}-c{c:g}", where, sweep, capped, bps,
-                 (*COMMON, f"storage.storage_root={root}", f"train.computation_time={c:g}"),
-                 report=f"layout-{tag}")
+             ("local", "local disk", a.local / "layouts", False, local_bps)]
+    return [Case(f"layout-{tag}-c{c:g}", where,
+                 layout_sweep(work, f"layout-{tag}-c{c:g}", root, where, c), capped, bps,
+                 report="layouts")
             for tag, where, root, capped, bps in tiers for c in a.layout_compute]
 
 
@@ -323,7 +342,7 @@ def write_report(folders: list[Path], out: Path, timeline_run: str | None) -> li
 
 def write_reports(folders: list[tuple[str, Path]], out: Path,
                   rows: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """One report per group of sweeps (scaling, layouts per tier); the timeline drawn in
+    """One report per group of sweeps (scaling, layouts); the timeline drawn in
     the scaling report is UNet3D's on the capped tier at the most ranks."""
     unet = [r for r in rows if r["case"] == "unet3d-capped"]
     worst = max(unet, key=lambda r: r["ranks"])["run_id"] if unet else None
@@ -379,7 +398,8 @@ def measure(a: argparse.Namespace,
     print(f"datasets generated in {time.monotonic() - t0:.0f} s", flush=True)
     rows: list[dict[str, Any]] = []
     folders: list[tuple[str, Path]] = []
-    cases = scaling_cases(a, work, local_bps) + ([] if a.no_layouts else layout_cases(a, local_bps))
+    cases = scaling_cases(a, work, local_bps)
+    cases += [] if a.no_layouts else layout_cases(a, work, local_bps)
     for case in cases:
         folder = run_case(case, a, work)
         rows += collect(case, folder)

@@ -85,6 +85,20 @@ class MPIComm:
         self._comm.Abort(code)
 
 
+def library_version() -> str | None:
+    """The MPI library's version string (its first line), when this process has loaded MPI
+    already; never loads it (a one-process run stays free of MPI)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return None
+    try:
+        text = str(mpi.Get_library_version())
+    except Exception:  # an MPI without the call, or finalized: the version is not known
+        return None
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return " ".join(first.split()) or None  # "MPICH Version: 5.0.2"
+
+
 def _unlink_shared_segments() -> None:
     """Unlink the /dev/shm segments this job's MPICH mapped: MPI_Abort leaves them behind
     (2 MB each, until reboot). The mappings of every rank stay valid until they exit."""

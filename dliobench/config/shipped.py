@@ -23,9 +23,10 @@ def folders(kind: str) -> list[Path]:
             Path(sys.prefix) / "share" / "dliobench" / kind]
 
 
-def find(name: str, kind: str) -> Path | None:
-    """The shipped file ``name`` (without .yaml) of ``kind``, or None."""
-    for folder in folders(kind):
+def find(name: str, kind: str, local: bool = True) -> Path | None:
+    """The shipped file ``name`` (without .yaml) of ``kind``, or None; ``local=False`` skips
+    the current folder's copy (the reference ``dliobench check`` compares runs against)."""
+    for folder in folders(kind)[0 if local else 1:]:
         candidate = folder / f"{name}.yaml"
         if candidate.is_file():
             return candidate

@@ -36,9 +36,17 @@ class DatasetSize:
 def required_files(config: Config, accelerators: int, hosts: int,
                    host_memory_bytes: int) -> DatasetSize:
     """Files needed for ``accelerators`` ranks on ``hosts`` hosts of the given memory each."""
-    per_file = config.dataset.record_length_bytes * config.dataset.num_samples_per_file
+    d = config.dataset
+    return files_needed(d.record_length_bytes, d.num_samples_per_file, config.reader.batch_size,
+                        accelerators, hosts, host_memory_bytes)
+
+
+def files_needed(record_length_bytes: int, samples_per_file: int, batch_size: int,
+                 accelerators: int, hosts: int, host_memory_bytes: int) -> DatasetSize:
+    """The same rule on plain figures (``dliobench check`` applies it to a result's)."""
+    per_file = max(1, record_length_bytes * samples_per_file)
     for_memory = math.ceil(MEMORY_FACTOR * hosts * host_memory_bytes / per_file)
-    samples = MIN_STEPS * config.reader.batch_size * accelerators
-    for_steps = math.ceil(samples / config.dataset.num_samples_per_file)
+    samples = MIN_STEPS * batch_size * accelerators
+    for_steps = math.ceil(samples / samples_per_file)
     files = max(for_memory, for_steps)
     return DatasetSize(files, for_memory, for_steps, files * per_file)

@@ -18,6 +18,10 @@ import numpy as np
 
 from dliobench.errors import ConfigError
 
+Columns = tuple[np.ndarray, ...]
+"""A batch of rows as its columns, an array per column with a row per sample (parquet): what
+real pipelines of columnar data (DLRM's label, dense and sparse features) hand to compute."""
+
 if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
     from dliobench.storage.backend import Backend
@@ -123,9 +127,9 @@ class Format(Protocol):
         """Sample ``index`` of the file and the bytes read for it (``reads_itself`` only)."""
 
     def read_rows(self, src: Stored, file_size: int, num_samples: int, indices: np.ndarray,
-                  odirect: bool) -> tuple[np.ndarray, int]:
-        """Samples ``indices`` of the file as one (len(indices), bytes) array, and the bytes
-        read for them (``reads_rows`` only)."""
+                  odirect: bool) -> tuple[Columns, int]:
+        """Samples ``indices`` of the file as columns (one array per column read, a row per
+        sample, in that order), and the bytes read for them (``reads_rows`` only)."""
 
     def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
         """The bytes of a generated sample that a lossless read decodes back (the whole
@@ -158,7 +162,7 @@ class FileFormat:
         raise NotImplementedError(f"{self.name} samples are read by the loader")
 
     def read_rows(self, src: Stored, file_size: int, num_samples: int, indices: np.ndarray,
-                  odirect: bool) -> tuple[np.ndarray, int]:
+                  odirect: bool) -> tuple[Columns, int]:
         """Formats read sample by sample unless they say ``reads_rows``."""
         raise NotImplementedError(f"{self.name} samples are read one at a time")
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from dliobench.errors import ConfigError, CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
-from dliobench.formats.base import Stored
+from dliobench.formats.base import Columns, Stored
 from dliobench.storage.backend import Backend
 from dliobench.storage.posix import PosixBackend
 
@@ -21,12 +21,12 @@ from dliobench.storage.posix import PosixBackend
 class Batch:
     """One step's input: the global ids of its samples, their data and the bytes read.
 
-    ``data`` is a list of samples, or one (samples, bytes) array for formats read a batch at
-    once (``SampleReader.batched``)."""
+    ``data`` is a list of samples, or the batch's columns for formats read a batch at once
+    (``SampleReader.batched``: parquet)."""
 
     ids: np.ndarray
     nbytes: int
-    data: list[np.ndarray] | np.ndarray
+    data: list[np.ndarray] | Columns
 
     @property
     def samples(self) -> int:
@@ -102,13 +102,14 @@ class SampleReader:
         once, when samples are neither verified nor resized one by one."""
         return self.fmt.reads_rows and self.sample_crcs is None and not self.resize_bytes
 
-    def read_batch(self, sample_ids: np.ndarray) -> tuple[np.ndarray, int]:
-        """Samples ``sample_ids`` as one (samples, bytes) array in that order, and the bytes
-        read: each file's rows in one ``read_rows`` call, no per-sample Python."""
+    def read_batch(self, sample_ids: np.ndarray) -> tuple[Columns, int]:
+        """Samples ``sample_ids`` as columns (an array per column, a row per sample, in that
+        order) and the bytes read: each file's rows in one ``read_rows`` call, no per-sample
+        Python."""
         ids = np.asarray(sample_ids, dtype=np.int64)
         files, rows = np.divmod(ids, self.samples_per_file)
         order = np.argsort(files, kind="stable")
-        out: np.ndarray | None = None
+        out: list[np.ndarray] = []
         nbytes = 0
         for part in np.split(order, np.flatnonzero(np.diff(files[order])) + 1):
             if not part.size:
@@ -120,11 +121,17 @@ class SampleReader:
                                             self.samples_per_file, rows[part], self.odirect)
             except OSError as exc:
                 raise unreadable(str(src), exc, "") from None
-            if out is None:
-                out = np.empty((ids.size, got.shape[1]), dtype=np.uint8)
-            out[part] = got
             nbytes += n + src.nbytes
-        return (out if out is not None else np.empty((0, 0), np.uint8)), nbytes
+            if part.size == ids.size:  # all rows from one file: read_rows put them in order
+                return got, nbytes
+            if not out:
+                out = [np.empty((ids.size, *c.shape[1:]), c.dtype) for c in got]
+            where: slice | np.ndarray = part
+            if int(part[-1]) - int(part[0]) == part.size - 1:  # in order: plain slice copies
+                where = slice(int(part[0]), int(part[-1]) + 1)
+            for target, values in zip(out, got, strict=True):
+                target[where] = values
+        return tuple(out), nbytes
 
     @property
     def num_files(self) -> int:

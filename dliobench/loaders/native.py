@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dliobench.dataset.sharding import batches
+from dliobench.formats.base import Columns
 from dliobench.loaders.base import Batch, SampleReader
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class _Slot:
 
     def __init__(self, ids: np.ndarray) -> None:
         self.ids = ids
-        self.samples: list[np.ndarray | None] | np.ndarray = [None] * ids.size
+        self.samples: list[np.ndarray | None] | Columns = [None] * ids.size
         self.nbytes = 0
         self.left = ids.size
         self.lock = threading.Lock()
@@ -44,16 +45,16 @@ class _Slot:
 
     def put(self, position: int, sample: np.ndarray, nbytes: int) -> None:
         with self.lock:
-            self.samples[position] = sample
+            self.samples[position] = sample  # type: ignore[index]  # a list until put_all
             self.nbytes += nbytes
             self.left -= 1
             finished = self.left == 0
         if finished:
             self.done.set()
 
-    def put_all(self, rows: np.ndarray, nbytes: int) -> None:
+    def put_all(self, columns: Columns, nbytes: int) -> None:
         """The whole batch at once (``SampleReader.read_batch``)."""
-        self.samples, self.nbytes, self.left = rows, nbytes, 0
+        self.samples, self.nbytes, self.left = columns, nbytes, 0
         self.done.set()
 
     def fail(self, error: BaseException) -> None:

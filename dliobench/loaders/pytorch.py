@@ -67,18 +67,21 @@ class SampleDataset(Dataset):
 
 class BatchDataset(Dataset):
     """Map-style dataset whose index is a whole batch of ids (``SampleReader.batched``): a
-    worker reads it with one ``read_batch``; item = (tensor of rows, bytes read, ids)."""
+    worker reads it with one ``read_batch``; item = (a tensor per column, bytes read, ids)."""
 
     def __init__(self, reader: SampleReader) -> None:
         self.reader = reader
 
-    def __getitem__(self, ids: np.ndarray) -> tuple[torch.Tensor, int, torch.Tensor] | \
-            DlioBenchError:
+    def __getitem__(self, ids: np.ndarray) -> tuple[tuple[torch.Tensor, ...], int,
+                                                     torch.Tensor] | DlioBenchError:
         try:
-            rows, nbytes = self.reader.read_batch(ids)
+            columns, nbytes = self.reader.read_batch(ids)
         except DlioBenchError as exc:
             return exc
-        return torch.from_numpy(rows), nbytes, torch.from_numpy(np.asarray(ids))
+        with warnings.catch_warnings():  # views of Arrow's read-only memory: never written
+            warnings.simplefilter("ignore", UserWarning)
+            tensors = tuple(torch.from_numpy(c) for c in columns)
+        return tensors, nbytes, torch.from_numpy(np.asarray(ids))
 
 
 class EpochBatchSampler(Sampler[np.ndarray]):
@@ -187,8 +190,8 @@ class PyTorchLoader:
             if isinstance(out, DlioBenchError):  # a worker's read error, raised here
                 raise out
             data, nbytes, batch_ids = out
-            if self._batched:  # a batch read whole stays one array
-                samples: Any = data.numpy()
+            if self._batched:  # a batch read whole stays its columns
+                samples: Any = tuple(t.numpy() for t in data)
             else:
                 samples = list(data) if isinstance(data, torch.Tensor) else data
             yield Batch(ids=batch_ids.numpy(), nbytes=int(nbytes), data=samples)

@@ -15,8 +15,16 @@ import numpy as np
 import pandas as pd
 
 from dliobench.errors import InputError
-from dliobench.report import plots
-from dliobench.report.tables import RunSet, fmt_value, load_runs, run_set, telling_keys
+from dliobench.report import ckpt_plot, plots
+from dliobench.report.tables import (
+    RunSet,
+    fmt_value,
+    label_parts,
+    load_runs,
+    plural,
+    run_set,
+    telling_keys,
+)
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }
@@ -51,6 +59,8 @@ COLUMNS: dict[str, tuple[str, Fmt | None]] = {
     "label": ("run", None), "au": ("AU", _num(1, " %", 100)), "verdict": ("verdict", None),
     "samples_per_s": ("samples/s", _num(1, " /s")), "mb_per_s": ("read", _num(1, " MB/s")),
     "wait_p99_ms": ("wait p99", _num(2, " ms")),
+    "ckpt_write_gb_per_s": ("checkpoint write", _num(3, " GB/s")),
+    "ckpt_read_gb_per_s": ("checkpoint read", _num(3, " GB/s")),
     "au_floor": ("AU floor", _num(0, " %", 100)), "au_min": ("AU worst rank", _num(1, " %", 100)),
     "wait_p50_ms": ("wait p50", _num(2, " ms")),
     "workload": ("workload", None), "ranks": ("ranks", None),
@@ -99,7 +109,9 @@ def table_html(table: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(COLUMNS.get(c, (c, None))[0])}</th>" for c in cols)
     body = []
     for _, row in table.iterrows():
-        cells = "".join(_cell(c, row[c]) for c in cols)
+        idle = row.get("compute_s_per_batch") == 0  # no emulated compute: AU means nothing
+        cells = "".join('<td class="num">n/a</td>' if idle and c in ("au", "au_min")
+                        else _cell(c, row[c]) for c in cols)
         body.append(f"<tr>{cells}</tr>")
     return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")
@@ -120,14 +132,18 @@ def differing_html(rs: RunSet) -> str:
         rest = [k for k in keys if k != lead]
         groups: dict[str, list[str]] = {}
         details: dict[str, str] = {}
-        for _, row in t.iterrows():
-            value = _text(lead, row[lead])
-            groups.setdefault(value, []).append(str(row["label"]))
+        named = label_parts(t, factor)  # the sweep's own name of each value
+        for i, (_, row) in enumerate(t.iterrows()):
+            value = _text(lead, row[lead]) or "none"
+            groups.setdefault(value, []).append(named[i] if named else str(row["label"]))
             details[value] = ", ".join(f"{k.split('.')[-1]} {_text(k, row[k])}" for k in rest)
         parts = []
         for value, labels in groups.items():
-            runs = f" ({', '.join(labels)})" if lead not in ("workload",) and \
-                len(groups) < len(t) else ""
+            names = list(dict.fromkeys(labels))
+            which = (names[0] if named else ", ".join(names) if len(names) <= 3
+                     else plural(len(names), "run"))
+            runs = f" ({which})" if lead not in ("workload",) and \
+                (named or len(groups) < len(t)) else ""
             more = f": {details[value]}" if details[value] else ""
             parts.append(f"<b>{html.escape(value)}</b>{html.escape(runs + more)}")
         head = f"<code>{html.escape(lead)}</code>"
@@ -201,7 +217,7 @@ def write_report(paths: Sequence[str | Path], out: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     rs.table.to_csv(out / "runs.csv", index=False)
     figures = [plots.scaling(rs, out), plots.comparison(rs, out), plots.wait_cdf(rs, out),
-               plots.timeline(rs, out, timeline_run)]
+               plots.timeline(rs, out, timeline_run), ckpt_plot.checkpoints(rs, out)]
     page = out / "report.html"
     page.write_text(render(rs, figures, [str(p) for p in paths]), encoding="utf-8")
     return page

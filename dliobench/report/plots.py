@@ -25,6 +25,7 @@ from dliobench.report.tables import (
     RunSet,
     counted_steps,
     factor_text,
+    label_parts,
     load_timeline,
     plural,
 )
@@ -148,45 +149,125 @@ BARS = (("au", "accelerator utilization", "AU (%)", 100.0, 1),
         ("wait_p99_ms", "99th percentile of the wait for a batch", "wait p99 (ms)", 1.0, 2))
 
 
-def comparison(rs: RunSet, out: Path) -> Plot:
-    """One bar chart per metric (AU with its floor, samples/s, MB/s, wait p99), a bar per
-    point, named by the sweep's labels or the short description of what sets it apart."""
-    title = "Comparison of the runs"
+def _value_names(rs: RunSet, factor: tuple[str, ...]) -> list[str]:
+    """Each run's name for its value of ``factor``: the sweep's label for it, else
+    ``key=value`` of its telling keys."""
+    return label_parts(rs.table, factor) or [factor_text(factor, row)
+                                             for _, row in rs.table.iterrows()]
+
+
+def _groups_and_bars(rs: RunSet) -> tuple[list[str], list[str]]:
+    """Per run: the group it is drawn in and its bar's name within the group.
+
+    With one setting differing, each run is its own group. With several that form a full
+    grid (every combination ran), the setting with the most values makes the groups (loaders)
+    and the others name the bars (thread counts); otherwise each run is its own group.
+    """
     t = rs.table
+    if len(rs.factors) < 2:
+        return list(t["label"]), [""] * len(t)
+    named = {f: _value_names(rs, f) for f in rs.factors}
+    outer = max(rs.factors, key=lambda f: len(set(named[f])))
+    rest = [f for f in rs.factors if f != outer]
+    bars = [" / ".join(named[f][i] for f in rest) for i in range(len(t))]
+    if t["ranks"].nunique() > 1:
+        bars = [" / ".join(p for p in (b, plural(r, "rank")) if p)
+                for b, r in zip(bars, t["ranks"], strict=True)]
+    groups = named[outer]
+    if len(set(zip(groups, bars, strict=True))) < len(set(groups)) * len(set(bars)):
+        return list(t["label"]), [""] * len(t)  # not a full grid: a bar per run reads better
+    return groups, bars
+
+
+def _order(t: pd.DataFrame, bar: str) -> tuple[Any, ...]:
+    """Bars in the order of their settings' values (1 thread before 4), numbers first."""
+    rows = t[t["bar"] == bar]
+    row = rows.iloc[0]
+    keys = [c for c in t.columns if "." in c and t[c].map(str).nunique() > 1
+            and rows[c].map(str).nunique() == 1]  # the settings this bar stands for
+    out: list[Any] = []
+    for key in keys:
+        value = row[key]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        out.append((0, float(value), "") if number else (1, 0.0, str(value)))
+    return tuple(out)
+
+
+def comparison(rs: RunSet, out: Path) -> Plot:
+    """One bar chart per metric (AU with its floor, samples/s, MB/s, wait p99): a group of
+    bars per value of the setting with most values, a bar per value of the other settings,
+    named by the sweep's labels or the short description of what sets each apart."""
+    title = "Comparison of the runs"
+    t = rs.table.copy()
     if not rs.factors:
         why = ("there is only one run" if len(rs.runs) == 1 else
                "the runs do not differ in any setting but the rank count")
         return Plot("comparison", title, None, f"Not drawn: {why}.")
-    points = t.groupby("label", sort=False)[[c for c, *_ in BARS] + ["au_floor"]].mean()
-    computed = bool((t["compute_s_per_batch"].fillna(0) > 0).any())
-    panels = [b for b in BARS if computed or b[0] != "au"]
-    width = max(8.0, 1.0 + 1.6 * len(points))  # room for each bar's name under it
-    fig = Figure(figsize=(width, 2.7 * len(panels) + 0.8), layout="constrained")
+    computes = t["compute_s_per_batch"].fillna(0) > 0
+    t.loc[~computes, "au"] = np.nan  # AU means nothing without emulated compute
+    t["group"], t["bar"] = _groups_and_bars(rs)
+    cols = [c for c, *_ in BARS] + ["au_floor"]
+    points = t.groupby(["group", "bar"], sort=False)[cols].mean()
+    groups = list(dict.fromkeys(t["group"]))
+    bars = sorted(dict.fromkeys(t["bar"]), key=lambda b: _order(t, b))
+    panels = [b for b in BARS if computes.any() or b[0] != "au"]
+    width = max(8.0, 1.0 + (1.6 if len(bars) == 1 else 0.55 * len(bars) + 0.6) * len(groups))
+    fig = Figure(figsize=(width, 2.7 * len(panels) + 0.8 + 0.25 * (len(bars) > 1)),
+                 layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-    x = np.arange(len(points))
-    names = [_wrap(str(n), 16) for n in points.index]
+    x = np.arange(len(groups))
     for ax, (col, panel, ylabel, scale, digits) in zip(axes, panels, strict=True):
-        values = points[col] * scale
-        colors = ["#1f77b4"] * len(points)
+        values_of = {bar: np.array([points.loc[(g, bar), col] * scale
+                                    if (g, bar) in points.index else np.nan for g in groups])
+                     for bar in bars}
+        floors_of = {bar: np.array([points.loc[(g, bar), "au_floor"]
+                                    if (g, bar) in points.index else np.nan for g in groups])
+                     for bar in bars}
+        # bars with no value anywhere (AU of read-bound runs) leave no empty slot
+        shown = [b for b in bars if not np.isnan(values_of[b]).all()] or bars
+        slot = 0.8 / len(shown)
+        for k, bar in enumerate(shown):
+            j = bars.index(bar)  # the same colour in every panel
+            values = values_of[bar]
+            below = (col == "au") & (values < 100 * np.nan_to_num(floors_of[bar]))
+            if len(bars) == 1:
+                colors: Any = (["#d62728" if b else "#2ca02c" for b in below] if col == "au"
+                               else "#1f77b4")
+            else:
+                colors = f"C{j % 10}"
+            drawn = ax.bar(x + (k - (len(shown) - 1) / 2) * slot, np.nan_to_num(values),
+                           width=slot * 0.92, color=colors,
+                           hatch=["//" if b and len(bars) > 1 else "" for b in below],
+                           edgecolor="white", label=bar or None)
+            ax.bar_label(drawn, [f"{v:,.{digits}f}" if v == v else "n/a" for v in values],
+                         fontsize=7 if len(shown) > 2 else 8, padding=2)
         if col == "au":
-            colors = ["#d62728" if v < 100 * f else "#2ca02c"
-                      for v, f in zip(values, points["au_floor"].fillna(0), strict=True)]
-            _floors(ax, t)
+            _floors(ax, t[computes])
             ax.set_ylim(0, 112)
-            ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
-        bars = ax.bar(x, values.fillna(0), width=0.6, color=colors)
-        ax.bar_label(bars, [f"{v:,.{digits}f}" if v == v else "n/a" for v in values],
-                     fontsize=8, padding=2)
-        ax.set_xticks(x, names, fontsize=9)
+        ax.set_xticks(x, [_wrap(g, 16) for g in groups], fontsize=9)
         ax.set_title(panel, fontsize=10)
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)
         ax.margins(y=0.15)
+    # one legend under the figure: the bars' names (several per group) and the AU floors
+    handles, labels = axes[-1].get_legend_handles_labels() if len(bars) > 1 else ([], [])
+    if panels[0][0] == "au":
+        floors = [(h, lab) for h, lab in zip(*axes[0].get_legend_handles_labels(), strict=True)
+                  if lab.startswith("AU floor")]
+        handles, labels = handles + [h for h, _ in floors], labels + [lab for _, lab in floors]
+    if labels:
+        fig.legend(handles, labels, loc="outside lower center", fontsize=9,
+                   ncols=min(4, len(labels)))
     fig.suptitle(title)
-    note = ("A bar per run (runs with the same name averaged); "
-            + ("AU bars are green at or above the AU floor, red below it."
-               if computed else "no AU panel: the runs emulate no compute (0 s per batch), "
-               "so they measure the storage and client alone."))
+    floor_rule = ("AU bars hatched below the AU floor." if len(bars) > 1 else
+                  "AU bars green at or above the AU floor, red below it.")
+    note = ("A group of bars per value of the setting with the most values, a bar per value "
+            "of the others; " if len(bars) > 1 else "A bar per run; ")
+    note += "runs with the same name averaged. "
+    note += (floor_rule + (" No AU for runs without emulated compute (n/a)."
+                           if not computes.all() else "") if computes.any() else
+             "No AU panel: the runs emulate no compute (0 s per batch), so they measure the "
+             "storage and client alone.")
     return Plot("comparison", title, _save(fig, out, "comparison"), note)
 
 

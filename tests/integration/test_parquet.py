@@ -85,3 +85,36 @@ def test_flux_scaled_down(workdir: Path, write_workload: Callable[..., Path],
                           run_cli: Callable[..., int]) -> None:
     _run(FLUX, "native", workdir, write_workload, run_cli)
     _check_files(workdir / "data" / "flux", FLUX)
+
+
+def test_a_batch_holds_the_columns_pyarrow_reads_at_its_rows(tmp_path: Path) -> None:
+    """Batches read whole (in order across row groups and files, and shuffled) hand compute
+    each column's values of exactly the rows asked for, in that order."""
+    import numpy as np
+
+    from dliobench.config.schema import ParquetColumn
+    from dliobench.formats.base import Stored
+    from dliobench.formats.parquet import ParquetFormat, row_bytes
+    from dliobench.loaders.base import SampleReader
+
+    columns = (ParquetColumn("label", "int32", 1), ParquetColumn("dense", "uint16", 3),
+               ParquetColumn("skipped", "uint8", 5, read=False),
+               ParquetColumn("sparse", "int64", 2))
+    fmt = ParquetFormat(columns, row_group_size=64)
+    rng = np.random.default_rng(7)
+    paths = [tmp_path / f"f{i}.parquet" for i in range(3)]
+    for path in paths:
+        fmt.write(path, rng.integers(0, 256, (200, 31), dtype=np.uint8))
+    reader = SampleReader.for_paths(fmt, paths, [p.stat().st_size for p in paths], 200)
+    tables = [pq.read_table(p, columns=["label", "dense", "sparse"]).to_pydict() for p in paths]
+    for ids in (np.arange(50, 330), rng.permutation(600)[:300], np.array([599, 0, 64])):
+        got, nbytes = reader.read_batch(ids)
+        assert [c.shape for c in got] == [(ids.size,), (ids.size, 3), (ids.size, 2)]
+        assert [c.dtype for c in got] == [np.int32, np.uint16, np.int64]
+        for name, values in zip(["label", "dense", "sparse"], got, strict=True):
+            want = [tables[i // 200][name][i % 200] for i in ids]
+            assert values.tolist() == want
+        assert nbytes > sum(c.nbytes for c in got) // 2  # whole row groups were read
+    one, _ = fmt.read_sample(Stored(reader.backend, reader.keys[1]), reader.sizes[1], 200, 5,
+                             False)
+    assert np.array_equal(one, row_bytes(reader.read_batch(np.array([205]))[0])[0])

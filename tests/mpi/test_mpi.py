@@ -68,6 +68,7 @@ def test_ranks_share_the_dataset_and_one_result(ranks: int, workdir: Path,
     assert delivered + m["undelivered_samples"] == 2 * 24
     assert m["comm_s"] > 0  # a real allreduce after each step
     assert result["nodes"][0]["ranks"] == list(range(ranks))
+    assert result["launcher"] == "mpi" and result["provenance"]["mpi_library"]  # MPICH Version
     csv_rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
     assert {row.split(",")[0] for row in csv_rows[1:]} == {str(r) for r in range(ranks)}
     assert len(manifest_files(workdir / "data/tiny")) == 24
@@ -371,3 +372,19 @@ def test_a_configuration_error_is_one_line_from_the_job(workdir: Path, args: lis
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], proc.stderr
     assert not (workdir / "data").exists()
+
+
+def test_two_ranks_read_a_dlio_dataset_exactly_once(workdir: Path) -> None:
+    from tests.dlio_written import write_dlio_dataset
+
+    write_dlio_dataset(workdir / "dlio", files=12, dim=32, subfolders=3)
+    proc = mpirun(2, "run", "workload=default", f"++workload.dataset.data_folder={workdir}/dlio",
+                  "++workload.dataset.num_files_train=12",
+                  "++workload.dataset.num_subfolders_train=3", "++workload.reader.batch_size=2",
+                  "++workload.train.computation_time=0.001", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == 2 and result["metrics"]["exactly_once"] is True
+    assert result["config"]["dataset"]["layout"] == "dlio"
+    delivered = sum(e["delivered"] for r in result["ranks"] for e in r["epochs"])
+    assert delivered == 12 * result["config"]["train"]["epochs"]  # 6 per rank and epoch

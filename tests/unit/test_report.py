@@ -223,3 +223,39 @@ def run_set_labels(settings: list[dict[str, object]]) -> list[str]:
     rows = [{"run_id": f"r{i}", "ranks": 1, **s} for i, s in enumerate(settings)]
     frame = pd.DataFrame(rows)
     return _labels(frame, factors_of(settings, differing_keys(settings)))
+
+
+def test_two_settings_draw_a_group_per_value_and_a_bar_per_other_value(
+        tmp_path: Path) -> None:
+    """A 3 x 2 comparison (batch x threads) groups by the setting with three values and names
+    each bar by the sweep label's part that matches the other setting."""
+    from dliobench.report.plots import _groups_and_bars
+    from dliobench.report.tables import load_runs, run_set
+
+    for batch in (4, 2, 8):
+        for threads in (2, 1):
+            _run(tmp_path, f"reader.batch_size={batch}", f"reader.read_threads={threads}",
+                 f"output.label=batch of {batch} / {threads} threads")
+    rs = run_set(load_runs([tmp_path / "runs"]))
+    groups, bars = _groups_and_bars(rs)
+    pairs = {(g, b) for g, b in zip(groups, bars, strict=True)}
+    assert pairs == {(f"batch of {b}", f"{t} threads") for b in (4, 2, 8) for t in (2, 1)}
+    out = _report(tmp_path)
+    html = (out / "report.html").read_text()
+    assert "A group of bars per value of the setting with the most values" in html
+    assert (out / "comparison.png").stat().st_size > 10_000
+
+
+def test_runs_without_compute_show_no_au_and_settings_name_values_by_label(
+        tmp_path: Path) -> None:
+    """At compute 0 AU means nothing: the table says n/a, not 0.0 %; each differing value is
+    named by the sweep label's part for it, not by a list of every run."""
+    for threads in (1, 2):
+        _run(tmp_path, "train.computation_time=0", f"reader.read_threads={threads}",
+             f"output.label=tiny / {threads} threads")
+    html = (_report(tmp_path) / "report.html").read_text()
+    first = html[html.index("<tbody>"):html.index("</tbody>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", first)
+    assert len(rows) == 2
+    assert all(re.findall(r"<td[^>]*>(.*?)</td>", r)[1] == "n/a" for r in rows)
+    assert "<b>1</b> (1 threads)" in html and "<b>2</b> (2 threads)" in html

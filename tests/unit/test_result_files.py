@@ -4,15 +4,18 @@ minor versions are read with their extra fields, and anything else gets one sent
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from dliobench.cli.main import main
 from dliobench.errors import DlioBenchError
 from dliobench.results.files import read_result, write_result
+from dliobench.results.provenance import config_hash
 from dliobench.results.schema import SCHEMA_MAJOR, SCHEMA_MINOR, parse_version
 from tests.conftest import tiny_workload
 
@@ -46,6 +49,26 @@ def test_a_real_result_reads_back_typed_and_round_trips(real_run: Path, tmp_path
     assert write_result(tmp_path / "copy", result)
     assert read_result(tmp_path / "copy") == result
     assert not write_result(tmp_path / "copy", result, replace=False)  # the first one wins
+
+
+def test_a_result_carries_its_provenance(real_run: Path) -> None:
+    result = read_result(real_run)
+    stamp = result["provenance"]
+    assert stamp["config_sha256"] == config_hash(result["config"])
+    assert stamp["argv"] == sys.orig_argv  # this process's command line (pytest's here)
+    assert stamp["packages"]["numpy"] == f"numpy=={np.__version__}"
+    assert stamp["mpi_library"] is None  # one process: MPI never loaded
+    assert result["launcher"] == "none"
+
+
+def test_a_result_of_schema_1_1_without_provenance_still_reads(real_run: Path,
+                                                               tmp_path: Path) -> None:
+    def older(doc: dict[str, Any]) -> None:
+        doc["schema_version"] = "1.1"
+        del doc["provenance"]
+
+    result = read_result(_copy_with(real_run, tmp_path, older))
+    assert result["schema_version"] == "1.1" and "provenance" not in result
 
 
 def test_a_newer_minor_version_is_read_and_its_fields_kept(real_run: Path,

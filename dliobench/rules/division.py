@@ -1,0 +1,121 @@
+"""CLOSED and OPEN: which workloads and accelerators a division takes, and which parameters a
+run may change from the workload as shipped.
+
+The shipped workload files carry upstream's values, each cited there (path@commit); a run is
+compared with the shipped file resolved for the run's accelerator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dliobench.rules.finding import EDITIONS_YAML, RULES_MD, Finding, Rule, finding
+from dliobench.rules.subject import Run, reference
+
+WORKLOADS = Rule(EDITIONS_YAML, "3.0 workloads.closed.training")
+ACCELERATORS = Rule(RULES_MD, "§4.3.4 Table 3 (Divisions)")
+CLOSED_PARAMS = Rule(RULES_MD, "§3.6.2 trainingClosedSubmissionParameters")
+OPEN_PARAMS = Rule(RULES_MD, "§3.6.3 trainingOpenSubmissionParameters")
+
+ODIRECT_WORKLOADS = ("unet3d",)  # §3.6.2: "Enable ODIRECT mode for Unet3D Training"
+# editions.yaml, edition 3.0: the training workloads and accelerators CLOSED and OPEN take.
+SUBMITTABLE = {"unet3d": ("b200", "mi355"), "retinanet": ("b200", "mi355")}
+WHATIF = ("h100", "a100")  # Table 3: "whatif only"
+
+# §3.6.2's table in dliobench's key names (reader.computation_threads, reader.transfer_size
+# and storage.storage_options.prefetch_window have no dliobench counterpart), plus
+# checkpoint.checkpoint_folder, which mlpstorage's own checker also lets CLOSED change
+# (mlpstorage_py/rules/run_checkers/training.py@1bd3002378e41ad169a479d577f6c7648f00cbc8
+# CLOSED_ALLOWED_PARAMS).
+CLOSED_TUNABLE = frozenset({
+    "dataset.num_files_train", "dataset.num_subfolders_train", "dataset.data_folder",
+    "reader.read_threads", "reader.prefetch_size", "reader.odirect",
+    "checkpoint.checkpoint_folder", "storage.storage_type", "storage.storage_root",
+})
+# §3.6.3: what OPEN may change beyond CLOSED ("framework" is the loader here).
+OPEN_TUNABLE = frozenset({"dataset.format", "dataset.num_samples_per_file",
+                          "reader.data_loader"})
+# dliobench's own keys that change neither the emulated job nor its reads of the storage
+# under test (where results go, how failures are reported, checks that only add work, the
+# shuffle seed mlpstorage itself changes between runs): not parameters in the rules' sense.
+HARNESS = frozenset({
+    "output.folder", "output.label", "metric.fail_below_floor", "metric.client_ceiling",
+    "train.stall_timeout_s", "train.seed", "workflow.generate_data", "workflow.metadata",
+    "dataset.check_free_space", "dataset.write_odirect", "dataset.sample_checksums",
+    "reader.verify_samples", "checkpoint.keep", "storage.keep_staged", "storage.drop_cache",
+    "storage.lustre_stripe_count", "storage.lustre_stripe_size",
+})
+
+
+def check_workload(run: Run, division: str) -> Finding:
+    """The workload is one of v3.0's submittable training workloads."""
+    ok = run.workload in SUBMITTABLE
+    said = "is" if ok else "is not"
+    return finding("workload", ok, run.run_id,
+                   f"{run.workload or 'an unnamed workload'} {said} a v3.0 {division.upper()} "
+                   f"training workload ({', '.join(SUBMITTABLE)})", WORKLOADS)
+
+
+def check_accelerator(run: Run, division: str) -> Finding:
+    """The emulated accelerator is submittable (b200, mi355), not whatif only (h100, a100)."""
+    accel = run.accelerator
+    allowed = SUBMITTABLE.get(run.workload, ("b200", "mi355"))
+    if accel in allowed:
+        return finding("accelerator", True, run.run_id,
+                       f"{accel} is submittable in CLOSED and OPEN", ACCELERATORS)
+    why = ("is whatif only, not submittable in CLOSED or OPEN" if accel in WHATIF else
+           f"is not one of the v3.0 accelerators ({', '.join(allowed)})" if accel else
+           "was not named (train.accelerator is empty)")
+    return finding("accelerator", False, run.run_id, f"{accel or 'the accelerator'} {why}",
+                   ACCELERATORS)
+
+
+def check_odirect(run: Run, division: str) -> Finding:
+    """O_DIRECT reads, a CLOSED tunable, are for unet3d only (§3.6.2's table says so)."""
+    on = bool(run.flat.get("reader.odirect"))
+    ok = not on or run.workload in ODIRECT_WORKLOADS
+    said = ("reads without O_DIRECT" if not on else
+            f"reads with O_DIRECT, which {'' if ok else 'only '}unet3d may")
+    return finding("O_DIRECT", ok, run.run_id, f"{run.workload or 'the run'} {said}",
+                   CLOSED_PARAMS)
+
+
+def changed(run: Run) -> dict[str, tuple[Any, Any]] | None:
+    """{key: (shipped value, run's value)} of every parameter the run changed, harness keys
+    left out; None when no shipped workload and profile match the run."""
+    ref = reference(run.workload, run.accelerator)
+    if ref is None:
+        return None
+    keys = (set(ref) | set(run.flat)) - HARNESS
+    return {k: (ref.get(k), run.flat.get(k)) for k in sorted(keys)
+            if ref.get(k) != run.flat.get(k)}
+
+
+def check_parameters(run: Run, division: str) -> Finding:
+    """Only the parameters the division lists were changed from the shipped workload."""
+    rule = OPEN_PARAMS if division == "open" else CLOSED_PARAMS
+    diffs = changed(run)
+    if diffs is None:
+        return finding("parameters", False, run.run_id,
+                       f"no shipped workload '{run.workload}' with a "
+                       f"'{run.accelerator or 'default'}' profile to compare with", rule)
+    allowed = CLOSED_TUNABLE | (OPEN_TUNABLE if division == "open" else frozenset())
+    forbidden = {k: v for k, v in diffs.items() if k not in allowed}
+    if not forbidden:
+        tuned = ", ".join(diffs) or "none"
+        return finding("parameters", True, run.run_id,
+                       f"only parameters {division.upper()} may change were changed ({tuned})",
+                       rule)
+    shown = "; ".join(f"{k} = {_text(new)} (shipped: {_text(old)})"
+                      for k, (old, new) in list(forbidden.items())[:4])
+    more = f" and {len(forbidden) - 4} more" if len(forbidden) > 4 else ""
+    open_only = sorted(set(forbidden) & OPEN_TUNABLE)
+    hint = f" ({', '.join(open_only)}: OPEN only)" if open_only else ""
+    return finding("parameters", False, run.run_id,
+                   f"{division.upper()} may not change {shown}{more}{hint}", rule)
+
+
+def _text(value: Any) -> str:
+    """A configuration value in a few characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

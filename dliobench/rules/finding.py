@@ -1,0 +1,72 @@
+"""A finding: what one rule says of a run or a set of runs, and where the rule is written.
+
+The rules are MLPerf Storage v3.0's for training, read in mlcommons/storage at the stored
+versions cited below (the index holds no single commit with every v3.0 file; the v3.0
+release is storage tag v3.0 @ ce28a98, per ``mlpstorage_py/rules/editions.yaml``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
+
+# The documents the checks cite: a short name, and the repository path@commit it stands for.
+RULES_MD = "Rules.md"
+GUIDELINES_MD = "Submission_guidelines.md"
+EDITIONS_YAML = "editions.yaml"
+TRAINING_SUBMISSION_PY = "submission_checkers/training.py"
+DOCUMENTS = {
+    RULES_MD: "mlcommons/storage Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53",
+    GUIDELINES_MD: "mlcommons/storage Submission_guidelines.md"
+                   "@caa90c9c7d6a543de815222fff834a846823f922",
+    EDITIONS_YAML: "mlcommons/storage mlpstorage_py/rules/editions.yaml"
+                   "@0e57fc408e4878715c757c43f224cc5ed9e478bb",
+    TRAINING_SUBMISSION_PY: "mlcommons/storage mlpstorage_py/rules/submission_checkers/"
+                            "training.py@0bc0729bdce399ea21816bea892dc5f587631870",
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Where a rule is written: a document (one of ``DOCUMENTS``) and its section."""
+
+    document: str
+    section: str
+
+    def __str__(self) -> str:
+        return f"{self.document} {self.section}"
+
+    @property
+    def citation(self) -> str:
+        """The document as repository path@commit."""
+        return DOCUMENTS[self.document]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check's outcome for one subject (a run id, or a set of runs)."""
+
+    check: str
+    status: str  # PASS, FAIL or NOT_APPLICABLE
+    subject: str
+    sentence: str
+    rule: Rule
+
+    def as_dict(self) -> dict[str, Any]:
+        """The finding as plain data (``dliobench check --json``)."""
+        return {"check": self.check, "status": self.status, "subject": self.subject,
+                "sentence": self.sentence,
+                "rule": {"document": self.rule.citation, "section": self.rule.section}}
+
+
+def finding(check: str, ok: bool | None, subject: str, sentence: str, rule: Rule) -> Finding:
+    """A finding from a verdict: True passes, False fails, None does not apply."""
+    status = NOT_APPLICABLE if ok is None else PASS if ok else FAIL
+    return Finding(check, status, subject, sentence, rule)
+
+
+def failed(findings: list[Finding]) -> int:
+    """How many findings failed."""
+    return sum(f.status == FAIL for f in findings)

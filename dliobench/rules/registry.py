@@ -1,0 +1,58 @@
+"""The registry of checks, by workload family, and how they are applied to a set of runs.
+
+Each check is a small function returning one ``Finding``. Per-run checks see one run; set
+checks see the runs of one benchmark setup (workload, accelerator, ranks, hosts) together.
+A family (training; checkpointing in ``rules/checkpointing.py``) is one module and one
+entry in each table below, plus its case in ``family``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from dliobench.results.files import read_result
+from dliobench.rules import checkpointing, division, runset, training
+from dliobench.rules.finding import Finding
+from dliobench.rules.subject import Run, load
+
+RunCheck = Callable[[Run, str], Finding]
+SetCheck = Callable[[list[Run], str], Finding]
+DIVISIONS = ("closed", "open")
+
+RUN_CHECKS: dict[str, list[RunCheck]] = {
+    "training": [training.check_complete, division.check_workload, division.check_accelerator,
+                 training.check_dataset_size, training.check_au_floor,
+                 division.check_parameters, division.check_odirect,
+                 training.check_data_origin, training.check_provenance],
+    "checkpointing": [training.check_complete, checkpointing.check_model,
+                      checkpointing.check_processes, checkpointing.check_fsync,
+                      checkpointing.check_reads_from_storage, training.check_provenance],
+}
+SET_CHECKS: dict[str, list[SetCheck]] = {
+    "training": [runset.check_run_count, runset.check_run_spread, runset.check_consecutive],
+    "checkpointing": [checkpointing.check_run_count, runset.check_consecutive],
+}
+
+
+def family(run: Run) -> str:
+    """Which rules a run falls under: a checkpoint-only run's, else training's."""
+    return "checkpointing" if checkpointing.is_checkpointing(run) else "training"
+
+
+def load_runs(folders: Iterable[Path]) -> list[Run]:
+    """Every run folder's result (InputError, exit 2, for a folder that is not one)."""
+    return [load(folder, read_result(folder)) for folder in folders]
+
+
+def apply(runs: list[Run], division_name: str = "closed") -> list[Finding]:
+    """Every check of each run's family, then every set check of each benchmark setup."""
+    findings: list[Finding] = []
+    setups: dict[tuple[str, tuple[str, str, int, int]], list[Run]] = {}
+    for run in runs:
+        kind = family(run)
+        findings.extend(check(run, division_name) for check in RUN_CHECKS[kind])
+        setups.setdefault((kind, run.setup()), []).append(run)
+    for (kind, _), members in setups.items():
+        findings.extend(check(members, division_name) for check in SET_CHECKS[kind])
+    return findings

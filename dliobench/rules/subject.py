@@ -1,0 +1,124 @@
+"""What the checks look at: one run's result, read once, with the figures the rules name."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dliobench.errors import DlioBenchError, InputError
+from dliobench.results.schema import RunResult
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run folder and its result."""
+
+    folder: Path
+    result: RunResult
+    flat: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flat", flatten(self.result["config"]))
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (its folder's name when the result lacks one)."""
+        return str(self.result.get("run_id") or self.folder.name)
+
+    @property
+    def workload(self) -> str:
+        """The workload's name (``model.name`` or the workload file's name)."""
+        return str(self.result.get("workload") or self.flat.get("model.name") or "")
+
+    @property
+    def accelerator(self) -> str:
+        """The accelerator profile the run emulated ('' when none was chosen)."""
+        return str(self.flat.get("train.accelerator") or "")
+
+    @property
+    def ranks(self) -> int:
+        """Emulated accelerators: one per rank."""
+        return int(self.result.get("ranks_count") or len(self.result.get("ranks", [])) or 1)
+
+    @property
+    def hosts(self) -> int:
+        """Hosts the ranks ran on."""
+        return max(1, len(self.result.get("machine", {}).get("hosts") or [None]))
+
+    def setup(self) -> tuple[str, str, int, int]:
+        """What makes runs repeats of one benchmark setup: workload, accelerator, ranks,
+        hosts."""
+        return self.workload, self.accelerator, self.ranks, self.hosts
+
+    def times(self) -> tuple[dt.datetime, dt.datetime] | None:
+        """(start, end) of the run, or None when the result does not say."""
+        try:
+            start = dt.datetime.fromisoformat(str(self.result["started_at"]))
+            end = dt.datetime.fromisoformat(str(self.result["finished_at"]))
+        except (KeyError, ValueError):
+            return None
+        return start, end
+
+
+# The configuration values the checks read, and the kind each must be.
+NEEDED: dict[str, type | tuple[type, ...]] = {
+    "dataset.record_length_bytes": int, "dataset.num_samples_per_file": int,
+    "dataset.num_files_train": int, "reader.batch_size": int, "metric.au": (int, float),
+    "train.accelerator": str,
+}
+
+
+def load(folder: Path, result: RunResult) -> Run:
+    """A run, or InputError (exit 2) when its result lacks what the checks read."""
+    run = Run(folder, result)
+    bad = [k for k, kind in NEEDED.items()
+           if not isinstance(run.flat.get(k), kind) or isinstance(run.flat.get(k), bool)]
+    figures = {f"metrics.{k}": result["metrics"].get(k) for k in ("au", "samples_per_s")}
+    figures["machine.memory_bytes"] = result.get("machine", {}).get("memory_bytes")
+    bad += [k for k, v in figures.items()
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool))]
+    if bad:
+        raise InputError(f"{folder / 'result.json'} lacks {', '.join(bad)} as a run writes "
+                         "them, so the rules cannot be applied to it; leave that folder out")
+    return run
+
+
+def flatten(config: dict[str, Any]) -> dict[str, Any]:
+    """``{"section.key": value}`` of a result's configuration (``accelerators`` left out: the
+    chosen profile's figures are in ``train`` and ``metric``)."""
+    out: dict[str, Any] = {}
+    for section, values in config.items():
+        if section == "accelerators" or not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            out[f"{section}.{key}"] = value
+    return out
+
+
+def setup_text(setup: tuple[str, str, int, int]) -> str:
+    """A benchmark setup in words: ``unet3d, 4 b200 on 1 host``."""
+    workload, accelerator, ranks, hosts = setup
+    return (f"{workload or '?'}, {ranks} {accelerator or 'unnamed'} accelerator(s) on "
+            f"{hosts} host(s)")
+
+
+@lru_cache(maxsize=32)
+def reference(workload: str, accelerator: str) -> dict[str, Any] | None:
+    """The shipped workload's configuration for ``accelerator``, flattened: the rules'
+    values, each cited in the workload file (None when no such workload or profile ships)."""
+    from dliobench.config.load import load
+    from dliobench.config.shipped import find
+    from dliobench.results.files import config_dict
+
+    path = find(workload, "workloads", local=False) if workload else None
+    if path is None:
+        return None
+    try:
+        config, _ = load(path, [], accelerator or None)
+    except DlioBenchError:  # the workload ships without this accelerator's profile
+        return None
+    return flatten(json.loads(json.dumps(config_dict(config))))  # as a result holds it
