@@ -1,10 +1,13 @@
 """Each loader against the raw-read ceiling on the same page-cached dataset (compute 0).
 
 Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
+       [--format npz|tfrecord] [--loaders native pytorch dali tensorflow]
 
-For small (64 KiB) and large (16 MiB) npz samples: a raw read of the same files with
+For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfrecord shows
+tf.data's own TFRecordDataset): a raw read of the same files with
 ``readinto`` in a thread pool (the ceiling: no decoding, no batching), then
-``dliobench run`` with each loader (native, pytorch, dali) and ``train.computation_time=0``,
+``dliobench run`` with each loader (native, pytorch, dali, tensorflow) and
+``train.computation_time=0``,
 reading samples/s and bytes/s from result.json. Prints medians and the ratio to the ceiling
 as a markdown table. Data is deleted afterwards.
 """
@@ -26,7 +29,8 @@ from pathlib import Path
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
-LOADERS = ("native", "pytorch", "dali")
+LOADERS = ["native", "pytorch", "dali", "tensorflow"]
+FORMAT = ["npz"]
 
 
 def dliobench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -39,13 +43,14 @@ def common(folder: Path, size: int, files: int, threads: int) -> list[str]:
     """Overrides shared by every run of one shape."""
     return [f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
             f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
-            "reader.batch_size=8", f"reader.read_threads={threads}", "reader.prefetch_size=4",
+            f"dataset.format={FORMAT[0]}", "reader.batch_size=8",
+            f"reader.read_threads={threads}", "reader.prefetch_size=4",
             "train.computation_time=0", "train.epochs=2", "--no-progress"]
 
 
 def warm(train: Path) -> list[Path]:
     """Read every file once so all runs start from the page cache."""
-    paths = sorted(p for p in train.rglob("*.npz"))
+    paths = sorted(p for p in train.rglob(f"*.{FORMAT[0]}"))
     for path in paths:
         path.read_bytes()
     return paths
@@ -108,11 +113,16 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--threads", type=int, default=4, help="read threads / workers")
     parser.add_argument("--root", type=Path, default=Path("/work/bench-loaders"))
+    parser.add_argument("--format", default="npz", choices=("npz", "tfrecord"))
+    parser.add_argument("--loaders", nargs="+", default=LOADERS, choices=LOADERS)
     args = parser.parse_args()
+    FORMAT[0] = args.format
+    LOADERS[:] = args.loaders
     args.root.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
     print(f"# loaders vs raw read, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
-          f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads\n")
+          f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
+          f"{args.format}\n")
     print("| sample | reader | samples/s | MB/s | ratio to raw read |")
     print("|---|---|---|---|---|")
     try:

@@ -3,7 +3,8 @@
 Usage (root; needs loop devices and the cgroup-v1 blkio controller, see slowdisk.sh):
     /tmp/venvtest/bin/python benchmarks/tiers.py [--cap-mbps 280] [--ranks 1 2 4]
         [--unet-files 336] [--unet-sample-mib 8] [--unet-compute 0.323] [--epochs 3]
-        [--bert-steps 20] [--layout-compute 0.05 0] [--no-layouts]
+        [--bert-steps 20] [--layout-compute 0.05 0] [--no-layouts] [--no-staging]
+        [--loader native|pytorch|dali|tensorflow]
         [--tier /work/slowtier] [--local /work/localstage] [--out benchmarks/tiers-report]
 
 It makes an ext4 file system whose reads the kernel caps at --cap-mbps MB/s
@@ -75,6 +76,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=3, help="UNet3D epochs")
     p.add_argument("--bert-steps", type=int, default=20, help="BERT training steps")
     p.add_argument("--no-layouts", action="store_true", help="skip the layout comparison")
+    p.add_argument("--no-staging", action="store_true", help="skip the staged UNet3D runs")
+    p.add_argument("--loader", default=None, choices=("native", "pytorch", "dali", "tensorflow"),
+                   help="reader.data_loader of the UNet3D and BERT runs (default: as shipped)")
     p.add_argument("--layout-compute", type=float, nargs="+", default=[0.05, 0.0],
                    help="compute s per batch of the layout sweeps (0.05: as shipped; 0: "
                         "read-bound, throughput only)")
@@ -99,13 +103,19 @@ def unet_overrides(a: argparse.Namespace) -> list[str]:
     return [f"dataset.data_folder={a.tier}/unet3d", f"dataset.num_files_train={a.unet_files}",
             f"dataset.record_length_bytes={a.unet_sample_mib}MiB",
             "dataset.record_length_bytes_stdev=0", f"train.epochs={a.epochs}",
-            f"train.computation_time={a.unet_compute}"]
+            f"train.computation_time={a.unet_compute}", *loader_override(a)]
 
 
 def bert_overrides(a: argparse.Namespace) -> list[str]:
     """The scaled-down BERT (same sample size, batch and V100 compute; fewer files, steps)."""
     return [f"dataset.data_folder={a.tier}/bert", "dataset.num_files_train=16",
-            "dataset.num_samples_per_file=4000", f"train.total_training_steps={a.bert_steps}"]
+            "dataset.num_samples_per_file=4000", f"train.total_training_steps={a.bert_steps}",
+            *loader_override(a)]
+
+
+def loader_override(a: argparse.Namespace) -> list[str]:
+    """``reader.data_loader`` when --loader chose one."""
+    return [f"reader.data_loader={a.loader}"] if a.loader else []
 
 
 COMMON = ["train.allreduce_bytes=0", "storage.drop_cache=true"]
@@ -162,6 +172,8 @@ def scaling_cases(a: argparse.Namespace, work: Path, local_bps: float) -> list[C
     ]
     # One sweep per rank count, the source evicted before each: staging reads the source
     # through the page cache and does not evict it first, even with storage.drop_cache=true.
+    if a.no_staging:
+        return cases
     return cases + [Case(f"unet3d-staged-r{n}", "staged",
                          write_sweep(work, f"unet3d-staged-r{n}", "unet3d.yaml",
                                      [*unet_overrides(a), *stage,

@@ -44,11 +44,15 @@ def folder(text: str) -> str:
 
 def _add_workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="*", metavar="[WORKLOAD] [KEY=VALUE ...]",
-                   help="workload YAML file or name in workloads/ (default: 'default'), "
-                   "then " + OVERRIDES_HELP)
+                   help="workload YAML file or name in workloads/ (default: 'default'; DLIO's "
+                   "workload=NAME works too, and DLIO's names such as unet3d_h100 pick our "
+                   "workload with that accelerator), then " + OVERRIDES_HELP)
     p.add_argument("--accelerator", metavar="NAME",
                    help="accelerator profile of the workload (a100, h100, ...); same as "
                    "train.accelerator=NAME")
+    p.add_argument("--config-dir", metavar="DIR",
+                   help="DLIO's configuration folder: workload=NAME is looked up in "
+                   "DIR/workload/NAME.yaml first")
 
 
 def _add_launcher_arg(p: argparse.ArgumentParser) -> None:
@@ -109,6 +113,10 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
     _add_workload_args(p)
     p.add_argument("--output", metavar="DIR", type=folder,
                    help="root folder of results (output.folder)")
+    p.add_argument("--dataset", metavar="DIR", type=folder,
+                   help="benchmark reading an existing dataset in DIR (your own files, or one "
+                   "DLIO generated): indexed once into a manifest; same as "
+                   "dataset.source=existing dataset.data_folder=DIR")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
                    "timeline as a Chrome/Perfetto trace")
@@ -205,6 +213,64 @@ def _add_ceiling_parser(sub: SubParsers, commands: Commands) -> None:
     p.set_defaults(func=commands["ceiling"])
 
 
+def _add_metadata_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench metadata`."""
+    p = sub.add_parser(
+        "metadata", help="stat, open, close, create and unlink rates over the dataset's files",
+        description="Measure metadata rates mdtest-style over the generated dataset's files "
+        "(named from its manifest, never listed): stat, open and close of each file, then "
+        "create and unlink of as many empty scratch files with the same names in a folder "
+        "beside the dataset (removed afterwards). Under mpiexec the ranks split the files. "
+        "Prints rates per rank and for the job with p50/p99/max latency and writes "
+        "<output.folder>/<run-id>/metadata.json.")
+    _add_workload_args(p)
+    p.add_argument("--max-files", type=positive(int, 1e12), metavar="N",
+                   help="use only the dataset's first N files (default: all of them)")
+    p.add_argument("--output", metavar="DIR", type=folder,
+                   help="root folder of results (output.folder)")
+    _add_launcher_arg(p)
+    p.set_defaults(func=commands["metadata"])
+
+
+def size(text: str) -> int:
+    """An argparse type: a byte count above 0 such as 1TiB, 512GB or 2e12."""
+    from dliobench.config.values import to_size
+    from dliobench.errors import ConfigError
+
+    try:
+        value = to_size("size", text if not text.replace(".", "", 1).isdigit() else float(text))
+    except ConfigError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size; give bytes such as 1TiB, "
+                                         "512GB or 2e12")
+    return value
+
+
+def _add_predict_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench predict`."""
+    p = sub.add_parser(
+        "predict", help="what a workload demands at a scale, on paper",
+        description="From the workload alone (compute time per batch, batch, sample size, AU "
+        "floor): samples/s, bytes/s, read requests and file opens per second at the AU floor "
+        "for N accelerators, the dataset size MLPerf Storage's rule asks for, its generation "
+        "time at a write rate, the checkpoint bandwidth for a time budget, and per-host "
+        "memory and client CPU (from this host's cached client ceiling, when there is one).")
+    _add_workload_args(p)
+    p.add_argument("--accelerators", type=positive(int, 1e7), default=1, metavar="N",
+                   help="emulated accelerators (default 1)")
+    p.add_argument("--hosts", type=positive(int, 1e7), default=1, metavar="H",
+                   help="hosts they run on (default 1)")
+    p.add_argument("--host-memory", type=size, metavar="SIZE",
+                   help="memory per host, e.g. 1TiB (default: this host's)")
+    p.add_argument("--write-rate", type=size, metavar="SIZE",
+                   help="bytes per second generation writes, e.g. 5GB, for the generation time")
+    p.add_argument("--checkpoint-seconds", type=positive(float, 1e9), metavar="S",
+                   help="time budget of one checkpoint write, for its bandwidth")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=commands["predict"])
+
+
 def _add_keys_parser(sub: SubParsers, commands: Commands) -> None:
     """`dliobench keys`."""
     p = sub.add_parser("keys", help="list every configuration key",
@@ -237,4 +303,6 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     _add_show_config_parser(sub, commands)
     _add_keys_parser(sub, commands)
     _add_ceiling_parser(sub, commands)
+    _add_metadata_parser(sub, commands)
+    _add_predict_parser(sub, commands)
     return parser

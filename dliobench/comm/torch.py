@@ -8,10 +8,13 @@ are numpy arrays in host memory, so NCCL, which needs CUDA tensors, has nothing 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
 import socket
 import sys
 import threading
+import time
 from typing import Any, TypeVar
 
 import numpy as np
@@ -23,6 +26,10 @@ T = TypeVar("T")
 # All three present: a torch launcher (torchrun, torch.distributed.launch) started us.
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
 DESTROY_WAIT_S = 1.0  # abort: how long tearing down the process group may take
+PEER_LOST_WAIT_S = 5.0  # a rank that lost a peer waits this long for torchrun to stop it
+# what gloo says when the rank at the other end of a connection is gone
+PEER_LOST_SIGNS = ("Connection closed by peer", "Connection reset by peer",
+                   "remote worker crashing")
 
 
 def launched_by_torch() -> bool:
@@ -101,6 +108,33 @@ class TorchComm:
         teardown.start()
         teardown.join(DESTROY_WAIT_S)
         os._exit(code)
+
+
+def lost_a_peer(exc: BaseException) -> bool:
+    """Whether ``exc`` is gloo finding another rank gone (that rank failed, and says why)."""
+    return any(sign in str(exc) for sign in PEER_LOST_SIGNS)
+
+
+def record_failure(message: str) -> None:
+    """Leave this rank's one-sentence error where torchrun's agent reads it
+    (``TORCHELASTIC_ERROR_FILE``): its failure table then shows the sentence, and its
+    timestamp makes this rank the root cause rather than the ranks that lost it."""
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path:
+        return
+    doc = {"message": {"message": message,
+                       "extraInfo": {"py_callstack": message,
+                                     "timestamp": str(int(time.time()))}}}
+    with contextlib.suppress(OSError), open(path, "w") as handle:
+        json.dump(doc, handle)
+
+
+def wait_to_be_stopped() -> None:
+    """A rank that lost a peer does not fail on its own: it waits (``PEER_LOST_WAIT_S`` at
+    most) for torchrun, which saw the failing rank end first, to stop it with SIGTERM, so
+    torchrun names the failing rank as the root cause, not this one."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # stopped: end quietly, no second report
+    time.sleep(PEER_LOST_WAIT_S)
 
 
 def detect() -> tuple[World, TorchComm]:

@@ -8,7 +8,7 @@ prefixes: ``dataset.hdf5`` covers ``dataset.hdf5.chunk_dims`` and the rest of th
 from __future__ import annotations
 
 # reader.data_loader values of DLIO that map onto one of our loaders.
-LOADER_ALIASES = {"tensorflow": "native", "native_dali": "dali"}
+LOADER_ALIASES = {"native_dali": "dali"}
 
 # Section names DLIO accepts as synonyms of ours.
 SECTION_ALIASES = {"data_reader": "reader"}
@@ -16,9 +16,8 @@ SECTION_ALIASES = {"data_reader": "reader"}
 UNSUPPORTED_DLIO_KEYS = frozenset({
     # whole sections
     "profiling", "evaluation", "storage.storage_options",
-    "checkpoint.checkpoint_mechanism_classname", "checkpoint.time_between_checkpoints",
-    "checkpoint.num_checkpoints_write", "checkpoint.num_checkpoints_read",
-    "checkpoint.recovery_rank_shift", "checkpoint.rank_sync", "checkpoint.mode",
+    "checkpoint.checkpoint_mechanism_classname",
+    "checkpoint.recovery_rank_shift", "checkpoint.rank_sync",
     "checkpoint.randomize_tensor", "checkpoint.ksm", "checkpoint.optimization_groups",
     "checkpoint.num_layers", "checkpoint.layer_parameters", "checkpoint.tensor_parallelism",
     "checkpoint.pipeline_parallelism",
@@ -33,9 +32,7 @@ UNSUPPORTED_DLIO_KEYS = frozenset({
     "reader.shuffle_size", "reader.dont_use_mmap", "reader.reader_classname",
     "reader.data_loader_classname", "reader.data_loader_sampler",
     "reader.transformed_record_dims", "reader.transformed_record_element_type",
-    "model.type", "model.model_datatype", "model.optimizer_datatype",
-    "model.optimization_groups", "model.num_layers", "model.layer_parameters",
-    "model.parallelism", "model.transformer",
+    "model.optimization_groups", "model.layer_parameters",
     "output.log_file",
 })
 

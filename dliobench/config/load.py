@@ -196,6 +196,9 @@ def _convert(name: str, value: Any) -> Any:
     return out
 
 
+SECONDS_MAX = 1e6  # a duration key's ceiling (11.6 days): longer is a typo, not a plan
+
+
 def _check_bounds(name: str, value: Any, out: Any, meta: Mapping[str, Any]) -> None:
     """A key's declared minimum and maximum (integers: at most int64), and emptiness."""
     if meta["nonempty"] and not out.strip():
@@ -204,6 +207,8 @@ def _check_bounds(name: str, value: Any, out: Any, meta: Mapping[str, Any]) -> N
     if meta["kind"] in ("int", "size"):
         low = -INT64_MAX if low is None else low
         high = INT64_MAX if high is None else high
+    elif meta["kind"] == "seconds" and high is None:
+        high = SECONDS_MAX  # 1e300 s would overflow the clock and sleep calls
     if low is not None and out < low:
         raise ConfigError(f"{name}: {value!r} is too small; it must be at least {_num(low)}")
     if high is not None and out > high:
@@ -238,7 +243,7 @@ def _merge(layers: list[_Layer]) -> tuple[dict[str, Any], dict[str, int], list[s
         raw["reader.data_loader"] = LOADER_ALIASES[loader]
         warnings.append(
             f"reader.data_loader={loader} runs with dliobench's {LOADER_ALIASES[loader]} loader "
-            "(same files, sharding and batching; no TensorFlow or DALI-native involved)"
+            "(same files, sharding and batching; DALI's native readers not involved)"
         )
     return raw, origin, warnings
 

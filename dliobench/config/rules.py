@@ -32,6 +32,9 @@ def check(config: Config) -> None:
     if ceiling not in ("auto", "off") and not (cv.is_number(ceiling) and float(ceiling) > 0):
         raise ConfigError(f"metric.client_ceiling: {ceiling!r} is not 'auto', 'off' or a number "
                           "of samples/s per rank (such as 1250)")
+    if config.reader.prefetch_size < 0 and config.reader.data_loader != "tensorflow":
+        raise ConfigError("reader.prefetch_size: autotune is tf.data's AUTOTUNE and needs "
+                          "reader.data_loader: tensorflow; give other loaders a number of batches")
     _check_checkpoint(config)
 
 
@@ -39,10 +42,23 @@ def _check_checkpoint(config: Config) -> None:
     """workflow.checkpoint asks for checkpoints: refuse settings under which none is written."""
     if not config.workflow.checkpoint:
         return
-    if config.model.model_size_bytes == 0:
-        raise ConfigError("workflow.checkpoint is true but model.model_size_bytes is 0, so "
-                          "nothing would be written; set model.model_size_bytes (DLIO's "
-                          "checkpoint.model_size), e.g. 500MB, or set workflow.checkpoint=false")
-    if not config.workflow.train:
-        raise ConfigError("workflow.checkpoint is true but workflow.train is false: dliobench "
-                          "writes checkpoints during training only; set workflow.train=true")
+    if config.model.model_size_bytes == 0 and config.model.num_layers == 0:
+        raise ConfigError("workflow.checkpoint is true but model.model_size_bytes is 0 and "
+                          "model.num_layers is 0, so nothing would be written; set "
+                          "model.model_size_bytes (DLIO's checkpoint.model_size), e.g. 500MB, "
+                          "use a transformer preset (workloads/llama3_8b.yaml), or set "
+                          "workflow.checkpoint=false")
+    m = config.model
+    if m.num_layers and m.hidden_size * m.vocab_size == 0:
+        raise ConfigError("model.num_layers is set but model.transformer.hidden_size or "
+                          "vocab_size is 0; give the transformer's sizes (see "
+                          "workloads/llama3_8b.yaml)")
+    if m.num_layers and config.workflow.train and m.model_size_bytes == 0:
+        raise ConfigError("workflow.train and workflow.checkpoint are true but training-time "
+                          "checkpoints are sized by model.model_size_bytes, which is 0; the "
+                          "transformer layout (model.num_layers) is written by the "
+                          "checkpoint-only workflow: set workflow.train=false, or set "
+                          "model.model_size_bytes")
+    if config.checkpoint.scale <= 0:
+        raise ConfigError("checkpoint.scale must be above 0 (1: full size, 0.001: a "
+                          "thousandth of every tensor)")

@@ -15,6 +15,7 @@ from dliobench.loaders import LOADERS
 SHUFFLE_MODES = ("off", "seed", "random")
 # dataset.compression: hdf5 takes gzip and lzf, parquet its own codecs (each format checks)
 COMPRESSIONS = ("none", "gzip", "lzf", "snappy", "lz4", "zstd", "brotli")
+DATATYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64")  # DLIO's get_datatype_size
 PARQUET_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
@@ -80,6 +81,19 @@ class DatasetConfig:
     data_folder: str = key("data/default", "path", "folder holding the dataset (train/ inside)",
                            nonempty=True)
     format: str = key("npz", "choice", "file format of the samples", choices=FORMATS)
+    source: str = key(
+        "generate", "choice", "generate: dliobench writes the dataset; existing: read the files "
+        "already in data_folder (your own, or DLIO's), indexed once into a manifest (format, "
+        "file count, samples per file and sizes then come from the files)",
+        choices=("generate", "existing"))
+    layout: str = key(
+        "auto", "choice", "names and folders of the files: dliobench's, dlio's "
+        "(train/<prefix>_<i>_of_<n>.<format>, subfolders included; read as an existing "
+        "dataset), or auto (a DLIO dataset is recognised by its first file's name)",
+        choices=("auto", "dliobench", "dlio"))
+    index_checksums: bool = key(
+        False, "bool", "existing datasets: also record every file's CRC-32C when indexing (reads "
+        "every byte once; `dliobench generate --verify` can then check the files)")
     num_files_train: int = key(8, "int", "number of training files", minimum=1)
     num_samples_per_file: int = key(1, "int", "samples stored in each file", minimum=1)
     num_subfolders_train: int = key(
@@ -147,7 +161,9 @@ class ReaderConfig:
     data_loader: str = key("native", "choice", "loader implementation", choices=LOADERS)
     batch_size: int = key(1, "int", "samples per step on each rank", minimum=1)
     read_threads: int = key(1, "int", "reader threads per rank (0: read inline)", minimum=0)
-    prefetch_size: int = key(2, "int", "batches read ahead of compute", minimum=0)
+    prefetch_size: int = key(2, "int", "batches read ahead of compute (tensorflow: also "
+                             "`autotune`, tf.data.AUTOTUNE)", minimum=-1,
+                             words=(("autotune", -1), ("AUTOTUNE", -1)))
     file_shuffle: str = key("off", "shuffle", "file order per epoch", choices=SHUFFLE_MODES)
     sample_shuffle: str = key("off", "shuffle", "sample order per epoch", choices=SHUFFLE_MODES)
     sharding: str = key(
@@ -226,7 +242,10 @@ class WorkflowConfig:
 
     generate_data: bool = key(True, "bool", "generate missing dataset files before training")
     train: bool = key(True, "bool", "run the training emulation")
-    checkpoint: bool = key(False, "bool", "write checkpoints during training (see checkpoint.*)")
+    checkpoint: bool = key(False, "bool", "write checkpoints during training, or with "
+                           "train: false the checkpoint-only workflow (see checkpoint.*)")
+    metadata: bool = key(False, "bool", "before training, measure stat, open, close, create and "
+                         "unlink rates over the dataset's files (the result's `metadata`)")
 
 
 @dataclass(frozen=True)
@@ -240,7 +259,8 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class CheckpointConfig:
-    """When and how the emulated training writes checkpoints (``workflow.checkpoint``)."""
+    """When and how the emulated training writes checkpoints (``workflow.checkpoint``), or,
+    with ``workflow.train: false``, how the checkpoint-only workflow writes and reads them."""
 
     checkpoint_folder: str = key("checkpoints", "path", "root folder of checkpoint files",
                                  nonempty=True)
@@ -258,7 +278,31 @@ class CheckpointConfig:
                      "they are deleted once measured)")
     optimizer_state_factor: float = key(
         0.0, "float", "optimizer state as a multiple of the model size (Adam in fp32: 2)",
-        minimum=0)
+        minimum=0, maximum=1000)
+    num_checkpoints_write: int = key(
+        10, "int", "checkpoint-only workflow (workflow.train: false): checkpoints written, "
+        "one after another (-1 or 0: none, only read what an earlier run wrote)", minimum=-1)
+    num_checkpoints_read: int = key(
+        10, "int", "checkpoint-only workflow: checkpoints read after the writes (-1 or 0: none)",
+        minimum=-1)
+    time_between_checkpoints: float = key(
+        0.0, "seconds", "checkpoint-only workflow: pause between two checkpoints (DLIO's "
+        "stand-in for training steps)", minimum=0)
+    mode: str = key(
+        "default", "choice", "checkpoint-only workflow: every rank of the layout writes its "
+        "shard (default), or the launched ranks write only their share of it, the MLPerf "
+        "Storage rules' node-local mode: num_gpus / (TP x PP x DP) of the checkpoint (subset)",
+        choices=("default", "subset"))
+    scale: float = key(
+        1.0, "float", "checkpoint-only workflow: write this fraction of every tensor's "
+        "elements (the layout, files and tensors stay; the result states the scale)",
+        minimum=0, maximum=1)
+    file_format: str = key(
+        "auto", "choice", "checkpoint-only workflow: torch.save files (torch), raw bytes "
+        "(raw), or torch when it is installed (auto)", choices=("auto", "torch", "raw"))
+    evict_before_read: bool = key(
+        True, "bool", "checkpoint-only workflow: drop the written checkpoints from the page "
+        "cache before reading them, so reads reach the storage")
 
 
 @dataclass(frozen=True)
@@ -324,6 +368,35 @@ class ModelConfig:
     model_size_bytes: int = key(
         0, "size", "model size in bytes", aliases=("checkpoint.model_size",), minimum=0
     )
+    type: str = key("", "str", "model kind; 'transformer' sizes checkpoints from the keys "
+                    "below (DLIO main's model.type)")
+    num_layers: int = key(0, "int", "transformer layers (0: not a transformer layout)",
+                          minimum=0)
+    model_datatype: str = key("fp16", "choice", "datatype of the model's weights",
+                              choices=DATATYPES)
+    optimizer_datatype: str = key("fp32", "choice", "datatype of the optimizer state",
+                                  choices=DATATYPES)
+    vocab_size: int = key(0, "int", "vocabulary size", minimum=0,
+                          aliases=("model.transformer.vocab_size",))
+    hidden_size: int = key(0, "int", "hidden dimension", minimum=0,
+                           aliases=("model.transformer.hidden_size",))
+    ffn_hidden_size: int = key(0, "int", "feed-forward (MLP) dimension", minimum=0,
+                               aliases=("model.transformer.ffn_hidden_size",))
+    num_attention_heads: int = key(1, "int", "attention heads", minimum=1,
+                                   aliases=("model.transformer.num_attention_heads",))
+    num_kv_heads: int = key(1, "int", "key/value heads (grouped-query attention)", minimum=1,
+                            aliases=("model.transformer.num_kv_heads",))
+    tensor_parallelism: int = key(1, "int", "tensor-parallel degree (TP)", minimum=1,
+                                  aliases=("model.parallelism.tensor",))
+    pipeline_parallelism: int = key(1, "int", "pipeline-parallel degree (PP)", minimum=1,
+                                    aliases=("model.parallelism.pipeline",))
+    data_parallelism: int = key(
+        -1, "int", "data-parallel degree (DP) of the checkpoint layout (-1: launched ranks / "
+        "(TP x PP)); more than that spreads the layout's shards over the launched ranks",
+        minimum=-1, aliases=("model.parallelism.data",))
+    zero_stage: int = key(0, "int", "ZeRO stage: 0 none, 1-2 optimizer sharded over DP, "
+                          "3 weights too", minimum=0, maximum=3,
+                          aliases=("model.parallelism.zero_stage",))
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,10 @@ def open_manifest(plan: Plan, world: World, comm: Comm) -> Manifest:
     an interrupted generation) and checks it matches; every rank gets it."""
     manifest: Manifest | None = None
     if world.is_root:
-        manifest = Manifest.load(plan.backend)
+        manifest = Manifest.load(plan.manifest_backend)
         if manifest is None:
-            manifest = Manifest.new(plan.backend, plan.config.dataset, plan.fmt.side_suffixes)
+            manifest = Manifest.new(plan.manifest_backend, plan.config.dataset,
+                                    plan.fmt.side_suffixes)
         manifest.check_matches(plan.config.dataset)
         if manifest.journals:
             manifest.compact()

@@ -33,6 +33,12 @@ def prepare(plan: Plan, world: World, comm: Comm, show_progress: bool) -> ReadyD
         check_memory(config, world, generating=True)  # before a survey of every file
     missing, _, present = survey(plan, manifest, world, comm, False, show_progress)
     generated = None
+    if missing and plan.existing:
+        raise DatasetError(
+            f"{len(missing)} of the {len(plan.keys)} files indexed in "
+            f"{plan.manifest_backend.describe()} are missing or changed size (first: "
+            f"{plan.backend.describe(plan.keys[missing[0]])}); delete the folder "
+            f"{plan.manifest_backend.describe('dliobench-manifest')} to index the dataset again")
     if missing:
         if not config.workflow.generate_data:
             raise DatasetError(

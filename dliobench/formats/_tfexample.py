@@ -157,19 +157,20 @@ def _own_prefix(example_len: int) -> bytes | None:
     return None
 
 
-def find_image(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+def find_image(buf: memoryview, pos: int, end: int, check_size: bool = True) -> tuple[int, int]:
     """Start and stop of the "image" bytes in the serialized Example ``buf[pos:end]``.
 
-    Checks the "size" feature, when present, against the image's length. An Example that is
+    Checks the "size" feature, when present and ``check_size``, against the image's length
+    (DLIO writes the image's side length there, not its bytes). An Example that is
     byte for byte what ``example_prefix`` writes is recognised without parsing it.
     """
     own = _own_prefix(end - pos)
     if own is not None and buf[pos:pos + len(own)] == own:
         return pos + len(own), end
-    return parse_image(buf, pos, end)
+    return parse_image(buf, pos, end, check_size)
 
 
-def parse_image(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+def parse_image(buf: memoryview, pos: int, end: int, check_size: bool = True) -> tuple[int, int]:
     """``find_image`` by walking the protobuf fields (any valid encoding of the Example)."""
     features = _only_len(buf, pos, end, _EXAMPLE_FEATURES)
     image = None
@@ -182,6 +183,6 @@ def parse_image(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
             size = _size_value(buf, start, stop)
     if image is None:
         raise ProtoError('the Example has no "image" feature')
-    if size is not None and size != image[1] - image[0]:
+    if check_size and size is not None and size != image[1] - image[0]:
         raise ProtoError(f'"size" says {size} bytes but "image" holds {image[1] - image[0]}')
     return image

@@ -40,14 +40,14 @@ class NpyFormat(ContiguousFormat):
         """Rows of the array as byte ranges, from the header in ``head``."""
         header = _header(src, head)
         rows = header.shape[0] if header.shape else 1
-        if rows != num_samples:
+        if rows < num_samples:  # more: an existing dataset's file, its first ones are read
             raise DatasetError(f"{src} holds {rows} samples, the manifest says "
                                f"{num_samples}; regenerate the dataset")
         end = header.data_offset + header.nbytes
         if end > file_size:
             raise CorruptSampleError(str(src), file_size,
                                      f"file is truncated: the array needs {end} bytes")
-        row = header.nbytes // num_samples
+        row = header.nbytes // rows
         start = header.data_offset
         return [ByteRange(start + k * row, row) for k in range(num_samples)]
 

@@ -62,10 +62,11 @@ class NpzFormat(ContiguousFormat):
                num_samples: int) -> list[ByteRange]:
         """Rows of ``x`` as byte ranges."""
         _, data, nbytes, shape, _ = self._locate(src, head)
-        if not shape or shape[0] != num_samples:
+        rows = shape[0] if shape and num_samples != 1 else 1  # one sample: any shape
+        if rows < num_samples:  # more: an existing dataset's file, its first ones are read
             raise DatasetError(f"{src} holds {shape[0] if shape else 0} samples, the manifest "
                                f"says {num_samples}; regenerate the dataset")
-        row = nbytes // num_samples
+        row = nbytes // rows
         if data + nbytes > file_size:
             raise CorruptSampleError(str(src), file_size, "file is truncated")
         return [ByteRange(data + k * row, row) for k in range(num_samples)]

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import crc32c
 import numpy as np
 
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats._tfexample import ProtoError, example_prefix, find_image
-from dliobench.formats.base import AssembledFormat, ByteRange, Fill, Stored
+from dliobench.formats.base import AssembledFormat, ByteRange, Fill, Format, Stored
+
+if TYPE_CHECKING:
+    from dliobench.config.schema import DatasetConfig
 
 _LEN = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -51,8 +55,10 @@ def index_path(path: Path) -> Path:
     return path.with_name(path.name + INDEX_SUFFIX)
 
 
-def _check_record(buf: memoryview) -> tuple[int, int]:
-    """Start and stop of the image in the record at the start of ``buf``.
+def _check_record(buf: memoryview, lenient: bool = False) -> tuple[int, int]:
+    """Start and stop of the image in the record at the start of ``buf`` (``lenient``: of
+    the whole serialized Example when it holds no "image" feature, and whatever its "size"
+    feature says).
 
     Raises ProtoError with the reason when the record is truncated or damaged.
     """
@@ -67,21 +73,48 @@ def _check_record(buf: memoryview) -> tuple[int, int]:
     if _CRC.unpack_from(buf, end)[0] != masked_crc(buf[_HEAD:end]):
         raise ProtoError("CRC mismatch in the record's data")
     try:
-        return find_image(buf, _HEAD, end)
+        return find_image(buf, _HEAD, end, check_size=not lenient)
     except ProtoError as exc:
+        if lenient:
+            return _HEAD, end
         raise ProtoError(f"malformed tf.train.Example ({exc})") from None
 
 
-def parse_record(path: object, buf: memoryview, offset: int = 0) -> tuple[int, int]:
+def parse_record(path: object, buf: memoryview, offset: int = 0,
+                 lenient: bool = False) -> tuple[int, int]:
     """Check the record at the start of ``buf``, found at ``offset``; image start, stop.
 
     Raises CorruptSampleError naming the file and the record's offset (for a sample's byte
     range the offset is relative to it; SampleReader turns it into a file offset).
     """
     try:
-        return _check_record(buf)
+        return _check_record(buf, lenient)
     except ProtoError as exc:
         raise CorruptSampleError(str(path), offset, str(exc)) from None
+
+
+def walk_records(src: Stored, file_size: int, limit: int | None = None) -> list[ByteRange]:
+    """The framed records of a file without an index, found by reading each record's length
+    (12 bytes, counted, CRC-checked), as TensorFlow's reader does: at most ``limit``."""
+    out: list[ByteRange] = []
+    offset = 0
+    while offset < file_size and (limit is None or len(out) < limit):
+        head, got = src.backend.read_range(src.key, offset, _HEAD)
+        src.nbytes += got
+        if got < _HEAD:
+            raise CorruptSampleError(str(src), offset, "record is truncated inside its header")
+        if _CRC.unpack_from(head, 8)[0] != masked_crc(head[:8]):
+            raise CorruptSampleError(str(src), offset, "CRC mismatch in the record's length "
+                                     "(not a TFRecord file, or damaged)")
+        size = _FRAMING + _LEN.unpack_from(head, 0)[0]
+        if offset + size > file_size:
+            raise CorruptSampleError(str(src), file_size, "file is truncated inside a record")
+        out.append(ByteRange(offset, size))
+        offset += size
+    if limit is not None and len(out) < limit:
+        raise DatasetError(f"{src} holds {len(out)} records, the manifest says {limit}; "
+                           "index the dataset again")
+    return out
 
 
 def read_index(src: Stored, file_size: int, num_samples: int) -> np.ndarray:
@@ -96,7 +129,7 @@ def read_index(src: Stored, file_size: int, num_samples: int) -> np.ndarray:
         table = np.array(text.split(), dtype=np.int64).reshape(-1, 2)
     except ValueError:
         raise DatasetError(f"{idx} is not a TFRecord index (lines of 'offset size')") from None
-    if len(table) != num_samples:
+    if len(table) < num_samples:  # more: an existing dataset's file, its first ones are read
         raise DatasetError(f"{idx} lists {len(table)} records, the manifest says "
                            f"{num_samples} samples per file; regenerate the dataset")
     offsets, sizes = table[:, 0], table[:, 1]
@@ -109,7 +142,7 @@ def read_index(src: Stored, file_size: int, num_samples: int) -> np.ndarray:
     if ends[-1] < file_size:
         raise DatasetError(f"{src} holds {file_size - int(ends[-1])} bytes its index does "
                            "not list; regenerate the dataset")
-    return table
+    return table[:num_samples]
 
 
 class TFRecordFormat(AssembledFormat):
@@ -119,7 +152,12 @@ class TFRecordFormat(AssembledFormat):
     extension = "tfrecord"
     checksummed = True  # each record's masked CRC-32C
     head_bytes = 0  # the layout comes from the index side file
-    side_suffixes = (INDEX_SUFFIX,)
+    side_suffixes: tuple[str, ...] = (INDEX_SUFFIX,)
+
+    def configured(self, dataset: DatasetConfig) -> Format:
+        """This format; for an existing dataset's files, ``ExistingTFRecords``."""
+        super().configured(dataset)
+        return EXISTING if dataset.source == "existing" else self
 
     def assembled_size(self, num_samples: int, sample_bytes: int) -> int | None:
         """Records of one size, back to back."""
@@ -165,4 +203,26 @@ class TFRecordFormat(AssembledFormat):
         return np.frombuffer(data[start:stop], dtype=np.uint8)
 
 
+class ExistingTFRecords(TFRecordFormat):
+    """TFRecord files found on storage (the user's own, or DLIO's): a file's DALI index is
+    used when it lies beside the file, else its records are walked; a sample is the Example's
+    "image" bytes when it has them (DLIO's "size" feature is not checked: DLIO writes the
+    image's side length there), else the whole serialized Example. Both CRCs are checked."""
+
+    side_suffixes = ()
+
+    def layout(self, src: Stored, head: memoryview, file_size: int,
+               num_samples: int) -> list[ByteRange]:
+        """Each framed record, from the index beside the file or by walking the records."""
+        if src.backend.size(src.side(INDEX_SUFFIX)) is None:
+            return walk_records(src, file_size, num_samples)
+        return super().layout(src, head, file_size, num_samples)
+
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
+        """The sample's bytes after checking the record's CRCs."""
+        start, stop = parse_record(src, data, lenient=True)
+        return np.frombuffer(data[start:stop], dtype=np.uint8)
+
+
 FORMAT = TFRecordFormat()
+EXISTING = ExistingTFRecords()

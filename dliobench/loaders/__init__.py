@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "native": "dliobench.loaders.native",
     "pytorch": "dliobench.loaders.pytorch",
     "dali": "dliobench.loaders.dali",
+    "tensorflow": "dliobench.loaders.tfdata",
 }
 LOADERS: tuple[str, ...] = tuple(REGISTRY)
 

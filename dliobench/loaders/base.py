@@ -10,7 +10,7 @@ from typing import Protocol
 import crc32c
 import numpy as np
 
-from dliobench.errors import CorruptSampleError, unreadable
+from dliobench.errors import ConfigError, CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
 from dliobench.formats.base import Columns, Stored
 from dliobench.storage.backend import Backend
@@ -55,6 +55,13 @@ class Loader(Protocol):
 
     def close(self) -> None:
         """Release threads, processes and open files."""
+
+
+def refuse_rows(fmt: Format, loader: str) -> None:
+    """Refuse formats read as rows of columns (parquet) in loaders that take samples only."""
+    if fmt.reads_rows:
+        raise ConfigError(f"reader.data_loader: {loader} does not read {fmt.name} files "
+                          "(rows of columns); use native or pytorch")
 
 
 class SampleReader:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dliobench.errors import InputError
-from dliobench.report import plots
+from dliobench.report import ckpt_plot, plots
 from dliobench.report.tables import (
     RunSet,
     fmt_value,
@@ -59,6 +59,8 @@ COLUMNS: dict[str, tuple[str, Fmt | None]] = {
     "label": ("run", None), "au": ("AU", _num(1, " %", 100)), "verdict": ("verdict", None),
     "samples_per_s": ("samples/s", _num(1, " /s")), "mb_per_s": ("read", _num(1, " MB/s")),
     "wait_p99_ms": ("wait p99", _num(2, " ms")),
+    "ckpt_write_gb_per_s": ("checkpoint write", _num(3, " GB/s")),
+    "ckpt_read_gb_per_s": ("checkpoint read", _num(3, " GB/s")),
     "au_floor": ("AU floor", _num(0, " %", 100)), "au_min": ("AU worst rank", _num(1, " %", 100)),
     "wait_p50_ms": ("wait p50", _num(2, " ms")),
     "workload": ("workload", None), "ranks": ("ranks", None),
@@ -215,7 +217,7 @@ def write_report(paths: Sequence[str | Path], out: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     rs.table.to_csv(out / "runs.csv", index=False)
     figures = [plots.scaling(rs, out), plots.comparison(rs, out), plots.wait_cdf(rs, out),
-               plots.timeline(rs, out, timeline_run)]
+               plots.timeline(rs, out, timeline_run), ckpt_plot.checkpoints(rs, out)]
     page = out / "report.html"
     page.write_text(render(rs, figures, [str(p) for p in paths]), encoding="utf-8")
     return page

@@ -194,12 +194,17 @@ def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) ->
     if ranks == 1:
         return run
     launcher = shlex.split(spec.launcher.format(ranks=ranks))
+    torchrun = Path(launcher[0]).name == "torchrun"
+    if torchrun and len(launcher) == 1:  # `launcher: torchrun`: one node, this many ranks
+        launcher += ["--standalone", f"--nproc-per-node={ranks}"]
     local = Path(sys.executable).parent / launcher[0]
-    if local.exists():  # the venv's own mpiexec (the mpich wheel) before any other
+    if local.exists():  # the venv's own mpiexec (the mpich wheel) or torchrun first
         launcher[0] = str(local)
     elif shutil.which(launcher[0]) is None:
         raise ConfigError(f"launcher '{launcher[0]}' not found; install the mpi extra or set "
-                          "`launcher:` in the sweep file (e.g. 'srun -n {ranks}')")
+                          "`launcher:` in the sweep file (e.g. 'srun -n {ranks}' or torchrun)")
+    if torchrun:  # torchrun starts the Python module itself: `-m dliobench run ...`
+        return [*launcher, *run[1:]]
     return [*launcher, *run]
 
 

@@ -155,10 +155,23 @@ def _row(run: Run) -> dict[str, Any]:
         "au_min": m.get("au_min"), "au_floor": run.config("metric.au"),
         "samples_per_s": m.get("samples_per_s"), "mb_per_s": _mb(m.get("bytes_per_s")),
         "wait_p50_ms": _ms(m.get("wait_p50_s")), "wait_p99_ms": _ms(m.get("wait_p99_s")),
+        **_checkpoint_rates(res.get("checkpoint") or {}),
         "page_cache_possible": (res.get("honesty") or {}).get("page_cache_possible"),
         "dliobench_version": res.get("dliobench_version"), "commit": res.get("commit"),
         "hosts": " ".join(machine.get("hosts") or [machine.get("host") or ""]).strip(),
     }
+
+
+def _checkpoint_rates(ckpt: dict[str, Any]) -> dict[str, float | None]:
+    """Checkpoint write and read GB/s of either workflow, when the run wrote checkpoints."""
+    if not ckpt:
+        return {}
+    if ckpt.get("workflow") == "checkpoint-only":
+        rates = [(ckpt.get(op) or {}).get("aggregate_bytes_per_s") for op in ("write", "read")]
+    else:
+        rates = [ckpt.get("write_bytes_per_s"), ckpt.get("read_bytes_per_s")]
+    return {"ckpt_write_gb_per_s": None if rates[0] is None else rates[0] / 1e9,
+            "ckpt_read_gb_per_s": None if rates[1] is None else rates[1] / 1e9}
 
 
 # Keys that name a factor best, first first (a workload says more than its 20 keys).

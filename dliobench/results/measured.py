@@ -39,6 +39,17 @@ class CheckpointEvent:
     read_s: float | None
 
 
+@dataclass(frozen=True)
+class CheckpointOp:
+    """One write or read of a whole checkpoint by one rank (the checkpoint-only workflow)."""
+
+    op: str  # "write" or "read"
+    index: int
+    nbytes: int
+    seconds: float
+    files: int
+
+
 @dataclass
 class RankTrace:
     """Everything one rank measured, to be gathered by rank 0."""
@@ -48,6 +59,7 @@ class RankTrace:
     timeline: Timeline
     checks: list[EpochCheck] = field(default_factory=list)
     checkpoints: list[CheckpointEvent] = field(default_factory=list)
+    checkpoint_ops: list[CheckpointOp] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
     error: str | None = None
     cpu_s: float = 0.0  # user + system CPU of the rank's process and its loader workers

@@ -8,10 +8,11 @@ minor versions, keeping fields it does not know.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 2  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance
+SCHEMA_MINOR = 3  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+# 1.3: metadata (the metadata phase)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -86,6 +87,7 @@ class Honesty(TypedDict):
     odirect: bool
     evicted: bool
     page_cache_possible: bool
+    data_origin: NotRequired[str]  # whose files were read: generated, or existing (whose)
 
 
 class _Required(TypedDict):
@@ -122,6 +124,7 @@ class RunResult(_Required, total=False):
     verdict: dict[str, Any]  # 1.1: meets_floor, limiter, reason and the figures behind them
     time_shares: dict[str, float] | None  # 1.1: compute, wait, comm, checkpoint, other
     provenance: dict[str, Any]  # 1.2: config_sha256, argv, cwd, packages, mpi_library
+    metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

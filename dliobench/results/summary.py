@@ -44,6 +44,11 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     """Show the run's headline numbers, its verdict against the AU floor, where the time
     went, and where the files are (the path on a line of its own, never cut)."""
     console = console or Console()
+    if (result.get("checkpoint") or {}).get("workflow") == "checkpoint-only":
+        from dliobench.results.ckpt_console import print_checkpoint_summary
+
+        print_checkpoint_summary(result, run_dir, console)
+        return
     m, cfg = result["metrics"], result["config"]
     floor = cfg["metric"]["au"]
     table = Table(title=f"dliobench {result['workload']} — run {result['run_id']}",
@@ -124,6 +129,9 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "may have been read before the window opened, inflating samples/s and bytes/s. "
             "Add files (dataset.num_files_train) or lower metric.exclude_start_steps."
         )
+    origin = honesty.get("data_origin", "")
+    if origin and not origin.startswith("synthetic"):
+        console.print(f"[yellow]note:[/] the data read: {origin}")
     if (result.get("storage") or {}).get("fs_type") == "s3":
         console.print(
             "[yellow]note:[/] an object store: this host's page cache does not apply, but the "

@@ -2,8 +2,8 @@
 
 Each check is a small function returning one ``Finding``. Per-run checks see one run; set
 checks see the runs of one benchmark setup (workload, accelerator, ranks, hosts) together.
-A new family (checkpointing, when the Checkpoints issue lands: ``rules/checkpointing.py``)
-is one module and one entry in each table below, plus its case in ``family``.
+A family (training; checkpointing in ``rules/checkpointing.py``) is one module and one
+entry in each table below, plus its case in ``family``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from dliobench.results.files import read_result
-from dliobench.rules import division, runset, training
+from dliobench.rules import checkpointing, division, runset, training
 from dliobench.rules.finding import Finding
 from dliobench.rules.subject import Run, load
 
@@ -24,18 +24,20 @@ RUN_CHECKS: dict[str, list[RunCheck]] = {
     "training": [training.check_complete, division.check_workload, division.check_accelerator,
                  training.check_dataset_size, training.check_au_floor,
                  division.check_parameters, division.check_odirect,
-                 training.check_provenance],
-    "checkpointing": [],  # the Checkpoints issue's checks go here
+                 training.check_data_origin, training.check_provenance],
+    "checkpointing": [training.check_complete, checkpointing.check_model,
+                      checkpointing.check_processes, checkpointing.check_fsync,
+                      checkpointing.check_reads_from_storage, training.check_provenance],
 }
 SET_CHECKS: dict[str, list[SetCheck]] = {
     "training": [runset.check_run_count, runset.check_run_spread, runset.check_consecutive],
-    "checkpointing": [],
+    "checkpointing": [checkpointing.check_run_count, runset.check_consecutive],
 }
 
 
 def family(run: Run) -> str:
-    """Which rules a run falls under (every run trains today)."""
-    return "training"
+    """Which rules a run falls under: a checkpoint-only run's, else training's."""
+    return "checkpointing" if checkpointing.is_checkpointing(run) else "training"
 
 
 def load_runs(folders: Iterable[Path]) -> list[Run]:

@@ -50,14 +50,20 @@ def cache_path() -> Path:
     return root / "dliobench" / "ceiling.json"
 
 
-def cached(config: Config, world: World) -> float | None:
-    """A ceiling measured before for these settings on this host, if any."""
+def cached(config: Config, world: World, field: str = "samples_per_s_per_rank") -> float | None:
+    """A ceiling measured before for these settings on this host, if any (or another
+    figure of that measurement: ``field``)."""
     try:
         entries = json.loads(cache_path().read_text())
-    except (OSError, ValueError):
+        value = entries.get(key_of(config, world), {}).get(field)
+    except (OSError, ValueError, AttributeError):
         return None
-    value = entries.get(key_of(config, world), {}).get("samples_per_s_per_rank")
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def cached_cpu(config: Config, world: World) -> float | None:
+    """CPU seconds (ranks and loader workers) per sample the ceiling measurement spent."""
+    return cached(config, world, "cpu_s_per_sample")
 
 
 def _remember(config: Config, world: World, value: float, detail: dict[str, Any]) -> None:
@@ -85,12 +91,14 @@ def plan_of(config: Config, world: World, folder: Path) -> Config:
     epochs = max(2, math.ceil(COUNTED_STEPS / max(1, steps - 1)) + 1)
     return replace(
         config,
-        dataset=replace(d, data_folder=str(folder), num_files_train=files,
+        dataset=replace(d, data_folder=str(folder), num_files_train=files, source="generate",
+                        layout="dliobench",
                         num_subfolders_train=min(d.num_subfolders_train, files)),
         reader=replace(r, odirect=False),  # tmpfs has no O_DIRECT; memory is the point
         train=replace(config.train, computation_time=0.0, computation_time_stdev=0.0,
                       epochs=epochs, total_training_steps=-1, allreduce_bytes=0),
-        workflow=replace(config.workflow, generate_data=True, train=True, checkpoint=False),
+        workflow=replace(config.workflow, generate_data=True, train=True, checkpoint=False,
+                         metadata=False),
         storage=replace(config.storage, stage_to="", drop_cache=False),
         metric=replace(config.metric, client_ceiling="off", fail_below_floor=False),
         output=replace(config.output, folder=str(folder / "results")),
@@ -117,7 +125,11 @@ def measure(config: Config, world: World, comm: Comm) -> float:
     if outcome.result is not None:
         rate = outcome.result["metrics"]["samples_per_s"] or 0.0
         value = rate / world.size
+        ranks = outcome.result["ranks"]
+        samples = sum(r["samples"] for r in ranks)
+        cpu = sum(r.get("cpu_s") or 0.0 for r in ranks)  # type: ignore[misc]
         _remember(config, world, value, {"files": probe.dataset.num_files_train,
+                                         "cpu_s_per_sample": cpu / samples if samples else None,
                                          "epochs": probe.train.epochs,
                                          "bytes_per_s_per_rank":
                                              (outcome.result["metrics"]["bytes_per_s"] or 0.0)

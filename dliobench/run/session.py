@@ -21,6 +21,7 @@ from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result
 from dliobench.results.files import new_run_id, write_result
 from dliobench.results.measured import RankTrace
+from dliobench.results.metadata import metadata_phase
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
@@ -50,9 +51,13 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     The data folder is locked for the run: exclusively while it may be generated, shared
     while it is read (``dataset.lock``).
     """
+    if config.workflow.checkpoint and not config.workflow.train:
+        from dliobench.run import ckpt_session
+
+        return RunOutcome(*ckpt_session.run(config, world, comm, warnings, save))
     plan = resolve(config, world, comm)
-    check_run(config, world)
-    with locked(plan.backend, world, exclusive=True, doing="prepared for a run") as lock:
+    check_run(plan.config, world)  # an existing dataset's files decide its layout
+    with locked(plan.manifest_backend, world, exclusive=True, doing="prepared for a run") as lock:
         ready = dataset_mod.prepare(plan, world, comm, show_progress)
         lock.share()
         return _train_and_report(ready, world, comm, warnings, show_progress)
@@ -69,6 +74,8 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
                                "mean_file_bytes": g.bytes_written / g.files_written,
                                "seconds": g.seconds,
                                "bytes_per_s": g.bytes_written / g.seconds if g.seconds else None}
+    if config.workflow.metadata:
+        extra.update(metadata_phase(ready.plan, world, comm))
     if not config.workflow.train:
         return RunOutcome(None, None)
     run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")

@@ -62,9 +62,11 @@ class Backend(Protocol):
         storage transferred for them (more than returned when ``direct`` reads whole
         aligned blocks). Raises FileNotFoundError for a missing key."""
 
-    def open_read(self, key: str, direct: bool = False) -> CountingReader:
+    def open_read(self, key: str, direct: bool = False,
+                  sequential: bool = False) -> CountingReader:
         """A seekable read-only file object over ``key`` that counts the bytes it reads, for
-        libraries that read through a file object (h5py)."""
+        libraries that read through a file object (h5py). ``sequential``: the caller reads
+        it start to end (a checkpoint restore), so the storage may read ahead further."""
 
     def size(self, key: str) -> int | None:
         """The object's size in bytes, or None when there is no such object."""

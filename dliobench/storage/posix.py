@@ -106,6 +106,8 @@ class PosixWriter:
         try:
             if fd is None and not os.path.exists(self._tmp):
                 fd = self._fd = self._open()  # an empty object
+            elif fd is None and durable:  # a library wrote the spool file itself
+                fd = self._fd = os.open(self._tmp, os.O_RDONLY)
             if fd is not None:
                 if self._padded:
                     os.ftruncate(fd, self._size)
@@ -151,11 +153,12 @@ class PosixBackend:
         """See ``Backend.read_range``."""
         return posix_io.read_range(self.path(key), offset, length, direct)
 
-    def open_read(self, key: str, direct: bool = False) -> CountingReader:
-        """A counted file object (O_DIRECT whole blocks with ``direct``)."""
+    def open_read(self, key: str, direct: bool = False,
+                  sequential: bool = False) -> CountingReader:
+        """A counted file object (O_DIRECT whole blocks with ``direct``; ``sequential``:
+        ``POSIX_FADV_SEQUENTIAL``, the kernel's larger read-ahead, as fio's default hint)."""
         path = Path(self.path(key))
-        reader = posix_io.DirectFile(path) if direct else posix_io.CountingFile(path)
-        return reader
+        return posix_io.DirectFile(path) if direct else posix_io.CountingFile(path, sequential)
 
     def stat(self, key: str) -> ObjectStat | None:
         """Size and (inode, size, mtime) of ``key``, or None when it does not exist."""

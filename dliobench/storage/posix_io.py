@@ -206,9 +206,11 @@ class CountingFile(_PositionedFile):
     goes through ``readinto`` here, so ``nbytes`` is exactly what the library read.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, sequential: bool = False) -> None:
         self._fd = open_regular(path)
         super().__init__(os.fstat(self._fd).st_size)
+        if sequential:
+            os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
 
     def readinto(self, buffer: Any) -> int:
         """Read at the current position into ``buffer``."""

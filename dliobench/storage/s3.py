@@ -111,8 +111,9 @@ class S3Backend:
                                      "bytes", self.describe(key))
         return memoryview(buffer), got
 
-    def open_read(self, key: str, direct: bool = False) -> S3File:
-        """A seekable file object over the object (ranged GETs, a read-ahead span kept)."""
+    def open_read(self, key: str, direct: bool = False, sequential: bool = False) -> S3File:
+        """A seekable file object over the object (ranged GETs, a read-ahead span kept;
+        a caller reading start to end asks for large ranges by itself)."""
         stat = self.stat(key)
         if stat is None:
             raise FileNotFoundError(errno.ENOENT, "no such object", self.describe(key))

@@ -57,8 +57,8 @@ class BackendContract:
     def test_file_objects_count_what_a_library_reads(self, backend: Backend) -> None:
         data = payload(50_000)
         put_object(backend, "obj", data)
-        for direct in (False, True):
-            reader = backend.open_read("obj", direct)
+        for direct, sequential in ((False, False), (True, False), (False, True)):
+            reader = backend.open_read("obj", direct, sequential)
             try:
                 reader.seek(10_000)
                 buf = bytearray(3000)
@@ -104,11 +104,12 @@ class BackendContract:
         writer.commit()
         assert bytes(backend.read_range("u", 0, 20_000)[0]) == data
 
-    def test_a_library_can_write_the_spool_file(self, backend: Backend) -> None:
+    @pytest.mark.parametrize("durable", [False, True])  # torch.save'd checkpoints: durable
+    def test_a_library_can_write_the_spool_file(self, backend: Backend, durable: bool) -> None:
         writer = backend.open_write("spooled")
         writer.spool_path().write_bytes(b"written by a library")
         assert backend.size("spooled") is None
-        writer.commit()
+        writer.commit(durable=durable)
         assert bytes(backend.read_range("spooled", 0, 100)[0]) == b"written by a library"
 
     def test_small_objects_and_first_writer_wins(self, backend: Backend) -> None:

@@ -24,7 +24,9 @@ from tests.conftest import tiny_workload
 
 LOADERS = ["native", "pytorch",
            pytest.param("dali", marks=pytest.mark.skipif(
-               importlib.util.find_spec("nvidia.dali") is None, reason="no DALI"))]
+               importlib.util.find_spec("nvidia.dali") is None, reason="no DALI")),
+           pytest.param("tensorflow", marks=pytest.mark.skipif(
+               importlib.util.find_spec("tensorflow") is None, reason="no TensorFlow"))]
 REPO = Path(__file__).resolve().parents[2]
 
 

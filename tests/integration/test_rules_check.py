@@ -114,7 +114,7 @@ def test_a_passing_set(real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[
     code, doc = check(capsys, str(folder))
     assert code == 0 and doc["failed"] == 0 and doc["runs"] == 5
     assert statuses(doc, "fail") == set() and statuses(doc, "n/a") == set()
-    assert len(doc["findings"]) == 5 * 8 + 3
+    assert len(doc["findings"]) == 5 * 9 + 3
     found = by_check(doc)
     setup = "unet3d, 1 b200 accelerator(s) on 1 host(s)"
     assert "5 complete run(s)" in found[("run count", setup)]["sentence"]
@@ -159,7 +159,7 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
     out = capsys.readouterr().out
     assert "trainingAcceleratorUtilizationCheck" in out and "fail" in out
     assert "Rules.md: mlcommons/storage Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53" in out
-    assert "42 passed, 1 failed, 0 not applicable: FAILS the rules" in out
+    assert "47 passed, 1 failed, 0 not applicable: FAILS the rules" in out
 
 
 @pytest.mark.parametrize(("edit", "failing", "needle"), [
@@ -173,6 +173,8 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
      "O_DIRECT", "retinanet reads with O_DIRECT, which only unet3d may"),
     (lambda d: d.update(status="partial", errors=["rank 0: disk gone"]), "complete",
      "is partial: it ended early (rank 0: disk gone)"),
+    (lambda d: d["honesty"].update(data_origin="the user's own files in /x, read as found"),
+     "data origin", "the run read the user's own files; a submission reads the data"),
 ])
 def test_one_run_of_five_breaking_one_rule(real: Doc, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str],

@@ -76,6 +76,54 @@ def test_killed_torchrun_rank_ends_the_job_within_seconds(
     assert "rank      : 1 (local_rank: 1)" in stderr and "SIGKILL" in stderr
 
 
+@needs_torchrun
+def test_a_failing_torchrun_rank_is_named_as_the_root_cause(
+        workdir: Path, write_workload: Callable[..., Path],
+        run_cli: Callable[..., int]) -> None:
+    """Rank 1 reads a corrupt file: its sentence is the one error, rank 0 (which only lost its
+    peer) says so and lets torchrun stop it, and torchrun's table names rank 1 as the root
+    cause with that sentence; the partial result keeps rank 1's measurements."""
+    path = write_workload(tiny_workload(dataset={"num_files_train": 8}, train={"epochs": 1}),
+                          "corrupt.yaml")
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    victim = workdir / "data/tiny/train/img_0000007.npz"  # read by rank 1 (no shuffle)
+    raw = bytearray(victim.read_bytes())
+    raw[3000] ^= 0xFF
+    victim.write_bytes(bytes(raw))
+    proc = subprocess.run(torchrun_cmd(2, "run", str(path), "--no-progress",
+                                       "train.computation_time=0.05"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "dliobench: error: rank 1 of 2" in proc.stderr
+    assert proc.stderr.count("dliobench: error:") == 1
+    assert "rank 0 of 2 on" in proc.stderr and "another rank ended" in proc.stderr
+    assert "gloo" not in proc.stderr and "Connection closed" not in proc.stderr
+    root = proc.stderr.split("Root Cause")[-1]
+    assert "rank      : 1 (local_rank: 1)" in root and "img_0000007.npz" in root
+    result = last_result(workdir / "reports")
+    assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [1]
+
+
+@needs_torchrun
+def test_a_sweep_runs_its_points_through_torchrun(
+        workdir: Path, write_workload: Callable[..., Path],
+        run_cli: Callable[..., int]) -> None:
+    import json
+
+    import yaml
+
+    workload = write_workload(tiny_workload(train={"epochs": 1}))
+    sweep = workdir / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "t", "workload": str(workload), "output": str(workdir / "sweeps"),
+        "launcher": "torchrun", "axes": {"ranks": [2]}}))
+    assert run_cli("sweep", str(sweep)) == 0
+    summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
+    result = json.loads(Path(summary["points"][0]["run_dir"], "result.json").read_text())
+    assert (result["launcher"], result["ranks_count"]) == ("torch", 2)
+    assert result["metrics"]["exactly_once"] is True
+
+
 MPI_ENV = {"PMI_RANK": "1", "PMI_SIZE": "2"}
 TORCH_ENV = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "localhost"}
 

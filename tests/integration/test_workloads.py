@@ -25,7 +25,9 @@ def spf_override(name: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.yaml")))
+# the llama3 checkpoint presets run in tests/integration/test_checkpoints.py
+@pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.yaml")
+                                        if not p.name.startswith("llama3_")))
 def test_workload_runs_scaled_down(name: str, workdir: Path, run_cli: Callable[..., int]) -> None:
     code = run_cli("run", str(WORKLOADS / name), f"dataset.data_folder={workdir / 'data'}",
                    *SCALE_DOWN, *spf_override(name))

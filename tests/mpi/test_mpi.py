@@ -6,6 +6,8 @@ Timing bounds are loose: 4 ranks share 2 cores.
 from __future__ import annotations
 
 import contextlib
+import csv
+import importlib.util
 import json
 import os
 import shutil
@@ -163,6 +165,30 @@ def test_workloads_under_four_ranks(name: str, workdir: Path) -> None:
     assert result["ranks_count"] == 4 and len(result["ranks"]) == 4
     assert result["metrics"]["exactly_once"] is True
     assert all(r["samples"] > 0 for r in result["ranks"])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="TensorFlow (the tensorflow extra) is not installed")
+def test_tensorflow_loader_under_two_ranks(workdir: Path) -> None:
+    """ResNet-50 scaled down through tf.data on 2 ranks: TFRecordDataset reads each rank's
+    files (2 at a time), every sample once, bytes counted, departures listed."""
+    workload = Path(__file__).resolve().parents[2] / "workloads" / "resnet50.yaml"
+    proc = mpirun(2, "run", str(workload), "--no-progress", "dataset.data_folder=data",
+                  "dataset.num_files_train=8", "dataset.num_samples_per_file=6",
+                  "dataset.record_length_bytes=16KiB", "dataset.record_length_bytes_resize=0",
+                  "reader.batch_size=4", "reader.read_threads=2", "reader.data_loader=tensorflow",
+                  "train.epochs=2", "train.computation_time=0.002")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["config"]["reader"]["data_loader"] == "tensorflow"
+    assert result["ranks_count"] == 2 and result["metrics"]["exactly_once"] is True
+    files = sorted((workdir / "data").rglob("*.tfrecord"))
+    with (workdir / "reports" / result["run_id"] / "timeline.csv").open() as f:
+        read = sum(int(row["bytes"]) for row in csv.DictReader(f))  # counted steps or not
+    assert read == 2 * sum(f.stat().st_size for f in files)  # every file once an epoch
+    assert any("TFRecordDataset opens the TFRecord files itself" in d
+               for d in result["deviations"])
+    assert "tensorflow" not in proc.stderr.lower()  # no substitution warning, no TF log lines
 
 
 @pytest.mark.parametrize(("name", "shape"), [
@@ -346,3 +372,19 @@ def test_a_configuration_error_is_one_line_from_the_job(workdir: Path, args: lis
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], proc.stderr
     assert not (workdir / "data").exists()
+
+
+def test_two_ranks_read_a_dlio_dataset_exactly_once(workdir: Path) -> None:
+    from tests.dlio_written import write_dlio_dataset
+
+    write_dlio_dataset(workdir / "dlio", files=12, dim=32, subfolders=3)
+    proc = mpirun(2, "run", "workload=default", f"++workload.dataset.data_folder={workdir}/dlio",
+                  "++workload.dataset.num_files_train=12",
+                  "++workload.dataset.num_subfolders_train=3", "++workload.reader.batch_size=2",
+                  "++workload.train.computation_time=0.001", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    result = last_result(workdir / "reports")
+    assert result["ranks_count"] == 2 and result["metrics"]["exactly_once"] is True
+    assert result["config"]["dataset"]["layout"] == "dlio"
+    delivered = sum(e["delivered"] for r in result["ranks"] for e in r["epochs"])
+    assert delivered == 12 * result["config"]["train"]["epochs"]  # 6 per rank and epoch

@@ -121,11 +121,13 @@ def test_defective_sweep_files(workdir: Path, refused: Refused, text: str,
     assert needle in refused("sweep", "s.yaml", "--dry-run")
 
 
-def test_checkpoints_need_a_model_size_and_training(refused: Refused) -> None:
+def test_checkpoints_need_a_model_size_or_a_layout(refused: Refused) -> None:
     assert "model.model_size_bytes is 0" in refused("show-config", "workflow.checkpoint=true")
-    assert "workflow.train is false" in refused(
+    assert "hidden_size or vocab_size is 0" in refused(
+        "show-config", "workflow.checkpoint=true", "model.num_layers=4")
+    assert "checkpoint.scale must be above 0" in refused(
         "show-config", "workflow.checkpoint=true", "model.model_size_bytes=1MB",
-        "workflow.train=false")
+        "checkpoint.scale=0")
 
 
 @pytest.mark.parametrize("argv", [

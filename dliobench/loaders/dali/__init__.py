@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dliobench.errors import ConfigError
-from dliobench.loaders.base import SampleReader
+from dliobench.loaders.base import SampleReader, refuse_rows
 from dliobench.loaders.dali.loader import DaliLoader
 
 if TYPE_CHECKING:
@@ -18,9 +17,7 @@ if TYPE_CHECKING:
 def build(plan: Plan, reader: SampleReader) -> DaliLoader:
     """The DALI loader as the plan's ``reader`` section configures it."""
     r = plan.config.reader
-    if plan.fmt.reads_rows:
-        raise ConfigError(f"reader.data_loader: dali does not read {plan.fmt.name} files "
-                          "(rows of columns); use native or pytorch")
+    refuse_rows(plan.fmt, "dali")
     return DaliLoader(reader, r.batch_size, r.read_threads, r.prefetch_size, r.drop_last,
                       r.multiprocessing_context, native_reader=r.dali_native_reader,
                       spec=plan.spec)

@@ -1,0 +1,278 @@
+"""dliobench's checkpoint-only workflow (llama3_8b scaled down) against fio and dd writing and
+reading the same bytes on the same disk.
+
+Usage: python benchmarks/checkpoints.py [--scale 0.02] [--reps 5] [--ranks 1 8]
+           [--formats torch raw] [--root /work/bench-ckpt] [--src DIR]
+
+For each launched rank count R and file format: ``mpiexec -n R dliobench run
+workloads/llama3_8b.yaml`` (an 8-rank TP 1 x PP 1 x DP 8 ZeRO-3 layout, so R=1 writes all 16
+files of a checkpoint, R=8 one rank's two files each) with ``checkpoint.scale``, ``--reps``
+writes then ``--reps`` reads, fsync on, eviction before each read. Its figure is the
+aggregate rate: a checkpoint's bytes over the slowest rank's time (MLPerf's duration),
+averaged over the repetitions as total bytes / total duration. Against it: fio with R jobs,
+each writing its share of the same bytes (buffered, 4 MiB writes, fsync on close: what a
+rank's torch.save plus fsync does), files removed between repetitions, then R jobs reading
+them (``invalidate=1``: fio drops their cached pages first, as the run's eviction does); and
+for R=1 ``dd`` of the same bytes with ``oflag=direct`` (write) and ``iflag=direct`` (read).
+``sync`` + ``drop_caches`` before every contender. Prints markdown with the commands; the
+files are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import benchinfo
+import dlio_peer
+from benchinfo import run
+
+REPO = Path(__file__).resolve().parent.parent
+PRESET = REPO / "workloads" / "llama3_8b.yaml"
+DD_RATE = re.compile(r"(\d+) bytes .* copied, ([\d.e+-]+) s")
+
+
+def mpiexec() -> str:
+    """The mpiexec next to this Python (the mpich wheel's), else the one on PATH."""
+    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
+        "mpiexec")
+    if found is None:
+        raise SystemExit("no mpiexec: install the mpi extra")
+    return found
+
+
+def dliobench(ranks: int, fmt: str, args: argparse.Namespace) -> tuple[dict, str]:
+    """One checkpoint-only run; its result's ``checkpoint`` and the command."""
+    out = args.root / "out"
+    cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "dliobench", "run", str(PRESET),
+           f"checkpoint.scale={args.scale}", f"checkpoint.num_checkpoints_write={args.per_run}",
+           f"checkpoint.num_checkpoints_read={args.per_run}",
+           "checkpoint.time_between_checkpoints=0", f"checkpoint.file_format={fmt}",
+           f"checkpoint.checkpoint_folder={args.root / 'ckpt'}", f"output.folder={out}",
+           "--no-progress"]
+    benchinfo.drop_caches()
+    run(cmd, args.src)
+    latest = sorted(p for p in out.iterdir() if (p / "result.json").exists())[-1]
+    ckpt = json.loads((latest / "result.json").read_text())["checkpoint"]
+    shutil.rmtree(latest)
+    return ckpt, " ".join(["mpiexec", *cmd[1:3], "python", *cmd[4:]])
+
+
+def fio(ranks: int, per_job: int, rw: str, folder: Path) -> tuple[float, str]:
+    """fio ``rw`` (write or read) with ``ranks`` jobs of ``per_job`` bytes each: bytes/s."""
+    cmd = ["fio", "--name=ckpt", f"--directory={folder}", f"--rw={rw}", "--bs=4M",
+           "--ioengine=psync", "--direct=0", f"--numjobs={ranks}", f"--size={per_job}",
+           "--group_reporting", "--output-format=json"]
+    if rw == "write":
+        cmd.append("--end_fsync=1")  # its time includes the fsync, as a checkpoint's does
+    else:
+        cmd.append("--invalidate=1")
+    folder.mkdir(parents=True, exist_ok=True)
+    benchinfo.drop_caches()
+    doc = json.loads(run(cmd).stdout)
+    return float(doc["jobs"][0][rw]["bw_bytes"]), " ".join(cmd[:-1])
+
+
+def dd(nbytes: int, rw: str, path: Path) -> tuple[float, str]:
+    """dd of ``nbytes`` with O_DIRECT (write with a final fsync, or read): bytes/s."""
+    block = 16 << 20
+    count = max(1, nbytes // block)
+    if rw == "write":
+        cmd = ["dd", "if=/dev/zero", f"of={path}", f"bs={block}", f"count={count}",
+               "oflag=direct", "conv=fsync"]
+    else:
+        cmd = ["dd", f"if={path}", "of=/dev/null", f"bs={block}", "iflag=direct"]
+    benchinfo.drop_caches()
+    match = DD_RATE.search(run(cmd).stderr)
+    assert match, "dd printed no rate"
+    return int(match.group(1)) / float(match.group(2)), " ".join(cmd)
+
+
+def contenders(ranks: int, nbytes: int, args: argparse.Namespace) -> dict[str, tuple]:
+    """One repetition of fio (and for one rank dd): write then read, (bytes/s, command)."""
+    folder = args.root / "fio"
+    shutil.rmtree(folder, ignore_errors=True)  # fresh files, as each checkpoint's are
+    out = {"fio write": fio(ranks, nbytes // ranks, "write", folder),
+           "fio read": fio(ranks, nbytes // ranks, "read", folder)}
+    shutil.rmtree(folder, ignore_errors=True)
+    if ranks == 1:
+        path = args.root / "dd.bin"
+        out["dd write"] = dd(nbytes, "write", path)
+        out["dd read"] = dd(nbytes, "read", path)
+        path.unlink(missing_ok=True)
+    return out
+
+
+TINY = {"files": 8, "record": 1 << 20}  # the dataset both tools train on before checkpointing
+
+
+def dlio_training_checkpoint(args: argparse.Namespace, model_bytes: int) -> tuple[float, int,
+                                                                                  str]:
+    """DLIO 2.0.0's training-time checkpoint (rank 0 torch.saves a model of ``model_bytes``
+    int8 plus its default 24.7 MB layer file, no fsync) after one epoch of a tiny dataset:
+    (bytes/s from its per_epoch_stats.json duration, bytes written, command)."""
+    root = args.root / "dlio"
+    shutil.rmtree(root, ignore_errors=True)
+    cmd = dlio_peer.command(args.dlio_venv, 1, {
+        **dlio_peer.npz_dataset(root / "data", TINY["files"], TINY["record"]),
+        "reader.batch_size": 2, "train.computation_time": 0, "train.epochs": 1,
+        "workflow.generate_data": True, "workflow.checkpoint": True,
+        "checkpoint.model_size": model_bytes, "checkpoint.checkpoint_after_epoch": 1,
+        "checkpoint.checkpoint_folder": root / "ckpt", "output.folder": root / "out"})
+    benchinfo.drop_caches()
+    run(cmd)
+    stats = json.loads(next((root / "out").rglob("per_epoch_stats.json")).read_text())
+    seconds = float(stats["1"]["ckpt1"]["duration"])
+    written = sum(p.stat().st_size for p in (root / "ckpt").iterdir())
+    shutil.rmtree(root, ignore_errors=True)
+    return written / seconds, written, " ".join(cmd)
+
+
+def ours_training_checkpoint(args: argparse.Namespace, nbytes: int, fsync: bool) -> tuple[
+        float, str]:
+    """dliobench's training-time checkpoint (rank_zero, ``nbytes``) after one epoch of the
+    same tiny dataset: (bytes/s from result.json, command)."""
+    root = args.root / "ours-train"
+    cmd = [sys.executable, "-m", "dliobench", "run", "workloads/unet3d.yaml",
+           f"dataset.data_folder={root / 'data'}", f"dataset.num_files_train={TINY['files']}",
+           f"dataset.record_length_bytes={TINY['record']}", "dataset.record_length_bytes_stdev=0",
+           "reader.batch_size=2", "train.computation_time=0", "train.epochs=1",
+           "workflow.checkpoint=true", "checkpoint.type=rank_zero",
+           f"model.model_size_bytes={nbytes}", f"checkpoint.fsync={str(fsync).lower()}",
+           f"checkpoint.checkpoint_folder={root / 'ckpt'}", f"output.folder={root / 'out'}",
+           "--no-progress"]
+    benchinfo.drop_caches()
+    run(cmd, args.src)
+    result = json.loads(next((root / "out").rglob("result.json")).read_text())
+    shutil.rmtree(root / "out", ignore_errors=True)
+    return float(result["checkpoint"]["write_bytes_per_s"]), " ".join(["python", *cmd[1:]])
+
+
+def against_dlio(args: argparse.Namespace, commands: list[str]) -> list[str]:
+    """Rounds of DLIO 2.0.0's training-time checkpoint and ours of the same bytes; medians."""
+    model_bytes = round(args.scale * 112_425_623_552)  # llama3_8b's checkpoint, scaled
+    theirs, ours_nosync, ours_sync = [], [], []
+    written = 0
+    for rep in range(args.reps):
+        rate, written, cmd = dlio_training_checkpoint(args, model_bytes)
+        theirs.append(rate)
+        ours_nosync.append(ours_training_checkpoint(args, written, False)[0])
+        rate, ours_cmd = ours_training_checkpoint(args, written, True)
+        ours_sync.append(rate)
+        if rep == 0:
+            commands += [cmd, ours_cmd.replace("fsync=true", "fsync=false|true")]
+    shutil.rmtree(args.root / "ours-train", ignore_errors=True)
+    d, n, f = [statistics.median(x) for x in (theirs, ours_nosync, ours_sync)]
+    return ["| tool (1 rank, training-time checkpoint after 1 epoch) | write GB/s | "
+            "dliobench / DLIO |", "|---|---|---|",
+            f"| DLIO 2.0.0 (torch.save of {written / 1e9:.2f} GB, no fsync; median of "
+            f"{len(theirs)}) | {gbps(d)} | |",
+            f"| dliobench rank_zero, fsync off (same bytes) | {gbps(n)} | {n / d:.2f} |",
+            f"| dliobench rank_zero, fsync on (same bytes) | {gbps(f)} | {f / d:.2f} |"]
+
+
+def gbps(x: float | None) -> str:
+    return "n/a" if x is None else f"{x / 1e9:.3f}"
+
+
+def compare(ranks: int, args: argparse.Namespace, commands: list[str]) -> list[str]:
+    """``--reps`` rounds, each: every dliobench format, then fio (and dd); medians."""
+    rates: dict[str, list[tuple[float, float]]] = {}
+    slowest: dict[str, list[tuple[float, float]]] = {}
+    about: dict[str, str] = {}
+    nbytes = 0
+    for rep in range(args.reps):
+        for fmt in args.formats:
+            ckpt, cmd = dliobench(ranks, fmt, args)
+            nbytes = int(ckpt["write"]["bytes_per_checkpoint"])
+            about[fmt] = f"{nbytes / 1e9:.2f} GB, {ckpt['files_per_checkpoint']} files"
+            rates.setdefault(f"dliobench {fmt}", []).append(
+                (ckpt["write"]["aggregate_bytes_per_s"], ckpt["read"]["aggregate_bytes_per_s"]))
+            slowest.setdefault(fmt, []).append((ckpt["write"]["throughput_bytes_per_s_mean"],
+                                                ckpt["read"]["throughput_bytes_per_s_mean"]))
+            if rep == 0:
+                commands.append(cmd)
+        others = contenders(ranks, nbytes, args)
+        for tool in ("fio", "dd"):
+            if f"{tool} write" in others:
+                rates.setdefault(tool, []).append((others[f"{tool} write"][0],
+                                                   others[f"{tool} read"][0]))
+                if rep == 0:
+                    commands += [others[f"{tool} write"][1], others[f"{tool} read"][1]]
+    med = {name: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v))
+           for name, v in rates.items()}
+    lines = []
+    for name, (w, r) in med.items():
+        if name.startswith("dliobench"):
+            fmt = name.split()[1]
+            sw = statistics.median(x for x, _ in slowest[fmt])
+            sr = statistics.median(y for _, y in slowest[fmt])
+            lines.append(f"| {ranks} | {name} ({about[fmt]} per checkpoint; MLPerf throughput, "
+                         f"slowest rank: {gbps(sw)}, {gbps(sr)}) | {gbps(w)} | {gbps(r)} | |")
+            continue
+        ratios = "; ".join(f"{fmt} {med[f'dliobench {fmt}'][0] / w:.2f}, "
+                           f"{med[f'dliobench {fmt}'][1] / r:.2f}" for fmt in args.formats)
+        lines.append(f"| {ranks} | {name} | {gbps(w)} | {gbps(r)} | {ratios} |")
+    return lines
+
+
+def planning_line() -> str:
+    """Markdown line: seconds to plan llama3_1t's 1,024-rank layout (every rank's files and
+    tensors, and the totals), best of 5, in this process."""
+    sys.path.insert(0, str(REPO))
+    from dliobench.config.load import load
+    from dliobench.run.ckpt_layout import layout_for
+
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        config, _ = load(REPO / "workloads" / "llama3_1t.yaml")
+        layout = layout_for(config, 1)
+        files = sum(len(layout.rank_files(r)) for r in range(layout.world))
+        total = sum(layout.totals())
+        best = min(best, time.perf_counter() - start)
+    return (f"- planning llama3_1t ({layout.world} ranks, {files} files, {total / 2**30:,.1f} "
+            f"GiB per checkpoint): {best:.3f} s (best of 5, one process)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=0.02)
+    parser.add_argument("--reps", type=int, default=5, help="rounds of all contenders")
+    parser.add_argument("--per-run", type=int, default=1,
+                        help="checkpoints each dliobench run writes and reads")
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--formats", nargs="+", default=["torch", "raw"])
+    parser.add_argument("--root", type=Path, default=Path("/work/bench-ckpt"))
+    parser.add_argument("--src", default=str(REPO))
+    parser.add_argument("--dlio-venv", default="", help="also compare with DLIO 2.0.0's "
+                        "training-time checkpoint (../shared/tools/install-dlio-peer.sh VENV)")
+    parser.add_argument("--only-dlio", action="store_true", help="skip fio/dd")
+    args = parser.parse_args()
+    args.root.mkdir(parents=True, exist_ok=True)
+    lines = ["| ranks | contender | write GB/s | read GB/s | dliobench torch / it, "
+             "raw / it (write, read) |", "|---|---|---|---|---|"]
+    commands: list[str] = []
+    try:
+        for ranks in [] if args.only_dlio else args.ranks:
+            lines += compare(ranks, args, commands)
+        if args.only_dlio:
+            lines = []
+        if args.dlio_venv:
+            lines += ["", *against_dlio(args, commands)]
+    finally:
+        shutil.rmtree(args.root, ignore_errors=True)
+    print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(args.src), "",
+                     *lines, "", "Commands (one repetition each):", "",
+                     *[f"    {c}" for c in commands], "", planning_line(),
+                     benchinfo.load_line()]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Existing datasets: your own files, or a dataset DLIO generated, read instead of generated.
+
+The folder is listed and its files indexed once (``dataset.indexing``) into the manifest,
+beside the data, or under ``<output.folder>/dataset-index/`` when the data folder cannot be
+written; the manifest then also names the files (``names.txt``), so later runs neither list
+the folder nor derive names. The run's configuration takes the format, file count, samples
+per file and sample sizes from the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dliobench.comm.world import Comm, World
+from dliobench.config.schema import Config, DatasetConfig
+from dliobench.dataset.indexing import Index, index
+from dliobench.dataset.layout import TRAIN
+from dliobench.dataset.manifest import (
+    FOLDER,
+    IDENTITY_KEYS,
+    Manifest,
+    identity,
+    read_whole,
+    records,
+)
+from dliobench.errors import DatasetError, InputError
+from dliobench.formats import format_for
+from dliobench.storage import backend_for
+from dliobench.storage.backend import Backend
+from dliobench.storage.location import is_url
+from dliobench.units import size_text
+
+log = logging.getLogger(__name__)
+NAMES_KEY = f"{FOLDER}/names.txt"
+INDEX_ROOT = "dataset-index"  # under output.folder, for data folders we cannot write
+
+
+@dataclass(frozen=True)
+class Existing:
+    """An indexed existing dataset: the configuration that reads it, its files' keys and the
+    storage its manifest lives on."""
+
+    config: Config
+    keys: list[str]
+    manifest_backend: Backend
+    layout: str
+
+
+def wanted(dataset: DatasetConfig) -> bool:
+    """Whether the data folder holds an existing dataset to read rather than generate: said
+    so, or (``layout: auto``) DLIO's first file of this configuration is there (one stat)."""
+    if dataset.source == "existing" or dataset.layout == "dlio":
+        return True
+    if dataset.layout != "auto" or is_url(dataset.data_folder):  # object stores: generated
+        return False
+    try:
+        return _has_dlio_names(backend_for(dataset.data_folder), dataset)
+    except OSError:
+        return False
+
+
+def dlio_first_keys(dataset: DatasetConfig) -> list[str]:
+    """The keys DLIO gives the first training file of this configuration:
+    ``train/[<subfolder>/]<prefix>_<i>_of_<n>.<format>``, with i and the subfolder padded to
+    the digits of n and of the subfolder count (2.0 and main), or unpadded (1.x)."""
+    n, sub = dataset.num_files_train, dataset.num_subfolders_train
+    out = []
+    for first, folder in (("0" * len(str(n)), "0" * len(str(sub))), ("0", "0")):
+        name = f"{dataset.file_prefix}_{first}_of_{n}.{dataset.format}"
+        out.append(f"{TRAIN}/{folder}/{name}" if sub > 1 else f"{TRAIN}/{name}")
+    return out
+
+
+def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
+    """The existing dataset the configuration points at, indexed (once) by rank 0; None when
+    the dataset is to be generated."""
+    if not wanted(config.dataset):
+        return None
+    found = _open_or_index(config) if world.is_root else None
+    shared: tuple[dict[str, Any], list[str], str] | None = comm.bcast(found)
+    assert shared is not None
+    params, keys, where = shared
+    if world.is_root and params.get("samples_not_read"):
+        log.warning("the files of %s hold different numbers of samples: each is read as %d "
+                    "sample(s), so %d sample(s) are never read", config.dataset.data_folder,
+                    params["num_samples_per_file"], params["samples_not_read"])
+    dataset = replace(config.dataset, **{k: params[k] for k in IDENTITY_KEYS},
+                      num_files_train=len(keys), source="existing", layout=str(params["layout"]))
+    return Existing(replace(config, dataset=dataset), keys, backend_for(where),
+                    str(params["layout"]))
+
+
+def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
+    """(manifest parameters, file keys, manifest folder): the index beside the data or in the
+    output folder, or a new one."""
+    d = config.dataset
+    if is_url(d.data_folder):
+        raise InputError(f"dataset.data_folder {d.data_folder}: existing datasets are read from "
+                         "POSIX folders only (an object store's cannot be indexed yet); let "
+                         "dliobench generate it there (dataset.source=generate)")
+    folder = Path(d.data_folder)
+    if not folder.is_dir():
+        raise InputError(f"dataset.data_folder {folder} is not a folder; give the folder "
+                         "holding your dataset")
+    for place in (str(folder), str(fallback_folder(config))):
+        backend = backend_for(place)
+        manifest = Manifest.load(backend) if os.path.isdir(place) else None
+        if manifest is None:
+            continue
+        if manifest.params.get("source") != "existing":
+            raise DatasetError(f"{folder} holds a dataset dliobench generated; run it without "
+                               "dataset.source=existing and dataset.layout=dlio")
+        names = read_whole(backend, NAMES_KEY)
+        if names is None:
+            raise DatasetError(f"the index in {backend.describe(FOLDER)} lacks its list of "
+                               "files; delete that folder to index the dataset again")
+        return manifest.params, bytes(names).decode().split("\n"), place
+    return _new_index(config)
+
+
+def fallback_folder(config: Config) -> Path:
+    """Where the index of a data folder we cannot write goes: one folder per data folder."""
+    path = os.path.abspath(config.dataset.data_folder)
+    slug = path.strip("/").replace("/", "_")[-60:] or "root"
+    digest = hashlib.sha1(path.encode()).hexdigest()[:8]
+    return Path(config.output.folder) / INDEX_ROOT / f"{slug}-{digest}"
+
+
+def _new_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
+    """List and index the folder; write the manifest where it can go."""
+    d = config.dataset
+    data = backend_for(d.data_folder)
+    layout = "dlio" if d.layout == "dlio" or _has_dlio_names(data, d) else "own"
+    prefix = TRAIN if layout == "dlio" or os.path.isdir(os.path.join(d.data_folder, TRAIN)) \
+        else ""
+    found = index(data, prefix, samples_last=layout == "dlio", checksums=d.index_checksums)
+    params = _params(d, found, layout)
+    place = d.data_folder if writable(data) else str(fallback_folder(config))
+    _write(backend_for(place), params, found)
+    log.info("indexed %d %s files in %s (%s, %d sample(s) per file, %s bytes per sample on "
+             "average); the index is in %s", len(found.keys), found.format, d.data_folder,
+             size_text(int(found.sizes.sum())), params["num_samples_per_file"],
+             f"{params['record_length_bytes']:,}", backend_for(place).describe(FOLDER))
+    return params, found.keys, place
+
+
+def _has_dlio_names(data: Backend, dataset: DatasetConfig) -> bool:
+    """DLIO's first file of this configuration is in the data folder."""
+    return any(data.size(key) is not None for key in dlio_first_keys(dataset))
+
+
+def _params(dataset: DatasetConfig, found: Index, layout: str) -> dict[str, Any]:
+    """The manifest's parameters: the identity of the configuration that reads the files."""
+    per_file = int(found.samples.min())
+    sample = found.sample_bytes.astype(np.float64)
+    derived = replace(dataset, format=found.format, num_samples_per_file=per_file,
+                      record_length_bytes=max(1, round(float(sample.mean()))),
+                      record_length_bytes_stdev=round(float(sample.std())),
+                      num_subfolders_train=0)
+    unread = int((found.samples - per_file).sum())
+    return {**identity(derived), "source": "existing", "layout": layout,
+            "data_folder": os.path.abspath(dataset.data_folder), "files": len(found.keys),
+            "samples_not_read": unread, "checksums": found.crcs is not None}
+
+
+def _write(backend: Backend, params: dict[str, Any], found: Index) -> None:
+    """Commit the names, then the manifest (its header last: it is the commit)."""
+    sides = format_for(replace(DatasetConfig(), format=found.format,
+                               source="existing")).side_suffixes
+    manifest = Manifest(backend, dict(params), list(sides))
+    backend.make_room(FOLDER)
+    backend.put(NAMES_KEY, "\n".join(found.keys).encode())
+    crcs = found.crcs if found.crcs is not None else np.zeros(len(found.keys), np.uint32)
+    entries = {i: (int(size), int(crc), ()) for i, (size, crc) in
+               enumerate(zip(found.sizes, crcs, strict=True))}
+    manifest.compact(min_files=len(found.keys), extra=records(entries, len(sides)))
+
+
+def writable(backend: Backend) -> bool:
+    """Whether we can write into the folder (a read-only mount or permissions say no)."""
+    probe = f".dliobench-probe-{os.getpid()}"
+    try:
+        backend.put(probe, b"")
+        backend.delete(probe)
+    except OSError:
+        return False
+    return True

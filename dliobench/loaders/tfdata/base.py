@@ -1,0 +1,46 @@
+"""TensorFlow for the tf.data loader: imported quietly, once, only when that loader is chosen.
+
+TensorFlow's C++ side prints start-up lines on import (oneDNN's notice, CPU-feature hints) and
+TF's Python side AutoGraph warnings; neither concerns a benchmark's user, so both are silenced
+unless the user set the variables. oneDNN only changes floating-point kernels, which this
+pipeline never runs (it moves bytes).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+from dliobench.errors import DatasetError, MissingExtraError
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # C++ INFO and WARNING lines
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # its notice is printed before absl's level
+
+try:
+    import tensorflow as _tf
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError("TensorFlow", "tensorflow") from exc
+
+_tf.get_logger().setLevel(logging.ERROR)
+tf: Any = _tf  # used untyped: TensorFlow ships no usable stubs
+no_autograph = tf.autograph.experimental.do_not_convert  # plain tf.function tracing
+
+
+def options(threads: int) -> Any:
+    """tf.data options: deterministic order, and a private pool of ``threads`` threads (as
+    DLIO's tf.data loader sizes it) so the pipeline uses what ``reader.read_threads`` says."""
+    opts = tf.data.Options()
+    opts.deterministic = True
+    opts.threading.private_threadpool_size = max(1, threads)
+    opts.threading.max_intra_op_parallelism = 1
+    return opts
+
+
+def read_error(exc: Exception) -> DatasetError:
+    """A tf.data read failure (a damaged or missing TFRecord file) as one sentence."""
+    message = str(getattr(exc, "message", exc)).strip().splitlines()[0]
+    message = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*$", "", message).rstrip(".")  # TF's op names
+    return DatasetError(f"tf.data could not read the dataset: {message}; check the file "
+                        "system, or regenerate the dataset with `dliobench generate`")

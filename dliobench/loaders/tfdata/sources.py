@@ -1,0 +1,164 @@
+"""Where a tf.data epoch's samples come from: TFRecord files read by TensorFlow itself, or
+dliobench's format readers run inside the pipeline.
+
+Each source yields ``(sample bytes, global id, bytes read)`` with the sample a flat uint8
+vector, so the rest of the pipeline (map, batch, prefetch) is one and the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dliobench.errors import DlioBenchError
+from dliobench.loaders.base import SampleReader
+from dliobench.loaders.tfdata.base import no_autograph, tf
+
+TFRECORD_BUFFER = 256 * 1024  # TFRecordDataset's default read buffer (bytes)
+
+
+@dataclass
+class RecordFiles:
+    """One epoch's TFRecord files in the order the plan first reaches them, which of their
+    records the plan holds (sample sharding may give a rank part of a file), and how each
+    file's bytes are spread over its delivered records.
+
+    TFRecordDataset reads a file whole, so its size is counted, spread evenly over the
+    records delivered from it (``share`` each, the first also ``extra``): every batch
+    carries the bytes read for it, and an epoch's total is the files' sizes.
+    """
+
+    files: np.ndarray   # file indices, in order
+    keep: np.ndarray | None  # per record of these files (file position x spf): planned; None: all
+    share: np.ndarray   # per file position: bytes counted per delivered record
+    extra: np.ndarray   # per file position: the rest, counted with its first delivered record
+    first: np.ndarray   # per file position: the record (local index) carrying ``extra``
+    samples_per_file: int
+
+    @classmethod
+    def of(cls, ids: np.ndarray, samples_per_file: int, sizes: Any) -> RecordFiles:
+        """The files holding ``ids`` (``sizes`` by file index), and the records to keep."""
+        spf = samples_per_file
+        per_file = ids // spf
+        _, first_seen = np.unique(per_file, return_index=True)
+        files = per_file[np.sort(first_seen)]
+        position = np.empty(int(files.max()) + 1, dtype=np.int64)
+        position[files] = np.arange(files.size)
+        local = position[per_file] * spf + ids % spf
+        kept = np.bincount(position[per_file], minlength=files.size)
+        first = np.full(files.size, files.size * spf, dtype=np.int64)
+        np.minimum.at(first, position[per_file], local)  # each file's first record delivered
+        size = np.array([int(sizes[i]) for i in files.tolist()], dtype=np.int64)
+        share = size // kept
+        keep = None
+        if files.size * spf != ids.size:
+            keep = np.zeros(files.size * spf, dtype=bool)
+            keep[local] = True
+        return cls(files, keep, share, size - share * kept, first, spf)
+
+    def account(self, local: np.ndarray) -> tuple[np.ndarray, int]:
+        """The global ids of a batch of records (by local index) and the bytes they carry."""
+        spf = self.samples_per_file
+        pos = local // spf
+        at_first = local == self.first[pos]
+        ids = self.files[pos] * spf + local % spf
+        return ids, int(self.share[pos].sum() + self.extra[pos][at_first].sum())
+
+    @property
+    def skipped(self) -> int:
+        """Records read only to be skipped (not in this rank's plan)."""
+        return 0 if self.keep is None else int((~self.keep).sum())
+
+
+def tfrecord_source(paths: list[str], files: RecordFiles, samples_per_file: int,
+                    num_parallel_reads: int) -> Any:
+    """Records of ``paths`` through ``tf.data.TFRecordDataset``, each with its local index
+    (file position x spf + record): ``RecordFiles.account`` turns a batch of those into ids.
+
+    ``TFRecordDataset(paths, num_parallel_reads=N)`` is TensorFlow's interleave of one
+    ``TFRecordDataset`` per file, N files at a time, one record from each in turn
+    (tensorflow/python/data/ops/readers.py, ``_create_dataset_reader``). It is spelled out here
+    so each record travels with the file it came from: its id is observed, not inferred.
+    N <= 1 reads file after file.
+    """
+    spf = samples_per_file
+    local = np.arange(files.files.size, dtype=np.int64) * spf
+    table = tf.data.Dataset.from_tensor_slices((paths, local))
+
+    @no_autograph
+    def one_file(path: Any, first: Any) -> Any:
+        records = tf.data.TFRecordDataset(path, buffer_size=TFRECORD_BUFFER)
+        return tf.data.Dataset.zip((records, tf.data.Dataset.range(first, first + spf)))
+
+    if num_parallel_reads > 1:
+        ds = table.interleave(one_file, cycle_length=num_parallel_reads, block_length=1,
+                              num_parallel_calls=num_parallel_reads, deterministic=True)
+    else:
+        ds = table.flat_map(one_file)
+    if files.keep is not None:
+        keep = tf.constant(files.keep)
+        ds = ds.filter(no_autograph(lambda _r, at: tf.gather(keep, at)))
+    return ds
+
+
+@no_autograph
+def parse_example(record: Any, at: Any) -> tuple[Any, Any]:
+    """The sample bytes of one tf.train.Example record."""
+    feature = {"image": tf.io.FixedLenFeature([], tf.string)}
+    image = tf.io.parse_single_example(record, feature)["image"]
+    return tf.io.decode_raw(image, tf.uint8), at
+
+
+def _signature() -> tuple[Any, Any, Any]:
+    """What a source yields: (sample bytes, global id, bytes read)."""
+    return (tf.TensorSpec([None], tf.uint8), tf.TensorSpec([], tf.int64),
+            tf.TensorSpec([], tf.int64))
+
+
+@dataclass
+class Failures:
+    """Read errors raised inside the pipeline's generators, raised again by the consumer."""
+
+    errors: list[DlioBenchError] = field(default_factory=list)
+
+    def check(self) -> None:
+        """Raise the first error a generator met."""
+        if self.errors:
+            raise self.errors[0]
+
+
+def generator_source(reader: SampleReader, ids: np.ndarray, parallel: int,
+                     failures: Failures) -> Any:
+    """Samples ``ids`` read by ``reader`` in ``max(1, parallel)`` ``from_generator`` streams,
+    interleaved back into the plan's order.
+
+    Stream j reads ``ids[j::n]``; an interleave over the n streams taking one element from
+    each in turn yields ``ids`` in order, with n streams reading at once. Bytes are counted at
+    the read call, as every loader counts them.
+    """
+    n = max(1, min(parallel, ids.size)) if ids.size else 1
+
+    def stream(part: Any) -> Iterator[tuple[np.ndarray, int, int]]:
+        for sample_id in ids[int(part)::n].tolist():
+            if failures.errors:
+                return
+            try:
+                sample, nbytes = reader.read(sample_id)
+            except DlioBenchError as exc:
+                failures.errors.append(exc)
+                return
+            yield np.ascontiguousarray(sample).reshape(-1).view(np.uint8), sample_id, nbytes
+
+    @no_autograph
+    def one_stream(part: Any) -> Any:
+        return tf.data.Dataset.from_generator(stream, args=(part,),
+                                              output_signature=_signature())
+
+    parts = tf.data.Dataset.range(n)
+    if parallel > 1:
+        return parts.interleave(one_stream, cycle_length=n, block_length=1,
+                                num_parallel_calls=n, deterministic=True)
+    return parts.flat_map(one_stream)
