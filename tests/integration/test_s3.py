@@ -190,3 +190,20 @@ def test_a_killed_generation_resumes_and_a_run_lists_nothing(
     assert counts["get"] >= 600 and counts["put"] >= result["generation"]["files"], counts
     with pytest.raises(client.exceptions.ClientError):  # released
         client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
+
+
+def test_checkpoint_only_runs_write_and_read_in_s3(
+        workdir: Path, run_cli: Callable[..., int], s3_env: S3Server) -> None:
+    pytest.importorskip("torch")
+    bucket = s3_env.bucket("ckpt-only")
+    preset = Path(__file__).resolve().parents[2] / "workloads" / "llama3_8b.yaml"
+    assert run_cli("run", str(preset), "checkpoint.scale=0.0001",
+                   "checkpoint.time_between_checkpoints=0", "checkpoint.num_checkpoints_write=1",
+                   "checkpoint.num_checkpoints_read=1",
+                   f"checkpoint.checkpoint_folder=s3://{bucket}/ckpt", *s3_env.overrides(),
+                   "--no-progress") == 0
+    result = last_result(workdir / "reports")
+    ckpt = result["checkpoint"]
+    assert ckpt["write"]["count"] == 1 and ckpt["read"]["count"] == 1
+    assert ckpt["files_per_checkpoint"] == 16 and result["storage"]["fs_type"] == "s3"
+    assert s3_env.client().list_objects_v2(Bucket=bucket)["KeyCount"] == 0  # not kept
