@@ -118,3 +118,38 @@ def test_a_batch_holds_the_columns_pyarrow_reads_at_its_rows(tmp_path: Path) -> 
     one, _ = fmt.read_sample(Stored(reader.backend, reader.keys[1]), reader.sizes[1], 200, 5,
                              False)
     assert np.array_equal(one, row_bytes(reader.read_batch(np.array([205]))[0])[0])
+
+
+def test_a_local_file_pyarrow_reads_itself_counts_what_the_seam_would(tmp_path: Path) -> None:
+    """Buffered local files are read by pyarrow's own file and counted by the thread's read
+    counters: the same bytes as the backend's counting file object records for the same
+    reads (footer once per open file, each row group's column chunks once per read)."""
+    import numpy as np
+
+    from dliobench.config.schema import ParquetColumn
+    from dliobench.formats import parquet
+    from dliobench.loaders.base import SampleReader
+    from dliobench.storage.posix import PosixBackend
+
+    if not parquet.NATIVE_COUNTING:
+        pytest.skip("no per-thread read counters (/proc/thread-self/io)")
+
+    class ThroughTheSeam(PosixBackend):
+        def local_path(self, key: str) -> None:
+            return None
+
+    columns = (ParquetColumn("a", "float32", 3), ParquetColumn("b", "uint8", 20, read=False),
+               ParquetColumn("c", "int64", 1))
+    paths = [tmp_path / f"f{i}.parquet" for i in range(2)]
+    for path in paths:
+        parquet.ParquetFormat(columns, 100).write(
+            path, np.random.default_rng(1).integers(0, 256, (300, 40), dtype=np.uint8))
+    sizes = [p.stat().st_size for p in paths]
+    ids = [np.arange(0, 250), np.arange(250, 600), np.array([5, 420, 7]), np.arange(0, 250)]
+    counts = []
+    for backend in (PosixBackend(str(tmp_path)), ThroughTheSeam(str(tmp_path))):
+        fmt = parquet.ParquetFormat(columns, 100)
+        reader = SampleReader(fmt, backend, [p.name for p in paths], sizes, 300)
+        counts.append([reader.read_batch(batch)[1] for batch in ids])
+    native, seam = counts
+    assert native == seam and all(n > 0 for n in native)
