@@ -382,19 +382,21 @@ def _point_status(outcome: Any) -> str:
 
 def _sweep_dry_run(spec: SweepSpec) -> int:
     """List every point with the settings that differ between points, all checked."""
-    from dliobench.report.sweep import check_points, command, point_name
+    from dliobench.config.secrets import redact_argv
+    from dliobench.report.sweep import check_points, command, point_name, shown_settings
 
     checked = check_points(spec)
     print(f"sweep {spec.name}: {len(checked)} point(s), workload {spec.workload}, fixed "
-          f"overrides: {' '.join(spec.overrides) or 'none'}")
+          f"overrides: {' '.join(redact_argv(spec.overrides)) or 'none'}")
     for ranks, settings, config in checked:
-        shown = ", ".join(f"{k}={v}" for k, v in settings.items()) or "(the workload as is)"
+        shown = ", ".join(f"{k}={v}" for k, v in shown_settings(settings).items()) or \
+            "(the workload as is)"
         print(f"  {point_name(ranks, settings)}: {ranks} rank(s); {shown}; "
               f"{config.dataset.num_files_train} {config.dataset.format} files in "
               f"{config.dataset.data_folder}, {config.train.computation_time:g} s/batch")
     ranks, settings, _ = checked[0]
     out = spec.output / "<sweep>" / point_name(ranks, settings)
-    print(f"first command: {' '.join(command(spec, ranks, settings, out))}")
+    print(f"first command: {' '.join(redact_argv(command(spec, ranks, settings, out)))}")
     print("all points load; nothing was run (drop --dry-run to run them)")
     return 0
 

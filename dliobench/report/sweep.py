@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dliobench.config.secrets import REDACTED, redact_argv
 from dliobench.errors import ConfigError
 from dliobench.results.files import read_result, write_json
 from dliobench.results.schema import RunResult
@@ -182,7 +183,19 @@ def point_name(ranks: int, settings: dict[str, Any]) -> str:
     """A folder-safe name of a point, e.g. ``r4-reader.data_loader=pytorch``."""
     parts = [f"r{ranks}", *(Path(str(v)).stem if k == "workload" else f"{k}={v}"
                             for k, v in settings.items() if k != "output.label")]
-    return "-".join(parts).replace("/", "_").replace(" ", "")
+    return "-".join(redact_argv(parts)).replace("/", "_").replace(" ", "")
+
+
+def _shown_axes(axes: dict[str, Any]) -> dict[str, Any]:
+    """The sweep's axes with the values of a secret key (an axis of credentials) redacted."""
+    return {k: v if redact_argv([f"{k}=x"]) == [f"{k}=x"] else [REDACTED] * len(v)
+            for k, v in axes.items()}
+
+
+def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A point's settings as files and the console may show them: secrets redacted."""
+    return dict(item.split("=", 1) for item in redact_argv([f"{k}={v}" for k, v in
+                                                             settings.items()]))
 
 
 def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) -> list[str]:
@@ -241,9 +254,10 @@ def _pct(x: float | None) -> str:
 def save_summary(folder: Path, spec: SweepSpec, outcomes: list[PointOutcome],
                  extra: dict[str, Any] | None = None) -> Path:
     """Write ``sweep.json``: the spec and every point's run folder or error."""
-    doc = {"name": spec.name, "workload": str(spec.workload), "overrides": spec.overrides,
-           "axes": spec.axes, "points": [
-               {"name": o.name, "ranks": o.ranks, "settings": o.settings,
+    doc = {"name": spec.name, "workload": str(spec.workload),
+           "overrides": redact_argv(spec.overrides), "axes": _shown_axes(spec.axes),
+           "points": [
+               {"name": o.name, "ranks": o.ranks, "settings": shown_settings(o.settings),
                 "run_dir": o.run_dir, "error": o.error,
                 "au": o.result["metrics"]["au"] if o.result else None} for o in outcomes]}
     doc.update(extra or {})

@@ -132,3 +132,29 @@ def test_the_shipped_layout_comparison_measures_and_labels_each_layout(
     assert len(results) == 3
     assert all(r["config"]["reader"]["odirect"] and r["metrics"]["bytes_per_s"] for r in results)
     assert {r["verdict"]["limiter"] for r in results} == {"not applicable"}
+
+
+def test_a_sweep_never_shows_a_secret(workdir: Path, write_workload: Callable[..., Path],
+                                      run_cli: Callable[..., int],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Credentials given to a sweep (fixed or as an axis) are redacted in what it prints,
+    in its point folders' names and in sweep.json."""
+    from dliobench.report.sweep import PointOutcome, load_sweep, point_name, save_summary
+
+    workload = write_workload(tiny_workload(train={"epochs": 1}))
+    sweep = workdir / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "t", "workload": str(workload), "output": str(workdir / "sweeps"),
+        "overrides": ["storage.s3_secret_access_key=FIXEDSECRET"],
+        "axes": {"storage.s3_access_key_id": ["AXISKEYID1", "AXISKEYID2"]}}))
+    assert run_cli("sweep", str(sweep), "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "2 point(s)" in out and "<redacted>" in out
+    assert "FIXEDSECRET" not in out and "AXISKEYID" not in out
+    spec = load_sweep(sweep)
+    settings = {"storage.s3_access_key_id": "AXISKEYID1"}
+    assert "AXISKEYID" not in point_name(1, settings)
+    workdir.joinpath("s").mkdir()
+    path = save_summary(workdir / "s", spec, [PointOutcome(point_name(1, settings), 1,
+                                                           settings)])
+    assert "SECRET" not in path.read_text() and "AXISKEYID" not in path.read_text()
