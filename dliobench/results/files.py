@@ -11,12 +11,15 @@ import json
 import secrets
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
 from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
+
+if TYPE_CHECKING:
+    from dliobench.comm.world import Comm, World
 from dliobench.storage.atomic import write_json_atomic
 from dliobench.storage.posix_io import read_text
 
@@ -30,6 +33,20 @@ def new_run_id(workload: str) -> str:
     """``YYYYmmdd-HHMMSS-<workload>-<6 hex>``."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in workload) or "run"
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}-{secrets.token_hex(3)}"
+
+
+def open_run_folder(config: Config, world: World, comm: Comm) -> tuple[str, Path]:
+    """The run's id (rank 0 chooses it, every rank gets it) and its folder, which rank 0
+    creates (a folder that cannot be made is one sentence)."""
+    run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
+    run_dir = Path(config.output.folder) / run_id
+    if world.is_root:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise DlioBenchError(f"cannot create the run folder {run_dir}: {exc.strerror}; "
+                                 "free space or choose another output.folder") from None
+    return run_id, run_dir
 
 
 def config_dict(config: Config) -> dict[str, Any]:

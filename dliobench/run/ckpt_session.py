@@ -14,7 +14,7 @@ from dliobench.config.schema import Config
 from dliobench.errors import DlioBenchError
 from dliobench.results import ckpt_summary, sysinfo
 from dliobench.results.assemble import build_result
-from dliobench.results.files import new_run_id, write_result
+from dliobench.results.files import open_run_folder, write_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.ckpt_layout import Layout, layout_for
@@ -52,14 +52,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         save: Any) -> tuple[Path | None, Any, str | None]:
     """Run the checkpoints; rank 0 returns (run folder, result, problem), others Nones.
     ``save`` commits the result files (``session.save``)."""
-    run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
-    run_dir = Path(config.output.folder) / run_id
-    if world.is_root:
-        try:
-            run_dir.mkdir(parents=True, exist_ok=False)
-        except OSError as exc:
-            raise DlioBenchError(f"cannot create the run folder {run_dir}: {exc.strerror}; "
-                                 "free space or choose another output.folder") from None
+    run_id, run_dir = open_run_folder(config, world, comm)
     started = _now()
     trace = RankTrace(world.rank, world.host, Timeline(world.rank))
     done = CheckpointRun(trace.checkpoint_ops)

@@ -19,7 +19,7 @@ from dliobench.dataset.lock import locked
 from dliobench.errors import DlioBenchError
 from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result
-from dliobench.results.files import new_run_id, write_result
+from dliobench.results.files import open_run_folder, write_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.metadata import metadata_phase
 from dliobench.results.schema import RunResult
@@ -78,14 +78,7 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
         extra.update(metadata_phase(ready.plan, world, comm))
     if not config.workflow.train:
         return RunOutcome(None, None)
-    run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
-    run_dir = Path(config.output.folder) / run_id
-    if world.is_root:
-        try:
-            run_dir.mkdir(parents=True, exist_ok=False)
-        except OSError as exc:
-            raise DlioBenchError(f"cannot create the run folder {run_dir}: {exc.strerror}; "
-                                 "free space or choose another output.folder") from None
+    run_id, run_dir = open_run_folder(config, world, comm)
     started = _now()
     staged = None
     try:
