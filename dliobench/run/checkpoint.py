@@ -17,8 +17,8 @@ import numpy as np
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
-from dliobench.errors import DatasetError
 from dliobench.results.measured import CheckpointEvent
+from dliobench.run.ckpt_files import checkpoint_writer, write_repeated
 from dliobench.storage import backend_for, lustre
 
 CHUNK = 64 << 20
@@ -93,22 +93,10 @@ class Checkpointer:
         self.backend.make_room(folder)
         chunk = memoryview(self._chunk().data)
         start = time.perf_counter()
-        writer = self.backend.open_write(key)
-        try:
-            left = self.nbytes
-            while left:
-                part = chunk[:min(left, len(chunk))]
-                writer.write(part)
-                left -= len(part)
+        with checkpoint_writer(self.backend, key) as writer:
+            write_repeated(writer, chunk, self.nbytes)
             writer.commit(durable=self.cfg.fsync)
             self.written.append(key)
-        except BaseException as exc:  # an interrupted shard leaves no partial file
-            writer.abort()
-            if isinstance(exc, OSError):
-                raise DatasetError(f"cannot write checkpoint {self.backend.describe(key)}: "
-                                   f"{exc.strerror}; free space or choose another "
-                                   "checkpoint.checkpoint_folder") from None
-            raise
         return time.perf_counter() - start
 
     def finish(self) -> None:

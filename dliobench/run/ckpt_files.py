@@ -9,7 +9,9 @@ is fsynced at commit when asked.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.errors import ConfigError, DatasetError
 from dliobench.run.ckpt_layout import DTYPE_BYTES, ShardFile
 from dliobench.storage import Backend
+from dliobench.storage.backend import Writer
 
 CHUNK = 64 << 20
 TORCH_DTYPES = {"int8": "int8", "uint8": "uint8", "fp16": "float16", "bf16": "bfloat16",
@@ -69,9 +72,7 @@ class ShardWriter:
 
     def write(self, backend: Backend, key: str, shard: ShardFile, durable: bool) -> int:
         """Write ``shard`` under ``key``; return the bytes the file holds."""
-        writer = backend.open_write(key)
-        written = 0
-        try:
+        with checkpoint_writer(backend, key) as writer:
             if self.fmt == "torch":  # torch writes the spool file itself: no Python copies
                 import torch
 
@@ -79,21 +80,35 @@ class ShardWriter:
                 torch.save(self._states[shard.name], str(spool))
                 written = spool.stat().st_size
             else:
-                chunk, left = self._raw_chunk(), shard.nbytes
-                while left:
-                    part = chunk[:min(left, len(chunk))]
-                    writer.write(part)
-                    left -= len(part)
+                write_repeated(writer, self._raw_chunk(), shard.nbytes)
                 written = shard.nbytes
             writer.commit(durable=durable)
-        except BaseException as exc:  # an interrupted shard leaves no partial file
-            writer.abort()
-            if isinstance(exc, OSError):
-                raise DatasetError(f"cannot write checkpoint {backend.describe(key)}: "
-                                   f"{exc.strerror}; free space or choose another "
-                                   "checkpoint.checkpoint_folder") from None
-            raise
         return written
+
+
+@contextlib.contextmanager
+def checkpoint_writer(backend: Backend, key: str) -> Iterator[Writer]:
+    """The backend's writer of checkpoint file ``key``; anything that interrupts the block
+    aborts it (no partial file), a storage error as one sentence."""
+    writer = backend.open_write(key)
+    try:
+        yield writer
+    except BaseException as exc:
+        writer.abort()
+        if isinstance(exc, OSError):
+            raise DatasetError(f"cannot write checkpoint {backend.describe(key)}: "
+                               f"{exc.strerror}; free space or choose another "
+                               "checkpoint.checkpoint_folder") from None
+        raise
+
+
+def write_repeated(writer: Writer, chunk: memoryview, nbytes: int) -> None:
+    """Write ``nbytes`` through ``writer``, ``chunk`` after ``chunk`` (the last one cut)."""
+    left = nbytes
+    while left:
+        part = chunk[:min(left, len(chunk))]
+        writer.write(part)
+        left -= len(part)
 
 
 def read(backend: Backend, key: str, buffer: memoryview) -> int:
