@@ -31,12 +31,17 @@ def redact_config(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def is_secret(key: str) -> bool:
+    """Whether an override's key (its name or an alias, Hydra's ``+``/``workload.`` prefixes
+    allowed) names a credential."""
+    bare = key.strip().lstrip("+").removeprefix("workload.")
+    return any(bare == name or bare in aliases for name, aliases in secret_keys().items())
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """A command line with the values of secret overrides (``KEY=VALUE``) replaced."""
-    names = {n for name, aliases in secret_keys().items() for n in (name, *aliases)}
     out = []
     for item in argv:
         name, sep, _ = item.partition("=")
-        bare = name.strip().lstrip("+").removeprefix("workload.")
-        out.append(f"{name}={REDACTED}" if sep and bare in names else item)
+        out.append(f"{name}={REDACTED}" if sep and is_secret(name) else item)
     return out

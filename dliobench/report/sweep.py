@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dliobench.config.secrets import REDACTED, redact_argv
+from dliobench.config.secrets import REDACTED, is_secret, redact_argv
 from dliobench.errors import ConfigError
 from dliobench.results.files import read_result, write_json
 from dliobench.results.schema import RunResult
@@ -188,14 +188,12 @@ def point_name(ranks: int, settings: dict[str, Any]) -> str:
 
 def _shown_axes(axes: dict[str, Any]) -> dict[str, Any]:
     """The sweep's axes with the values of a secret key (an axis of credentials) redacted."""
-    return {k: v if redact_argv([f"{k}=x"]) == [f"{k}=x"] else [REDACTED] * len(v)
-            for k, v in axes.items()}
+    return {k: [REDACTED] * len(v) if is_secret(k) else v for k, v in axes.items()}
 
 
 def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """A point's settings as files and the console may show them: secrets redacted."""
-    return dict(item.split("=", 1) for item in redact_argv([f"{k}={v}" for k, v in
-                                                             settings.items()]))
+    return {k: REDACTED if is_secret(k) else v for k, v in settings.items()}
 
 
 def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) -> list[str]:
