@@ -81,8 +81,9 @@ def test_a_failing_torchrun_rank_is_named_as_the_root_cause(
         workdir: Path, write_workload: Callable[..., Path],
         run_cli: Callable[..., int]) -> None:
     """Rank 1 reads a corrupt file: its sentence is the one error, rank 0 (which only lost its
-    peer) says so and lets torchrun stop it, and torchrun's table names rank 1 as the root
-    cause with that sentence; the partial result keeps rank 1's measurements."""
+    peer) says so and lets torchrun stop it, or is stopped by torchrun before it notices,
+    and torchrun's table names rank 1 as the root cause with that sentence; the partial
+    result keeps rank 1's measurements."""
     path = write_workload(tiny_workload(dataset={"num_files_train": 8}, train={"epochs": 1}),
                           "corrupt.yaml")
     assert run_cli("generate", str(path), "--no-progress") == 0
@@ -96,7 +97,10 @@ def test_a_failing_torchrun_rank_is_named_as_the_root_cause(
     assert proc.returncode != 0
     assert "dliobench: error: rank 1 of 2" in proc.stderr
     assert proc.stderr.count("dliobench: error:") == 1
-    assert "rank 0 of 2 on" in proc.stderr and "another rank ended" in proc.stderr
+    # rank 0 either finds its peer gone and waits to be stopped, or torchrun's SIGTERM
+    # reaches it first (it was emulating compute): either way one line, not gloo's
+    lost = "dliobench: rank 0 of 2 on" in proc.stderr and "another rank ended" in proc.stderr
+    assert lost or "dliobench: terminated (SIGTERM)" in proc.stderr
     assert "gloo" not in proc.stderr and "Connection closed" not in proc.stderr
     root = proc.stderr.split("Root Cause")[-1]
     assert "rank      : 1 (local_rank: 1)" in root and "img_0000007.npz" in root
