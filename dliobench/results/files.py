@@ -62,6 +62,20 @@ def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool
     return write_json(run_dir / RESULT_NAME, result, replace)
 
 
+def write_partial_result(run_dir: Path, result: RunResult, rank: int) -> Path:
+    """Commit one rank's partial result and say where it went.
+
+    The first rank to end early owns ``result.json`` (the failing rank writes before the
+    launcher stops the others, so its measurements are the ones reports show); a rank that
+    comes later keeps its own beside it as ``partial-rank<N>.json``, so nothing is lost.
+    """
+    if write_result(run_dir, result, replace=False):
+        return run_dir / RESULT_NAME
+    beside = run_dir / f"partial-rank{rank}.json"
+    write_json(beside, result)
+    return beside
+
+
 def write_json(path: Path, doc: Any, replace: bool = True) -> bool:
     """Commit one of our small JSON files (a result, a sweep summary) atomically."""
     try:

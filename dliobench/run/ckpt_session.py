@@ -14,7 +14,7 @@ from dliobench.config.schema import Config
 from dliobench.errors import DlioBenchError
 from dliobench.results import ckpt_summary, sysinfo
 from dliobench.results.assemble import build_result
-from dliobench.results.files import open_run_folder, write_result
+from dliobench.results.files import open_run_folder, write_partial_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.ckpt_layout import Layout, layout_for
@@ -67,7 +67,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
                               {**extra, "ranks_launched": world.size}, world.size)
             with contextlib.suppress(DlioBenchError, OSError):
                 run_dir.mkdir(parents=True, exist_ok=True)
-                write_result(run_dir, partial, replace=world.is_root)
+                write_partial_result(run_dir, partial, world.rank)
         raise
     finally:
         watchdog.stop()

@@ -19,7 +19,12 @@ from dliobench.dataset.lock import locked
 from dliobench.errors import DlioBenchError
 from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result
-from dliobench.results.files import open_run_folder, write_result
+from dliobench.results.files import (
+    RESULT_NAME,
+    open_run_folder,
+    write_partial_result,
+    write_result,
+)
 from dliobench.results.measured import RankTrace
 from dliobench.results.metadata import metadata_phase
 from dliobench.results.schema import RunResult
@@ -170,19 +175,19 @@ def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
     """Write what this rank measured before the run ended early, marked partial.
 
     Under MPI a failing rank aborts the job, so the other ranks' measurements are lost; the
-    failing rank's own are kept. Rank 0's result replaces another rank's; another rank's
-    never replaces one already there.
+    failing rank's own are kept: the first rank to end early owns ``result.json`` (with its
+    timeline), a later one writes ``partial-rank<N>.json`` beside it.
     """
     result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
                           {**extra, "ranks_launched": world.size})
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        if not write_result(run_dir, result, replace=world.is_root):
-            return
-        write_csv(run_dir / "timeline.csv", [trace.timeline], config.metric.exclude_start_steps,
-                  config.metric.exclude_end_steps)
+        where = write_partial_result(run_dir, result, world.rank)
+        if where.name == RESULT_NAME:
+            write_csv(run_dir / "timeline.csv", [trace.timeline],
+                      config.metric.exclude_start_steps, config.metric.exclude_end_steps)
     except (DlioBenchError, OSError):  # a full output disk: the measurements go elsewhere
-        run_dir, problem = save(run_dir, result, [trace.timeline], config)
+        where, problem = save(run_dir, result, [trace.timeline], config)
         log.warning("%s", problem)
     log.warning("the run ended early; what rank %d measured is in %s (status: partial)",
-                world.rank, run_dir)
+                world.rank, where)

@@ -106,6 +106,8 @@ def test_a_failing_torchrun_rank_is_named_as_the_root_cause(
     assert "rank      : 1 (local_rank: 1)" in root and "img_0000007.npz" in root
     result = last_result(workdir / "reports")
     assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [1]
+    for beside in (workdir / "reports" / result["run_id"]).glob("partial-rank*.json"):
+        assert beside.name == "partial-rank0.json"  # rank 0 ended later: its own are kept
 
 
 @needs_torchrun

@@ -14,7 +14,7 @@ import pytest
 
 from dliobench.cli.main import main
 from dliobench.errors import DlioBenchError
-from dliobench.results.files import read_result, write_result
+from dliobench.results.files import read_result, write_partial_result, write_result
 from dliobench.results.provenance import config_hash
 from dliobench.results.schema import SCHEMA_MAJOR, SCHEMA_MINOR, parse_version
 from tests.conftest import tiny_workload
@@ -107,3 +107,17 @@ def test_report_names_a_file_that_is_not_a_result(tmp_path: Path,
     (tmp_path / "run" / "result.json").write_text("{truncated")
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+def test_the_first_partial_result_owns_the_folder_and_a_later_one_is_kept_beside(
+        real_run: Path, tmp_path: Path) -> None:
+    """The failing rank writes first; rank 0, stopped later by the launcher, must not replace
+    its measurements (torchrun stops rank 0 after rank 1 failed), nor lose its own."""
+    failing = read_result(real_run)
+    later = read_result(real_run)
+    failing["ranks"][0]["rank"], later["ranks"][0]["rank"] = 1, 0
+    assert write_partial_result(tmp_path, failing, 1) == tmp_path / "result.json"
+    assert write_partial_result(tmp_path, later, 0) == tmp_path / "partial-rank0.json"
+    assert [r["rank"] for r in read_result(tmp_path)["ranks"]] == [1]
+    beside = json.loads((tmp_path / "partial-rank0.json").read_text())
+    assert [r["rank"] for r in beside["ranks"]] == [0]
