@@ -358,6 +358,9 @@ class StorageConfig:
     s3_max_attempts: int = key(5, "int", "S3: attempts per request before an error",
                                aliases=("storage.s3.max_attempts",
                                         "storage.storage_options.s3_max_attempts"), minimum=1)
+    s3_read_client: str = key("obstore", "choice", "S3: the client of reads (obstore: Rust, "
+                              "fastest measured; boto3: the client writes use)",
+                              choices=("obstore", "boto3"), aliases=("storage.s3.read_client",))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from dliobench.errors import ConfigError
 from dliobench.loaders.base import Batch, Loader, SampleReader
+from dliobench.storage.latency import timed
 
 if TYPE_CHECKING:
     from dliobench.plan import Plan
@@ -29,7 +30,7 @@ LOADERS: tuple[str, ...] = tuple(REGISTRY)
 def sample_reader(plan: Plan) -> SampleReader:
     """The reader every loader reads and counts through, for the plan's files."""
     dataset = plan.config.dataset
-    return SampleReader(plan.fmt, plan.backend, plan.keys, plan.sizes,
+    return SampleReader(plan.fmt, timed(plan.backend), plan.keys, plan.sizes,
                         dataset.num_samples_per_file, dataset.record_length_bytes_resize,
                         plan.config.reader.odirect, plan.sample_crcs,
                         decode=plan.config.reader.decode)

@@ -23,6 +23,7 @@ from dliobench import leftovers
 from dliobench.dataset.sharding import batches
 from dliobench.errors import DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch, SampleReader
+from dliobench.storage import latency
 
 if TYPE_CHECKING:
     from dliobench.plan import Plan
@@ -73,7 +74,7 @@ class BatchDataset(Dataset):
         self.reader = reader
 
     def __getitem__(self, ids: np.ndarray) -> tuple[tuple[torch.Tensor, ...], int,
-                                                     torch.Tensor] | DlioBenchError:
+                                                     torch.Tensor, Any] | DlioBenchError:
         try:
             columns, nbytes = self.reader.read_batch(ids)
         except DlioBenchError as exc:
@@ -81,7 +82,7 @@ class BatchDataset(Dataset):
         with warnings.catch_warnings():  # views of Arrow's read-only memory: never written
             warnings.simplefilter("ignore", UserWarning)
             tensors = tuple(torch.from_numpy(c) for c in columns)
-        return tensors, nbytes, torch.from_numpy(np.asarray(ids))
+        return tensors, nbytes, torch.from_numpy(np.asarray(ids)), latency.take()
 
 
 class EpochBatchSampler(Sampler[np.ndarray]):
@@ -118,9 +119,10 @@ class EpochSampler(Sampler[int]):
         return int(self.ids.size)
 
 
-def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor] | DlioBenchError:
-    """Stack equal-sized samples into one tensor (a list when sizes differ); the first read
-    error instead when there is one."""
+def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor, Any] | DlioBenchError:
+    """Stack equal-sized samples into one tensor (a list when sizes differ), with the
+    worker's request latencies since its last batch; the first read error instead when there
+    is one."""
     good: list[tuple[torch.Tensor, int, int]] = []
     for item in items:
         if isinstance(item, DlioBenchError):
@@ -129,7 +131,8 @@ def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor] | DlioBenchError
     samples = [s for s, _, _ in good]
     same = all(s.shape == samples[0].shape for s in samples)
     data = torch.stack(samples) if same else samples
-    return data, sum(n for _, n, _ in good), torch.tensor([i for _, _, i in good])
+    return data, sum(n for _, n, _ in good), torch.tensor([i for _, _, i in good]), \
+        latency.take()
 
 
 def build(plan: Plan, reader: SampleReader) -> PyTorchLoader:
@@ -189,7 +192,8 @@ class PyTorchLoader:
         for out in self._loader:
             if isinstance(out, DlioBenchError):  # a worker's read error, raised here
                 raise out
-            data, nbytes, batch_ids = out
+            data, nbytes, batch_ids, requests = out
+            latency.merge(requests)  # a worker's reads join this rank's
             if self._batched:  # a batch read whole stays its columns
                 samples: Any = tuple(t.numpy() for t in data)
             else:

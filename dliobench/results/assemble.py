@@ -22,6 +22,7 @@ from dliobench.results.schema import (
 )
 from dliobench.results.verdict import time_shares, verdict
 from dliobench.storage import backend_for
+from dliobench.storage.latency import LatencyLog
 from dliobench.storage.location import is_url
 
 
@@ -54,6 +55,12 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
     run["undelivered_samples"] = sum(c.undelivered for c in checks)
     counted = [em["steps"] for table in tables for em, _ in table.values() if em["steps"]]
     run["min_counted_steps"] = min(counted) if counted else 0
+    logs = [t.requests for t in traces if t.requests is not None]
+    if logs:  # an object store's reads: every rank's requests in one set of percentiles
+        merged = LatencyLog()
+        for log in logs:
+            merged.merge(log)
+        run["requests"] = merged.summary()
     per_epoch = []
     for e in epochs:
         parts = [[table[e][0]] for table in tables if e in table]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dliobench.results.timeline import Timeline
+from dliobench.storage.latency import LatencyLog
 
 
 @dataclass
@@ -65,3 +66,4 @@ class RankTrace:
     cpu_s: float = 0.0  # user + system CPU of the rank's process and its loader workers
     cpu_wall_s: float = 0.0  # the training time cpu_s was measured over
     cpu_cores: float = 0.0  # cores this rank may use (its affinity shared with its node's)
+    requests: LatencyLog | None = None  # its object-store reads' latencies (S3 runs)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 3  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
-# 1.3: metadata (the metadata phase)
+SCHEMA_MINOR = 4  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+# 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -34,6 +34,19 @@ class RateMetrics(TypedDict):
     first_step_s: float | None
 
 
+class RequestLatency(TypedDict):
+    """``metrics.requests``: an object store's GETs during training, all ranks, seconds to
+    the first byte and to the last (percentiles within 1.2 %, maxima exact)."""
+
+    requests: int
+    first_byte_p50_s: float | None
+    first_byte_p99_s: float | None
+    first_byte_max_s: float | None
+    total_p50_s: float | None
+    total_p99_s: float | None
+    total_max_s: float | None
+
+
 class RunMetrics(RateMetrics):
     """``metrics``: the run's figures over all ranks and epochs."""
 
@@ -42,6 +55,7 @@ class RunMetrics(RateMetrics):
     undelivered_samples: int
     min_counted_steps: int
     stragglers: list[int]
+    requests: NotRequired[RequestLatency]  # S3 runs (schema 1.4)
 
 
 class EpochMetrics(RateMetrics):

@@ -72,6 +72,14 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                   f"{_bytes_rate(m['bytes_per_s'])}")
     table.add_row("wait per step", f"p50 {_ms(m['wait_p50_s'])}, p90 {_ms(m['wait_p90_s'])}, "
                   f"p99 {_ms(m['wait_p99_s'])}, max {_ms(m['wait_max_s'])}")
+    requests = m.get("requests")
+    if requests:
+        table.add_row("S3 GETs", f"{requests['requests']:,}; first byte p50 "
+                      f"{_ms(requests['first_byte_p50_s'])}, p99 "
+                      f"{_ms(requests['first_byte_p99_s'])}, max "
+                      f"{_ms(requests['first_byte_max_s'])}; whole GET p50 "
+                      f"{_ms(requests['total_p50_s'])}, p99 {_ms(requests['total_p99_s'])}, "
+                      f"max {_ms(requests['total_max_s'])}")
     table.add_row("counted", f"{m['steps']} steps, {m['samples']} samples, "
                   f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
     left = m["undelivered_samples"]

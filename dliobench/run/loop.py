@@ -24,6 +24,7 @@ from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
 from dliobench.run.gradients import GradientSync
+from dliobench.storage import latency
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     try:
         watchdog.beat("waiting for the other ranks to start training")
         comm.barrier()
+        latency.take()  # the reads of training only (not the dataset's preparation)
         t0 = time.perf_counter()
         with progress.bar(f"training {config.name}", sum(plan.steps),
                           show_progress and world.is_root) as advance:
@@ -108,6 +110,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         trace.deviations = list(loader.deviations)
         trace.cpu_s, trace.cpu_wall_s = cpu_seconds() - cpu0, time.perf_counter() - t0
         trace.cpu_cores = len(os.sched_getaffinity(0)) / max(1, world.local_size)
+        trace.requests = latency.take()
     return trace
 
 

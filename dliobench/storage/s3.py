@@ -19,6 +19,7 @@ import errno
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 import crc32c
 
 from dliobench.errors import DatasetError
-from dliobench.storage import s3client
+from dliobench.storage import latency, s3client, s3reads
 from dliobench.storage.backend import ObjectStat
 from dliobench.storage.location import BucketPrefix
 from dliobench.storage.posix_io import SpanFile
@@ -50,6 +51,7 @@ class S3Backend:
 
     where: BucketPrefix
     settings: S3Settings
+    timed: bool = False  # record each read's latency (``storage.latency``): a run's data reads
 
     @property
     def bucket(self) -> str:
@@ -88,15 +90,31 @@ class S3Backend:
 
     def read_range(self, key: str, offset: int, length: int,
                    direct: bool = False) -> tuple[memoryview, int]:
-        """A ranged GET received into a new buffer; the bytes received are counted."""
+        """A ranged GET; the bytes received are counted. A run's data reads (``timed``) go
+        through ``storage.s3.read_client`` and their latency is recorded; every other read
+        (lock, manifest, checkpoints) through boto3, so a process that forks loader workers
+        later has not started obstore's runtime, which a forked child cannot use."""
         if length <= 0:
             return memoryview(b""), 0
+        if self.timed and self.settings.read_client == "obstore" and s3reads.usable():
+            data, first, total = s3reads.get_obstore(self, key, offset, length)
+        else:
+            data, first, total = self._get_boto3(key, offset, length)
+        if self.timed:
+            latency.record(first, total)
+        return data, len(data)
+
+    def _get_boto3(self, key: str, offset: int, length: int) -> tuple[memoryview, float, float]:
+        """A ranged GET by boto3 received into a new buffer; seconds to the first byte (the
+        answer's head) and to the last."""
         client = self.client()
+        start = time.perf_counter()
         try:
             response = self.call("read", key, client.get_object, expect=(EMPTY_RANGE,),
                                  Range=f"bytes={offset}-{offset + length - 1}")
         except Refused:  # at or past the end: nothing to read
-            return memoryview(b""), 0
+            return memoryview(b""), time.perf_counter() - start, time.perf_counter() - start
+        first = time.perf_counter() - start
         size = int(response.get("ContentLength", 0))
         buffer = bytearray(min(size, length))
         try:
@@ -109,7 +127,7 @@ class S3Backend:
         if got < len(buffer):
             raise OSError(errno.EIO, f"the connection ended after {got} of {len(buffer)} "
                                      "bytes", self.describe(key))
-        return memoryview(buffer), got
+        return memoryview(buffer), first, time.perf_counter() - start
 
     def open_read(self, key: str, direct: bool = False, sequential: bool = False) -> S3File:
         """A seekable file object over the object (ranged GETs, a read-ahead span kept;
@@ -195,7 +213,7 @@ class S3Backend:
                 "endpoint": s.endpoint(),
                 "region": s.region or os.environ.get("AWS_REGION") or None,
                 "addressing_style": s.addressing_style, "part_size": s.part_size,
-                "checksums": s.checksums}
+                "checksums": s.checksums, "read_client": s.read_client}
 
     def free_bytes(self) -> int | None:
         """None: object stores do not say."""

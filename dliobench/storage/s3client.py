@@ -28,7 +28,7 @@ CREDENTIAL_CODES = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch", "Ac
 @dataclass(frozen=True)
 class S3Settings:
     """How to reach the object store: endpoint, region, addressing, credentials (empty: the
-    AWS chain), multipart part size, checksums, attempts per request."""
+    AWS chain), multipart part size, checksums, attempts per request, the client of reads."""
 
     endpoint_url: str = ""
     region: str = ""
@@ -38,6 +38,7 @@ class S3Settings:
     part_size: int = 16 << 20
     checksums: bool = True
     max_attempts: int = 5
+    read_client: str = "obstore"
 
     @classmethod
     def from_config(cls, storage: StorageConfig | None) -> S3Settings:
@@ -46,7 +47,8 @@ class S3Settings:
             return cls()
         return cls(storage.s3_endpoint_url, storage.s3_region, storage.s3_addressing_style,
                    storage.s3_access_key_id, storage.s3_secret_access_key,
-                   storage.s3_part_size, storage.s3_checksums, storage.s3_max_attempts)
+                   storage.s3_part_size, storage.s3_checksums, storage.s3_max_attempts,
+                   storage.s3_read_client)
 
     def endpoint(self) -> str:
         """Where requests go: the key, else the AWS chain's variables, else AWS."""
