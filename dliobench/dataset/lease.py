@@ -79,16 +79,20 @@ class LeaseLock:
     def acquire(self, exclusive: bool, doing: str) -> None:
         """Create the lock object, or raise DatasetError naming whoever holds it."""
         self._doing = f"{'written' if exclusive else 'read'} ({doing})"
+        taken_from: str | None = None
         for _ in range(3):
             if self.backend.put(self.key, self._record(), replace=False):
                 self._renewer = threading.Thread(target=self._renew, daemon=True,
                                                  name="lock-lease")
                 self._renewer.start()
+                if taken_from is not None:
+                    self._drop_leftovers(taken_from)
                 return
             held = self._held()
             if held is None or held.gone():
-                log.warning("taking over the lock %s left by %s", self.backend.describe(
-                    self.key), held.owner if held else "an unreadable lock object")
+                taken_from = held.owner if held else "an unreadable lock object"
+                log.warning("taking over the lock %s left by %s",
+                            self.backend.describe(self.key), taken_from)
                 self.backend.delete(self.key)
                 continue
             end = time.strftime("%H:%M:%S", time.localtime(held.until))
@@ -98,6 +102,15 @@ class LeaseLock:
                 "wait until it has finished or use another dataset.data_folder")
         raise DatasetError(f"the lock {self.backend.describe(self.key)} changed hands while "
                            "it was taken; try again")
+
+    def _drop_leftovers(self, owner: str) -> None:
+        """A holder that died may have been writing: abort its unfinished multipart uploads
+        (held now, the lock keeps every other writer out of the folder)."""
+        drop = getattr(self.backend, "drop_leftovers", None)
+        aborted = drop() if drop is not None else 0
+        if aborted:
+            log.warning("aborted %d unfinished multipart upload(s) under %s left by %s",
+                        aborted, self.backend.describe(), owner)
 
     def share(self) -> None:
         """Say the folder is being read now (the writing is over)."""

@@ -17,6 +17,7 @@ import base64
 import contextlib
 import errno
 import hashlib
+import logging
 import os
 import tempfile
 import time
@@ -35,6 +36,7 @@ from dliobench.storage.posix_io import SpanFile
 from dliobench.storage.s3client import S3Settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
 EMPTY_RANGE = "InvalidRange"  # a range starting at or past the end of the object
 
@@ -222,6 +224,29 @@ class S3Backend:
     def block_bytes(self) -> int:
         """1: objects take their size."""
         return 1
+
+    def drop_leftovers(self, prefix: str = "") -> int:
+        """Abort the multipart uploads under ``prefix`` that were begun and never completed
+        or aborted (a writer killed part way): their parts stay invisible, and stored (and
+        billed), until aborted. The number aborted; a server that cannot list uploads is
+        left as it is (a warning says so)."""
+        client = self.client()
+        base = self.name(prefix)
+        aborted = 0
+        try:
+            for page in client.get_paginator("list_multipart_uploads").paginate(
+                    Bucket=self.bucket, Prefix=f"{base}/" if base else ""):
+                for upload in page.get("Uploads", []):
+                    client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
+                                                  UploadId=upload["UploadId"])
+                    aborted += 1
+        except Exception as exc:
+            if s3client.error_code(exc) is None and not _botocore_error(exc):
+                raise
+            log.warning("%s", s3client.failure(exc, self.settings, self.bucket,
+                                               self.describe(prefix),
+                                               "abort the unfinished uploads under"))
+        return aborted
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys under ``prefix`` by ListObjectsV2 (only for indexing an existing dataset)."""

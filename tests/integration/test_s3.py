@@ -217,3 +217,38 @@ def test_checkpoint_only_runs_write_and_read_in_s3(
     assert ckpt["write"]["count"] == 1 and ckpt["read"]["count"] == 1
     assert ckpt["files_per_checkpoint"] == 16 and result["storage"]["fs_type"] == "s3"
     assert s3_env.client().list_objects_v2(Bucket=bucket)["KeyCount"] == 0  # not kept
+
+
+def test_a_generation_killed_during_multipart_uploads_leaves_no_parts_behind(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server, caplog: pytest.LogCaptureFixture) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bucket = s3_env.bucket("multipart-killed")
+    path = s3_workload(write_workload, s3_env, bucket,
+                       dataset={"num_files_train": 4, "record_length_bytes": "6MiB",
+                                "record_length_bytes_stdev": 0, "num_samples_per_file": 1})
+    proc = subprocess.Popen([sys.executable, "-m", "dliobench", "generate", str(path),
+                             "--no-progress", "storage.s3.part_size=5MiB"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = s3_env.client()
+
+    def uploads() -> list[dict[str, Any]]:
+        return client.list_multipart_uploads(Bucket=bucket, Prefix="tiny/").get("Uploads", [])
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not uploads():
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)  # mid-upload: parts sent, the upload never completed
+    proc.wait(timeout=30)
+    assert uploads(), "the generation ended before an upload was caught in progress"
+    caplog.clear()
+    assert run_cli("generate", str(path), "--no-progress", "storage.s3.part_size=5MiB") == 0
+    assert uploads() == []  # the killed writer's parts were aborted, none of ours is left
+    assert "unfinished multipart upload(s) under s3://multipart-killed/tiny" in caplog.text
+    listed = client.list_objects_v2(Bucket=bucket, Prefix="tiny/train/")["Contents"]
+    assert len(listed) == 4 and len({o["Size"] for o in listed}) == 1
+    assert all(o["ETag"].endswith('-2"') for o in listed)  # each in 2 parts, completed
