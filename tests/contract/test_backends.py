@@ -196,6 +196,28 @@ class TestS3Backend(BackendContract):
         assert bytes(backend.read_range("big", (5 << 20) - 10, 20)[0]) == \
             data[(5 << 20) - 10:(5 << 20) + 10]
 
+    @pytest.mark.parametrize("client", ["obstore", "boto3"])
+    def test_a_runs_reads_are_alike_through_either_client_and_timed(
+            self, backend: Any, client: str) -> None:
+        pytest.importorskip(client)
+        from dliobench.storage import latency
+
+        data = payload(1000)
+        backend.put("obj", data)
+        timed = latency.timed(replace(backend, settings=replace(backend.settings,
+                                                                 read_client=client)))
+        latency.take()
+        for offset, length in [(0, 1000), (10, 20), (990, 50), (1000, 5), (4000, 5)]:
+            got, counted = timed.read_range("obj", offset, length)
+            assert bytes(got) == data[offset:offset + length] and counted == len(got)
+        with pytest.raises(FileNotFoundError):
+            timed.read_range("no-such-object", 0, 10)
+        log = latency.take()
+        assert log is not None and log.count >= 3  # each GET that answered
+        assert 0 < log.summary()["first_byte_p50_s"] <= log.total_max_s
+        backend.read_range("obj", 0, 10)  # not a run's data read: not timed
+        assert latency.take() is None
+
     def test_without_checksums_sizes_and_md5_etags_are_checked(self, backend: Any) -> None:
         plain = replace(backend, settings=replace(backend.settings, checksums=False))
         for key, size in (("small", 100_000), ("parts", (5 << 20) + 1)):
