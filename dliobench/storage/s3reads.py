@@ -2,10 +2,13 @@
 ``storage.s3.read_client`` names: obstore (Rust; the GIL is released while a request waits
 and receives, and the body lands in one buffer that is handed over without a copy) or boto3.
 
-obstore read 1.4-4x faster than boto3 from the same threads on the same server and objects
-(``benchmarks/s3_clients.py``); writes stay with boto3 (checksums, multipart, conditional
-PUTs). One obstore store per process and bucket, made after the boto3 client's HeadBucket has
-turned a missing bucket, a wrong endpoint or refused credentials into one sentence.
+obstore took 3x (1 MiB objects) to 7x (64 KiB) less client CPU per GB than boto3 from the
+same threads on the same server and objects, and as little as boto3 at 16 MiB
+(``benchmarks/s3_clients.py``, RESULTS.md); writes stay with boto3 (checksums, multipart,
+conditional PUTs). One obstore store per process and bucket, made after the boto3 client's
+HeadBucket has turned a missing bucket, a wrong endpoint or refused credentials into one
+sentence. Only a run's data reads use it (``S3Backend.read_range``): obstore's runtime hangs
+in a process forked after it ran, so a forked worker of such a process reads with boto3.
 """
 
 from __future__ import annotations
