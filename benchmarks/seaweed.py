@@ -91,7 +91,11 @@ def seaweed(data_dir: str | None = None) -> Iterator[Server]:
     os.environ.update(env())
     endpoint = f"http://127.0.0.1:{s3}"
     try:
-        _make_bucket(endpoint, proc)
+        try:
+            _make_bucket(endpoint, proc)
+        except RuntimeError as exc:
+            tail = (work / "weed.log").read_text(errors="replace").splitlines()[-15:]
+            raise RuntimeError("\n".join([str(exc), *tail])) from None
         yield Server(endpoint, proc.pid, BUCKET)
     finally:
         proc.terminate()
@@ -102,6 +106,15 @@ def seaweed(data_dir: str | None = None) -> Iterator[Server]:
             proc.wait()
         log.close()
         shutil.rmtree(work, ignore_errors=True)
+        _remove_sockets([master, volume, filer, s3])
+
+
+def _remove_sockets(ports: list[int]) -> None:
+    """The unix sockets SeaweedFS leaves in the temporary folder, named by its ports."""
+    names = {str(p) for port in ports for p in (port, port + 10000)}
+    for sock in Path(tempfile.gettempdir()).glob("seaweedfs-*.sock"):
+        if sock.stem.rsplit("-", 1)[-1] in names:
+            sock.unlink(missing_ok=True)
 
 
 def boto3_client(endpoint: str) -> object:
