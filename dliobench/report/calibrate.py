@@ -11,7 +11,7 @@ what it read. Everything is read from ``result.json`` (``results.files.read_resu
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from dliobench.results.files import read_result
 
 SATURATED_BELOW = 0.95  # AU under this: the loader, not the compute, set the pace
 CLIENT_SHARE = 0.9  # a read-bound rank at 90 % of its client ceiling is client-bound
+STORAGE_SHARE = 0.95  # a waiting run that got less than this share of the most any run got
+# from the storage was held back by its clients, not by the storage
 REL_FLOOR = 0.01  # the least relative uncertainty of a fitted bandwidth (1 %)
 SPREAD = 2.0  # the band is this many standard errors of a run's mean rate
 
@@ -130,15 +132,22 @@ def load_points(paths: list[str]) -> tuple[list[Point], list[str]]:
     return sorted(points, key=lambda p: (p.ranks, p.run_dir)), notes
 
 
-def _measured(values: list[float], epochs: list[float], source: str) -> Estimate:
-    """The mean of per-run rates. The band: ``SPREAD`` standard errors of a run's mean rate
-    (the per-epoch rates' standard deviation over the root of the epochs per run), or the
-    farthest run from the mean when runs disagree more, and at least ``REL_FLOOR``."""
+def _measured(values: list[float], epochs: list[list[float]], source: str) -> Estimate:
+    """The mean of per-run rates. The band: the runs' own scatter (``_noise``), or the
+    farthest run from the mean when runs disagree more."""
     mean = statistics.fmean(values)
-    per_run = len(epochs) / len(values)
-    half = max(SPREAD * statistics.stdev(epochs) / per_run**0.5 if len(epochs) > 1 else 0.0,
-               max(abs(v - mean) for v in values), REL_FLOOR * mean)
+    half = max(_noise(values, epochs), max(abs(v - mean) for v in values))
     return Estimate(mean, max(0.0, mean - half), mean + half, False, source, len(values))
+
+
+def _noise(values: list[float], epochs: list[list[float]]) -> float:
+    """``SPREAD`` standard errors of a run's mean rate, from the scatter of each run's epochs
+    around their own mean (pooled over runs), and at least ``REL_FLOOR`` of the mean."""
+    squares = [(e - statistics.fmean(run)) ** 2 for run in epochs for e in run]
+    dof = sum(len(run) - 1 for run in epochs if run)
+    per_run = max(1.0, len(squares) / len(values))
+    spread = SPREAD * (sum(squares) / dof / per_run) ** 0.5 if dof > 0 else 0.0
+    return max(spread, REL_FLOOR * statistics.fmean(values))
 
 
 def _ranks_text(points: list[Point]) -> str:
@@ -151,7 +160,7 @@ def _bandwidth(points: list[Point]) -> Estimate:
     bound = [p for p in points if p.limiter == "storage"]
     if bound:
         return _measured([p.bytes_per_s for p in bound],
-                         [e for p in bound for e in p.epoch_bytes_per_s],
+                         [list(p.epoch_bytes_per_s) for p in bound],
                          f"delivered by {len(bound)} storage-bound run(s) at "
                          f"{_ranks_text(bound)}")
     best = max(points, key=lambda p: p.bytes_per_s)
@@ -165,7 +174,7 @@ def _ceiling(points: list[Point]) -> Estimate | None:
     bound = [p for p in points if p.limiter == "client"]
     if bound:
         return _measured([p.per_rank_bytes_per_s for p in bound],
-                         [e / p.ranks for p in bound for e in p.epoch_bytes_per_s],
+                         [[e / p.ranks for e in p.epoch_bytes_per_s] for p in bound],
                          f"delivered per rank by {len(bound)} client-bound run(s) at "
                          f"{_ranks_text(bound)}")
     recorded = [p.ceiling_samples_per_s * p.sample_bytes for p in points
@@ -188,7 +197,9 @@ def _consistency(points: list[Point], b: Estimate) -> list[str]:
     if bound and bound[-1].ranks > bound[0].ranks:
         first = statistics.fmean(p.bytes_per_s for p in bound if p.ranks == bound[0].ranks)
         last = statistics.fmean(p.bytes_per_s for p in bound if p.ranks == bound[-1].ranks)
-        if last - first > b.high - b.low:
+        noise = _noise([p.bytes_per_s for p in bound],
+                       [list(p.epoch_bytes_per_s) for p in bound])
+        if last - first > 2 * noise:  # more than the runs' own scatter explains
             notes.append(f"the storage delivered more at more ranks ({first / 1e6:,.1f} MB/s "
                          f"at {bound[0].ranks}, {last / 1e6:,.1f} MB/s at {bound[-1].ranks}): "
                          "it may not be saturated yet, so the projection may be pessimistic")
@@ -199,9 +210,27 @@ def _consistency(points: list[Point], b: Estimate) -> list[str]:
     return notes
 
 
+def _held_back(points: list[Point]) -> tuple[list[Point], list[str]]:
+    """Waiting runs that read clearly less than another run got from the same storage were
+    limited by their clients (CPU, one client's link): relabelled ``client``."""
+    top = max(p.bytes_per_s for p in points)
+    out, notes = [], []
+    for p in points:
+        if p.limiter == "storage" and p.bytes_per_s < STORAGE_SHARE * top:
+            notes.append(f"{Path(p.run_dir).name} ({p.ranks} rank(s)) waited while reading "
+                         f"{p.bytes_per_s / 1e6:,.1f} MB/s, less than the {top / 1e6:,.1f} "
+                         "MB/s another run got from the storage: taken as limited by its "
+                         "clients")
+            p = replace(p, limiter="client")
+        out.append(p)
+    return out, notes
+
+
 def fit(paths: list[str]) -> Fit:
     """Fit B and C to the completed runs below ``paths``."""
     points, notes = load_points(paths)
+    points, held = _held_back(points)
+    notes += held
     b = _bandwidth(points)
     if b.bound:
         notes.append(f"no run saturated the storage (every AU at or above {SATURATED_BELOW:.2f}"
