@@ -35,6 +35,7 @@ class Point:
     ranks: int
     au: float | None
     compute_s: float  # measured compute per step, 0 for a read-bound run
+    configured_compute_s: float  # train.computation_time
     step_bytes: float  # bytes one rank read per step
     sample_bytes: float  # bytes read per sample
     bytes_per_s: float  # delivered, all ranks together
@@ -102,7 +103,8 @@ def point(run_dir: Path) -> Point | None:
     if doc["status"] != "complete" or not steps or not samples or not m.get("bytes_per_s"):
         return None
     ranks = int(doc.get("ranks_count") or 1)
-    compute = float(m["compute_s"]) / steps if doc["config"]["train"]["computation_time"] else 0.0
+    configured = float(doc["config"]["train"]["computation_time"])
+    compute = float(m["compute_s"]) / steps if configured else 0.0
     verdict = doc.get("verdict") or {}
     ceiling = verdict.get("client_ceiling_samples_per_s_per_rank")
     au = m.get("au") if compute > 0 else None
@@ -110,7 +112,7 @@ def point(run_dir: Path) -> Point | None:
                    if e.get("complete", True) and e.get("bytes_per_s"))
     per_rank_samples = float(m["samples_per_s"]) / ranks
     d = doc["config"]["dataset"]
-    return Point(str(run_dir), ranks, au, compute, nbytes / steps, nbytes / samples,
+    return Point(str(run_dir), ranks, au, compute, configured, nbytes / steps, nbytes / samples,
                  float(m["bytes_per_s"]), epochs, ceiling,
                  _limiter(doc, au, compute, per_rank_samples, ceiling),
                  (str(d["format"]), int(d["record_length_bytes"])),
@@ -175,7 +177,7 @@ def _ceiling(points: list[Point]) -> Estimate | None:
     if bound:
         return _measured([p.per_rank_bytes_per_s for p in bound],
                          [[e / p.ranks for e in p.epoch_bytes_per_s] for p in bound],
-                         f"delivered per rank by {len(bound)} client-bound run(s) at "
+                         f"delivered by {len(bound)} client-bound run(s) at "
                          f"{_ranks_text(bound)}")
     recorded = [p.ceiling_samples_per_s * p.sample_bytes for p in points
                 if p.ceiling_samples_per_s]

@@ -24,23 +24,33 @@ class Demand:
     compute_s: float
     step_bytes: float
     floor: float
-    source: str  # where the bytes per step come from, in words
+    source: str  # where the compute and bytes per step come from, in words
 
 
 def demand(config: Config, points: list[Point]) -> Demand:
-    """The workload's compute per step and bytes per step: the bytes the fitted runs read per
-    sample when they read the same format and sample size, else the configured sample size."""
+    """The workload's compute and bytes per step. Compute: what the runs measured per step
+    when they emulated the same time per batch (the emulation's overshoot on these hosts is
+    part of what a run measures), else ``train.computation_time``. Bytes: the batch times
+    the bytes the runs read per sample when they read the same format and sample size, else
+    times ``dataset.record_length_bytes``."""
     c, batch, d = config.train.computation_time, config.reader.batch_size, config.dataset
     if c <= 0:
         raise ConfigError(f"{config.name} has no compute time per batch "
                           f"(train.computation_time={c:g}), so it has no AU to project; pick "
                           "an accelerator with --accelerator, or set train.computation_time")
+    timed = [p.compute_s for p in points if p.configured_compute_s == c and p.compute_s > 0]
+    if timed:
+        compute = sum(timed) / len(timed)
+        said = f"{compute:.4g} s measured per step ({c:g} s asked)"
+    else:
+        compute, said = c, f"{c:g} s per step (train.computation_time)"
     same = [p.sample_bytes for p in points if p.dataset == (d.format, d.record_length_bytes)]
     if same:
-        return Demand(c, batch * sum(same) / len(same), config.metric.au,
-                      f"{batch} x the bytes per sample the runs read")
-    return Demand(c, batch * d.record_length_bytes, config.metric.au,
-                  f"{batch} x dataset.record_length_bytes (no run read this format and size)")
+        return Demand(compute, batch * sum(same) / len(same), config.metric.au,
+                      f"{said}; {batch} x the bytes per sample the runs read")
+    return Demand(compute, batch * d.record_length_bytes, config.metric.au,
+                  f"{said}; {batch} x dataset.record_length_bytes (no run read this format "
+                  "and sample size)")
 
 
 def au(d: Demand, n: int, bandwidth: float, ceiling: float) -> float:
@@ -103,7 +113,7 @@ def project(config: Config, fit: Fit, largest: int | None,
     span = (most_at_floor(fit, d, b.low, c.low), most_at_floor(fit, d, b.high, c.high))
     return {
         "workload": config.name, "accelerator": config.train.accelerator or "emulated",
-        "compute_s": d.compute_s, "step_bytes": d.step_bytes, "step_bytes_source": d.source,
+        "compute_s": d.compute_s, "step_bytes": d.step_bytes, "demand_source": d.source,
         "au_floor": d.floor, "bandwidth": _estimate(b), "client_ceiling": _estimate(fit.ceiling),
         "most_at_floor": None if math.isinf(best) else best,
         "most_at_floor_band": [None if math.isinf(v) else v for v in span],
@@ -125,11 +135,11 @@ def _mbps(value: float | None) -> str:
     return "-" if value is None or math.isinf(value) else f"{value / 1e6:,.1f}"
 
 
-def _band(e: dict[str, Any]) -> str:
+def _band(e: dict[str, Any], unit: str = "MB/s") -> str:
     if e["lower_bound_only"]:
-        return f"at least {_mbps(e['bytes_per_s'])} MB/s ({e['source']})"
+        return f"at least {_mbps(e['bytes_per_s'])} {unit} ({e['source']})"
     band = "" if e["low"] == e["high"] else f" ({_mbps(e['low'])}-{_mbps(e['high'])})"
-    return f"{_mbps(e['bytes_per_s'])} MB/s{band}, {e['source']}"
+    return f"{_mbps(e['bytes_per_s'])} {unit}{band}, {e['source']}"
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -141,12 +151,12 @@ def table(doc: dict[str, Any]) -> str:
     ceiling = doc["client_ceiling"]
     lines = [
         f"calibrated by {len(doc['runs'])} run(s): {doc['workload']} on {doc['accelerator']} "
-        f"accelerators, {doc['compute_s']:g} s and {doc['step_bytes'] / 1e6:,.2f} MB "
-        f"({doc['step_bytes_source']}) per step",
+        f"accelerators, {doc['step_bytes'] / 1e6:,.2f} MB read per step",
+        f"  per step           {doc['demand_source']}",
         f"  storage bandwidth  {_band(doc['bandwidth'])}",
         "  client ceiling     " + ("unknown: no run was client-bound or recorded a ceiling "
                                    "(no per-rank cap applied)" if ceiling is None else
-                                   _band(ceiling) + " per rank"),
+                                   _band(ceiling, "MB/s per rank")),
         f"  at the AU floor    {_most(doc)}",
         "",
         "  accelerators  AU projected  band           read MB/s  AU measured",
