@@ -80,20 +80,22 @@ def predict(a: argparse.Namespace, fit: Path, largest: int, plot: Path,
     return calibrated
 
 
-def comparison(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Markdown: the projection made before the check runs against what they measured."""
+def comparison(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, float]:
+    """Markdown: the projection made before the check runs against what every run measured;
+    and the largest error on the runs not fitted."""
     rows = {r["accelerators"]: r for r in before["projection"]}
-    lines = ["| ranks | fitted | AU projected | band | AU measured | error |",
-             "|---:|---|---:|---:|---:|---:|"]
-    for r in after["runs"]:
-        p = rows[r["ranks"]]
-        lines.append(f"| {r['ranks']} | yes | {p['au']:.3f} | {p['au_low']:.3f}-"
-                     f"{p['au_high']:.3f} | {r['au']:.3f} | {r['au'] - p['au']:+.3f} |")
-    for c in after["checks"]:
-        p = rows[c["ranks"]]
-        lines.append(f"| {c['ranks']} | no | {p['au']:.3f} | {p['au_low']:.3f}-"
-                     f"{p['au_high']:.3f} | {c['au']:.3f} | {c['au'] - p['au']:+.3f} |")
-    return "\n".join(lines)
+    lines = ["| ranks | fitted | AU projected | band | AU measured | error | MB/s read |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    worst = 0.0
+    for fitted, runs in (("yes", after["runs"]), ("no", after["checks"])):
+        for r in runs:
+            p = rows[r["ranks"]]
+            err = r["au"] - p["au"]
+            worst = max(worst, abs(err)) if fitted == "no" else worst
+            lines.append(f"| {r['ranks']} | {fitted} | {p['au']:.3f} | {p['au_low']:.3f}-"
+                         f"{p['au_high']:.3f} | {r['au']:.3f} | {err:+.3f} "
+                         f"| {r['bytes_per_s'] / 1e6:,.1f} |")
+    return "\n".join(lines), worst
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,11 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     (work / "projection.json").write_text(json.dumps({"before": before, "after": after},
                                                      indent=1))
     b = before["bandwidth"]
+    ceiling = before["client_ceiling"] or {}
     print(f"\nfitted on {mine.fit_ranks} ranks: B = {b['bytes_per_s'] / 1e6:,.1f} MB/s "
-          f"({b['low'] / 1e6:,.1f}-{b['high'] / 1e6:,.1f}; {b['source']}); "
-          f"{before['step_bytes'] / 1e6:,.2f} MB and {before['compute_s']:g} s per step")
-    print("\n" + comparison(before, after))
-    worst = max(abs(c["au_error"]) for c in after["checks"])
+          f"({b['low'] / 1e6:,.1f}-{b['high'] / 1e6:,.1f}; {b['source']}); C = "
+          f"{(ceiling.get('bytes_per_s') or 0) / 1e6:,.1f} MB/s per rank "
+          f"({ceiling.get('source')}); {before['step_bytes'] / 1e6:,.2f} MB per step, "
+          f"{before['demand_source']}")
+    for note in before["notes"]:
+        print(f"note: {note}")
+    table, worst = comparison(before, after)
+    print("\n" + table)
     print(f"\nworst error on the ranks not fitted: {worst:.3f} AU (goal {GOAL})")
     print(f"end: {tiers.machine()}; {(time.monotonic() - started) / 60:.1f} min")
     print(f"sweeps (results only): {work}; figures in {mine.out}")
