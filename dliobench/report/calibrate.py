@@ -236,7 +236,8 @@ def fit(paths: list[str]) -> Fit:
     b = _bandwidth(points)
     if b.bound:
         notes.append(f"no run saturated the storage (every AU at or above {SATURATED_BELOW:.2f}"
-                     f"): its bandwidth is only a lower bound, at least {b.value / 1e6:,.1f} "
+                     ", or the runs that waited were held back by their clients): its "
+                     f"bandwidth is only a lower bound, at least {b.value / 1e6:,.1f} "
                      "MB/s, and the AU projected is a lower bound too; run more ranks, or "
                      "train.computation_time=0, to saturate it")
     return Fit(points, b, _ceiling(points), notes + _consistency(points, b))

@@ -159,7 +159,7 @@ def table(doc: dict[str, Any]) -> str:
                                    _band(ceiling, "MB/s per rank")),
         f"  at the AU floor    {_most(doc)}",
         "",
-        "  accelerators  AU projected  band           read MB/s  AU measured",
+        "  accelerators     AU projected  band         read MB/s  AU measured",
     ]
     for r in doc["projection"]:
         n = r["accelerators"]
@@ -168,8 +168,8 @@ def table(doc: dict[str, Any]) -> str:
         if n in checked:
             shown += " (not fitted)"
         at_least = "at least " if r["at_least"] else ""
-        lines.append(f"  {n:>12,}  {at_least + format(r['au'], '.3f'):>12}  "
-                     f"{r['au_low']:.3f}-{r['au_high']:.3f}    {r['bytes_per_s'] / 1e6:>9,.1f}"
+        lines.append(f"  {n:>12,}  {at_least + format(r['au'], '.3f'):>15}  "
+                     f"{r['au_low']:.3f}-{r['au_high']:.3f}  {r['bytes_per_s'] / 1e6:>9,.1f}"
                      f"  {shown}")
     return "\n".join(lines + [f"  note: {n}" for n in doc["notes"]])
 

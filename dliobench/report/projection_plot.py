@@ -65,7 +65,8 @@ def draw(doc: dict[str, Any], path: Path) -> Path:
     fig.legend(handles + [h for h, _ in more], labels + [lab for _, lab in more],
                loc="outside lower center", ncols=3)
     fig.suptitle(f"{doc['workload']} ({doc['accelerator']}): AU projected from "
-                 f"{len(doc['runs'])} run(s)")
+                 f"{len(doc['runs'])} run(s)" + ("\nno run saturated the storage: its bandwidth "
+                                                 "and the AU are lower bounds" if bound else ""))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     return path
