@@ -98,6 +98,14 @@ def _limiter(doc: dict[str, Any], au: float | None, compute: float, per_rank_sam
 def point(run_dir: Path) -> Point | None:
     """A run folder as a fit point; None for a run that did not complete or read nothing."""
     doc: dict[str, Any] = dict(read_result(run_dir))
+    try:
+        return _point(run_dir, doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{run_dir / 'result.json'} lacks a figure the fit needs ({exc}); "
+                         "leave that folder out") from None
+
+
+def _point(run_dir: Path, doc: dict[str, Any]) -> Point | None:
     m = doc["metrics"]
     steps, samples, nbytes = m.get("steps") or 0, m.get("samples") or 0, m.get("bytes") or 0
     if doc["status"] != "complete" or not steps or not samples or not m.get("bytes_per_s"):

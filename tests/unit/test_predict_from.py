@@ -224,6 +224,12 @@ def test_cli_errors(real: tuple[Path, dict[str, Any]], tmp_path: Path,
     (tmp_path / "bad" / "result.json").write_text(json.dumps(failed))
     assert main(["predict", str(workload), "--from", str(tmp_path / "bad")]) == 2
     assert "no completed run that read data" in capsys.readouterr().err
+    broken = copy.deepcopy(result)
+    del broken["config"]["train"]["computation_time"]
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "result.json").write_text(json.dumps(broken))
+    assert main(["predict", str(workload), "--from", str(tmp_path / "broken")]) == 2
+    assert "lacks a figure the fit needs ('computation_time')" in capsys.readouterr().err
     good = _write(tmp_path / "good", result, 1, 10 * _step_bytes(result) / C)
     assert main(["predict", str(workload), "train.computation_time=0", "--from",
                  str(good)]) == 2
