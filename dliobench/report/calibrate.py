@@ -44,6 +44,7 @@ class Point:
     limiter: str  # "storage", "client", "none" (kept up) or "other"
     dataset: tuple[str, int]  # format and record length asked for
     mount: str  # the mount point the run read from
+    ranks_per_host: int  # the most ranks one host ran
 
     @property
     def per_rank_bytes_per_s(self) -> float:
@@ -124,7 +125,8 @@ def _point(run_dir: Path, doc: dict[str, Any]) -> Point | None:
                  float(m["bytes_per_s"]), epochs, ceiling,
                  _limiter(doc, au, compute, per_rank_samples, ceiling),
                  (str(d["format"]), int(d["record_length_bytes"])),
-                 str((doc.get("storage") or {}).get("mount") or "unknown"))
+                 str((doc.get("storage") or {}).get("mount") or "unknown"),
+                 max((len(n.get("ranks") or []) for n in doc.get("nodes") or []), default=ranks))
 
 
 def load_points(paths: list[str]) -> tuple[list[Point], list[str]]:
@@ -187,12 +189,14 @@ def _ceiling(points: list[Point]) -> Estimate | None:
                          [[e / p.ranks for e in p.epoch_bytes_per_s] for p in bound],
                          f"delivered by {len(bound)} client-bound run(s) at "
                          f"{_ranks_text(bound)}")
-    recorded = [p.ceiling_samples_per_s * p.sample_bytes for p in points
-                if p.ceiling_samples_per_s]
-    if recorded:
-        value = statistics.median(recorded)
-        return Estimate(value, value, value, False, "the client ceiling the runs recorded "
-                        "(read from memory, dliobench ceiling)", len(recorded))
+    recorded = [p for p in points if p.ceiling_samples_per_s]
+    if recorded:  # a host's CPUs shared by more ranks give each less: the most ranks per host
+        most = max(p.ranks_per_host for p in recorded)
+        values = [(p.ceiling_samples_per_s or 0.0) * p.sample_bytes for p in recorded
+                  if p.ranks_per_host == most]
+        value = statistics.median(values)
+        return Estimate(value, value, value, False, f"the client ceiling recorded at {most} "
+                        "rank(s) per host (read from memory, dliobench ceiling)", len(values))
     return None
 
 

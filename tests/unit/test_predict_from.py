@@ -71,6 +71,7 @@ def _write(folder: Path, real_result: dict[str, Any], n: int, bandwidth: float,
     doc["time_shares"] = {"compute": au or 0.0, "wait": 1 - (au or 0.0), "comm": 0.0,
                           "checkpoint": 0.0, "other": 0.0}
     doc["ranks_count"] = n
+    doc["nodes"] = [{**doc["nodes"][0], "ranks": list(range(n))}]  # one host
     doc["config"]["train"]["computation_time"] = compute
     if recorded and not math.isinf(ceiling):
         doc["verdict"]["client_ceiling_samples_per_s_per_rank"] = ceiling / sample
@@ -121,6 +122,18 @@ def test_fit_on_one_and_two_ranks_projects_four_and_eight(
     assert rows[1]["au"] == 1.0
     assert doc["most_at_floor"] == 1  # 1.5 / 2 = 0.75 is under the floor of 0.9
     assert not any("lower bound" in n for n in doc["notes"])
+
+
+def test_the_ceiling_recorded_at_the_most_ranks_per_host_is_used(
+        real: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """More ranks on a host share its CPUs: each rank's recorded ceiling is lower."""
+    _, result = real
+    s = _step_bytes(result)
+    _write(tmp_path / "fit", result, 1, 1.5 * s / C, ceiling=40 * s / C)
+    _write(tmp_path / "fit", result, 2, 1.5 * s / C, ceiling=25 * s / C)
+    c = fit([str(tmp_path / "fit")]).ceiling
+    assert c is not None and c.value == pytest.approx(25 * s / C)
+    assert "recorded at 2 rank(s) per host" in c.source
 
 
 def test_no_saturated_run_gives_only_a_lower_bound(real: tuple[Path, dict[str, Any]],
