@@ -256,7 +256,9 @@ def _add_predict_parser(sub: SubParsers, commands: Commands) -> None:
         "floor): samples/s, bytes/s, read requests and file opens per second at the AU floor "
         "for N accelerators, the dataset size MLPerf Storage's rule asks for, its generation "
         "time at a write rate, the checkpoint bandwidth for a time budget, and per-host "
-        "memory and client CPU (from this host's cached client ceiling, when there is one).")
+        "memory and client CPU (from this host's cached client ceiling, when there is one). "
+        "With --from: the storage's bandwidth and the client ceiling fitted to real runs, and "
+        "AU projected against accelerators past what was run, with its band and a figure.")
     _add_workload_args(p)
     p.add_argument("--accelerators", type=positive(int, 1e7), metavar="N",
                    help="emulated accelerators (default 1; with --from, the most to project: "
