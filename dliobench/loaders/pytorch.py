@@ -73,7 +73,7 @@ class BatchDataset(Dataset):
         self.reader = reader
 
     def __getitem__(self, ids: np.ndarray) -> tuple[tuple[torch.Tensor, ...], int,
-                                                     torch.Tensor] | DlioBenchError:
+                                                     np.ndarray] | DlioBenchError:
         try:
             columns, nbytes = self.reader.read_batch(ids)
         except DlioBenchError as exc:
@@ -81,7 +81,7 @@ class BatchDataset(Dataset):
         with warnings.catch_warnings():  # views of Arrow's read-only memory: never written
             warnings.simplefilter("ignore", UserWarning)
             tensors = tuple(torch.from_numpy(c) for c in columns)
-        return tensors, nbytes, torch.from_numpy(np.asarray(ids))
+        return tensors, nbytes, np.asarray(ids, dtype=np.int64)  # pickled inline
 
 
 class EpochBatchSampler(Sampler[np.ndarray]):
@@ -118,18 +118,45 @@ class EpochSampler(Sampler[int]):
         return int(self.ids.size)
 
 
-def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor] | DlioBenchError:
-    """Stack equal-sized samples into one tensor (a list when sizes differ); the first read
-    error instead when there is one."""
+class Packed:
+    """A batch's samples as one flat tensor (in shared memory in a worker) and their shapes:
+    the batch crosses to the main process as one storage, whatever the samples' sizes."""
+
+    def __init__(self, samples: list[torch.Tensor]) -> None:
+        first = samples[0]
+        self.shapes = [tuple(s.shape) for s in samples]
+        numel = sum(s.numel() for s in samples)
+        if torch.utils.data.get_worker_info() is not None:  # as the default collate does:
+            storage = first._typed_storage()._new_shared(numel, device=first.device)
+            self.flat = first.new(storage)  # concatenated straight into shared memory
+        else:
+            self.flat = first.new_empty(numel)
+        torch.cat([s.reshape(-1) for s in samples], out=self.flat)
+
+    def unpack(self) -> list[torch.Tensor]:
+        """The samples, as views of the flat tensor."""
+        shapes = self.shapes
+        if all(shape == shapes[0] for shape in shapes):
+            return list(self.flat.view(len(shapes), *shapes[0]))
+        sizes = [math.prod(shape) for shape in shapes]
+        return [part.view(shape) for part, shape in zip(self.flat.split(sizes), shapes,
+                                                        strict=True)]
+
+
+def collate(items: list[Item]) -> tuple[Packed | list[torch.Tensor], int, np.ndarray] | \
+        DlioBenchError:
+    """The batch's samples packed into one tensor (a list when their dtypes differ), the
+    bytes read and the ids (numpy: pickled inline, no second storage to hand over); the first
+    read error instead when there is one."""
     good: list[tuple[torch.Tensor, int, int]] = []
     for item in items:
         if isinstance(item, DlioBenchError):
             return item
         good.append(item)
     samples = [s for s, _, _ in good]
-    same = all(s.shape == samples[0].shape for s in samples)
-    data = torch.stack(samples) if same else samples
-    return data, sum(n for _, n, _ in good), torch.tensor([i for _, _, i in good])
+    same = all(s.dtype == samples[0].dtype for s in samples)
+    data = Packed(samples) if same else samples
+    return data, sum(n for _, n, _ in good), np.array([i for _, _, i in good], dtype=np.int64)
 
 
 def build(plan: Plan, reader: SampleReader) -> PyTorchLoader:
@@ -193,8 +220,8 @@ class PyTorchLoader:
             if self._batched:  # a batch read whole stays its columns
                 samples: Any = tuple(t.numpy() for t in data)
             else:
-                samples = list(data) if isinstance(data, torch.Tensor) else data
-            yield Batch(ids=batch_ids.numpy(), nbytes=int(nbytes), data=samples)
+                samples = data.unpack() if isinstance(data, Packed) else data
+            yield Batch(ids=batch_ids, nbytes=int(nbytes), data=samples)
 
     def close(self) -> None:
         """Shut the worker processes down."""
