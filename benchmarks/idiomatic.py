@@ -1,6 +1,6 @@
 """The pipelines a user would write with PyTorch or DALI on the same files (no dliobench).
 
-Usage: python benchmarks/idiomatic.py pytorch|dali FOLDER [--batch 8] [--workers 4]
+Usage: python benchmarks/idiomatic.py pytorch|pytorch-floor|dali FOLDER [--batch 8] [--workers 4]
        [--prefetch 4] [--epochs 2] [--seed 0]
 
 Run by ``loaders.py`` beside each ``dliobench run``, with the settings dliobench's loaders
@@ -10,6 +10,9 @@ derive from the same workload, so the two differ only in what dliobench adds:
   ``["x"]``, which reads the member through ``zipfile`` and checks its CRC-32), the default
   collate, ``num_workers``, ``prefetch_factor = ceil(prefetch / workers)``, persistent
   workers, fork, ``pin_memory`` where CUDA exists, a seeded shuffle, ``drop_last``.
+- pytorch-floor: the same DataLoader whose items are arrays of the same shape that are not
+  read (``np.empty``): the cost of PyTorch's worker-to-main hand-over alone, a loader's
+  ceiling with that library.
 - dali (CPU pipeline, ``device_id=None``, ``num_threads = workers``, ``prefetch_queue_depth
   = prefetch``): npy files through DALI's own ``fn.readers.numpy`` (shuffled, seeded); npz,
   which no DALI reader reads, through the parallel ``fn.external_source`` that DALI's
@@ -43,17 +46,21 @@ def load(path: str) -> np.ndarray:
     return np.load(path)
 
 
-def pytorch_epochs(paths: list[str], args: argparse.Namespace) -> Iterator[Iterator[int]]:
-    """Each epoch: an iterator of batch sizes from a plain DataLoader."""
+def pytorch_epochs(paths: list[str], args: argparse.Namespace,
+                   read: bool = True) -> Iterator[Iterator[int]]:
+    """Each epoch: an iterator of batch sizes from a plain DataLoader (``read=False``: its
+    items are arrays of the same shape, not read: what PyTorch's hand-over alone costs)."""
     import torch
     from torch.utils.data import DataLoader, Dataset
+
+    shape = load(paths[0]).shape
 
     class Files(Dataset):
         def __len__(self) -> int:
             return len(paths)
 
         def __getitem__(self, index: int) -> np.ndarray:
-            return load(paths[index])
+            return load(paths[index]) if read else np.empty(shape, dtype=np.uint8)
 
     loader = DataLoader(Files(), batch_size=args.batch, shuffle=True, drop_last=True,
                         num_workers=args.workers,
@@ -133,8 +140,13 @@ def measure(epochs: Iterator[Iterator[int]], file_bytes: int) -> dict[str, float
             "cpu_s": cpu_seconds() - cpu}
 
 
+def pytorch_floor(paths: list[str], args: argparse.Namespace) -> Iterator[Iterator[int]]:
+    """The DataLoader of ``pytorch`` handing over batches of unread arrays."""
+    return pytorch_epochs(paths, args, read=False)
+
+
 PIPELINES: dict[str, Callable[[list[str], argparse.Namespace], Iterator[Iterator[int]]]] = {
-    "pytorch": pytorch_epochs, "dali": dali_epochs}
+    "pytorch": pytorch_epochs, "pytorch-floor": pytorch_floor, "dali": dali_epochs}
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ tf.data's own TFRecordDataset): a raw read of the same files with
 ``reader.dali_native_reader=true``, tensorflow) and ``train.computation_time=0``,
 reading samples/s and bytes/s from result.json, and the pipelines a user would write with
 the same library and settings (``idiomatic.py``: idiomatic-pytorch, idiomatic-dali; npz and
-npy only). Prints medians, the ratio to the ceiling and each dliobench loader's ratio to
+npy only), and floor-pytorch: that DataLoader handing over unread arrays (PyTorch's own
+limit). Prints medians, the ratio to the ceiling and each dliobench loader's ratio to
 its library's idiomatic pipeline as a markdown table. Data is deleted afterwards.
 """
 
@@ -31,8 +32,8 @@ from pathlib import Path
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
-LOADERS = ["native", "pytorch", "idiomatic-pytorch", "dali", "dali-reader", "idiomatic-dali",
-           "tensorflow"]
+LOADERS = ["native", "pytorch", "idiomatic-pytorch", "floor-pytorch", "dali", "dali-reader",
+           "idiomatic-dali", "tensorflow"]
 DEFAULT_LOADERS = [name for name in LOADERS if name != "dali-reader"]  # npz: as dali
 FORMAT = ["npz"]
 IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
@@ -112,6 +113,8 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
             warm(folder / "train")  # again: other jobs on the machine may drop the cache
             if loader.startswith("idiomatic-"):
                 got = idiomatic_run(loader.split("-")[1], folder / "train", threads)
+            elif loader == "floor-pytorch":
+                got = idiomatic_run("pytorch-floor", folder / "train", threads)
             else:
                 got = loader_run(loader, overrides, root / "runs")
             results.setdefault(loader, []).append(got)
@@ -144,7 +147,7 @@ def main() -> None:
     FORMAT[0] = args.format
     LOADERS[:] = args.loaders or [name for name in LOADERS if (
         name != "dali-reader" or args.format != "npz") and (
-        not name.startswith("idiomatic") or args.format != "tfrecord")]
+        not name.startswith(("idiomatic", "floor")) or args.format != "tfrecord")]
     args.root.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
     print(f"# loaders vs raw read, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
