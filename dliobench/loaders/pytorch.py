@@ -6,6 +6,12 @@ workers), persistent workers, pin_memory (only where CUDA exists), the multiproc
 method, and a sampler that yields this rank's sharded, per-epoch-shuffled sample ids. Workers
 read through the same ``SampleReader`` as every loader and return the bytes they read, so
 bytes are counted at the read call even in worker processes.
+
+A worker packs its batch into one tensor in shared memory (``Packed``, as the default
+collate stacks into shared memory) and sends the ids as a numpy array: the batch crosses to
+the training process as one storage, one file-descriptor hand-over, whatever the samples'
+sizes (a stack copied again into shared memory, the ids as a second storage and a storage
+per sample of a batch of mixed sizes cost that much more).
 """
 
 from __future__ import annotations
