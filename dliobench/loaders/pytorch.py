@@ -132,7 +132,7 @@ class Packed:
         first = samples[0]
         self.shapes = [tuple(s.shape) for s in samples]
         numel = sum(s.numel() for s in samples)
-        if torch.utils.data.get_worker_info() is not None:  # as the default collate does:
+        if numel and torch.utils.data.get_worker_info() is not None:  # as the default collate:
             storage = first._typed_storage()._new_shared(numel, device=first.device)
             self.flat = first.new(storage)  # concatenated straight into shared memory
         else:
