@@ -92,7 +92,7 @@ class FileFeed(EpochRuns):
 
     def _to_batch(self, outputs: Any) -> Batch:
         data, meta = outputs
-        metas = np.stack(host_samples(meta))
+        metas = meta.as_array()  # [id, bytes] per sample: dense
         ids = metas[:, 0].copy()
         samples = [self._decode(i, raw) for i, raw in zip(ids.tolist(), host_samples(data),
                                                           strict=True)]
