@@ -19,6 +19,8 @@ explained by reading the batches handed to DALI but not yet delivered through
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import deque
 from typing import Any
 
@@ -42,17 +44,27 @@ def files_misfit(reader: SampleReader) -> str | None:
     return None
 
 
+NAMES_CACHED = 1 << 16  # encoded paths kept (a few MB): a small dataset's every file
+
+
 class PathSource:
     """The external source's batch callback: batch ``iteration`` of epoch ``epoch_idx`` as
-    file paths (uint8) and ``[id, bytes]``; remembers the batches DALI may not have run."""
+    file paths (uint8) and an (n, 2) array of ``[id, bytes]``; remembers the batches DALI may
+    not have run."""
 
     def __init__(self, reader: SampleReader, batch_size: int, drop_last: bool,
                  remembered: int) -> None:
         self.reader, self.batch_size, self.drop_last = reader, batch_size, drop_last
         self.epochs: dict[int, np.ndarray] = {}
         self.handed: deque[np.ndarray] = deque(maxlen=remembered)
+        self._name = functools.lru_cache(maxsize=NAMES_CACHED)(self._encode)
 
-    def __call__(self, info: BatchInfo) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _encode(self, index: int) -> np.ndarray:
+        """File ``index``'s path as DALI takes it."""
+        path = self.reader.backend.local_path(self.reader.keys[index])
+        return np.frombuffer(os.fsencode(str(path)), dtype=np.uint8)
+
+    def __call__(self, info: BatchInfo) -> tuple[list[np.ndarray], np.ndarray]:
         ids = self.epochs[info.epoch_idx]
         full = epoch_length(ids.size, self.batch_size, True)
         end = full if self.drop_last else ids.size  # a partial last batch is returned short
@@ -61,11 +73,9 @@ class PathSource:
             raise StopIteration
         chunk = ids[start:min(start + self.batch_size, end)]
         self.handed.append(chunk)
-        local = self.reader.backend.local_path
-        keys, sizes = self.reader.keys, self.reader.sizes
-        names = [np.frombuffer(str(local(keys[i])).encode(), dtype=np.uint8) for i in chunk]
-        meta = [np.array([i, sizes[i]], dtype=np.int64) for i in chunk]
-        return names, meta
+        sizes = self.reader.sizes
+        meta = np.array([(i, sizes[i]) for i in chunk.tolist()], dtype=np.int64)
+        return [self._name(i) for i in chunk.tolist()], meta
 
 
 class FileFeed(EpochRuns):
