@@ -204,7 +204,7 @@ class FileSizes(Sequence[int]):
 
     def __getitem__(self, index: int) -> int:  # type: ignore[override]
         if self._dense:
-            size = int(self._sizes[index])
+            size = self._sizes.item(index)
         else:
             at = int(np.searchsorted(self._ids, index))
             size = int(self._sizes[at]) if at < self._ids.size and self._ids[at] == index else -1

@@ -274,14 +274,42 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dliobench.results.sysinfo import host_memory_bytes
 
     cfg, _ = _load(args)
-    if args.hosts > args.accelerators:
+    if (args.check or args.plot) and not args.from_runs:
+        raise ConfigError("--check and --plot go with --from RESULT_DIR (the runs that "
+                          "calibrate the projection)")
+    calibrated = _calibrated(cfg, args) if args.from_runs else None
+    accelerators = args.accelerators or (calibrated["projection"][-1]["accelerators"]
+                                         if calibrated else 1)
+    if args.hosts > accelerators:
         raise ConfigError(f"--hosts {args.hosts} is more than --accelerators "
-                          f"{args.accelerators}; give at most one host per accelerator")
-    scale = Scale(args.accelerators, args.hosts, args.host_memory or host_memory_bytes(),
+                          f"{accelerators}; give at most one host per accelerator")
+    scale = Scale(accelerators, args.hosts, args.host_memory or host_memory_bytes(),
                   args.write_rate, args.checkpoint_seconds)
     figures = predict(cfg, scale)
-    print(json.dumps(figures, indent=1) if args.json else table(figures))
+    if calibrated:
+        figures["calibrated"] = calibrated
+    if args.json:
+        print(json.dumps(figures, indent=1))
+        return 0
+    print(table(figures))
+    if calibrated:
+        from dliobench.report.projection import table as projection_table
+
+        print("\n" + projection_table(calibrated))
+        print(f"  figure: {calibrated['figure']}")
     return 0
+
+
+def _calibrated(cfg: Config, args: argparse.Namespace) -> dict[str, Any]:
+    """`predict --from`: fit the runs, project the workload, draw the figure."""
+    from dliobench.report.calibrate import fit, load_points
+    from dliobench.report.projection import project
+    from dliobench.report.projection_plot import draw
+
+    checks = load_points(args.check)[0] if args.check else []
+    doc = project(cfg, fit(args.from_runs), args.accelerators, checks)
+    doc["figure"] = str(draw(doc, args.plot or Path("projection.png")))
+    return doc
 
 
 def cmd_datasize(args: argparse.Namespace) -> int:

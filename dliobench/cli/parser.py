@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from dliobench import __version__
 
@@ -255,10 +256,13 @@ def _add_predict_parser(sub: SubParsers, commands: Commands) -> None:
         "floor): samples/s, bytes/s, read requests and file opens per second at the AU floor "
         "for N accelerators, the dataset size MLPerf Storage's rule asks for, its generation "
         "time at a write rate, the checkpoint bandwidth for a time budget, and per-host "
-        "memory and client CPU (from this host's cached client ceiling, when there is one).")
+        "memory and client CPU (from this host's cached client ceiling, when there is one). "
+        "With --from: the storage's bandwidth and the client ceiling fitted to real runs, and "
+        "AU projected against accelerators past what was run, with its band and a figure.")
     _add_workload_args(p)
-    p.add_argument("--accelerators", type=positive(int, 1e7), default=1, metavar="N",
-                   help="emulated accelerators (default 1)")
+    p.add_argument("--accelerators", type=positive(int, 1e7), metavar="N",
+                   help="emulated accelerators (default 1; with --from, the most to project: "
+                   "default 8 times the most ranks run)")
     p.add_argument("--hosts", type=positive(int, 1e7), default=1, metavar="H",
                    help="hosts they run on (default 1)")
     p.add_argument("--host-memory", type=size, metavar="SIZE",
@@ -267,6 +271,14 @@ def _add_predict_parser(sub: SubParsers, commands: Commands) -> None:
                    help="bytes per second generation writes, e.g. 5GB, for the generation time")
     p.add_argument("--checkpoint-seconds", type=positive(float, 1e9), metavar="S",
                    help="time budget of one checkpoint write, for its bandwidth")
+    p.add_argument("--from", dest="from_runs", nargs="+", metavar="RESULT_DIR",
+                   help="calibrate by real runs on the storage: run folders, or folders of "
+                   "runs and sweeps; fits the storage's bandwidth and the client ceiling and "
+                   "projects AU against accelerators")
+    p.add_argument("--check", nargs="+", metavar="RESULT_DIR",
+                   help="with --from: runs to compare the projection with, not fitted")
+    p.add_argument("--plot", type=Path, metavar="PNG",
+                   help="with --from: the projection's figure (default projection.png)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=commands["predict"])
 

@@ -73,11 +73,17 @@ def parse(path: object, buf: memoryview, start: int = 0) -> NpyHeader:
     if len(buf) < end:
         raise CorruptSampleError(str(path), len(buf), "file is truncated inside the .npy header")
     try:
-        shape, dtype, fortran = _parse_dict(bytes(buf[text_start:end]))
+        return _header(bytes(buf[text_start:end]), end)
     except (ValueError, SyntaxError, KeyError, TypeError) as exc:
         raise CorruptSampleError(str(path), text_start,
                                  f"unreadable .npy header ({exc})") from None
-    return NpyHeader(end, shape, dtype, fortran)
+
+
+@functools.lru_cache(maxsize=256)
+def _header(text: bytes, data_offset: int) -> NpyHeader:
+    """The header of dict ``text`` whose data start at ``data_offset`` (frozen, so one
+    instance serves every file with the same header)."""
+    return NpyHeader(data_offset, *_parse_dict(text))
 
 
 @functools.lru_cache(maxsize=256)

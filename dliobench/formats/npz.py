@@ -55,8 +55,7 @@ class NpzFormat(ContiguousFormat):
     def _locate(self, path: object, buf: memoryview) -> tuple[int, int, int, tuple[int, ...], int]:
         member, crc = _member(path, buf)
         header = npyheader.parse(path, buf, member)
-        nbytes = int(np.prod(header.shape)) * header.dtype.itemsize
-        return member, header.data_offset, nbytes, header.shape, crc
+        return member, header.data_offset, header.nbytes, header.shape, crc
 
     def layout(self, src: Stored, head: memoryview, file_size: int,
                num_samples: int) -> list[ByteRange]:

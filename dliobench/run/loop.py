@@ -160,6 +160,7 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
             ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
                                 batch.samples, batch.nbytes, comm=comm, ckpt=ckpt)
             delivered.append(batch.ids)
+            del batch  # released before waiting for the next: hold what training holds
             ctx.advance(1)
     finally:
         batches_iter.close()
