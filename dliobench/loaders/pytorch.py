@@ -16,6 +16,7 @@ per sample of a batch of mixed sizes cost that much more).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -138,6 +139,13 @@ class Packed:
         else:
             self.flat = first.new_empty(numel)
         torch.cat([s.reshape(-1) for s in samples], out=self.flat)
+
+    def pin_memory(self) -> Packed:
+        """The batch in page-locked memory (the DataLoader's pin_memory thread calls this,
+        as it pins a stacked tensor)."""
+        pinned = copy.copy(self)
+        pinned.flat = self.flat.pin_memory()
+        return pinned
 
     def unpack(self) -> list[torch.Tensor]:
         """The samples, as views of the flat tensor."""

@@ -1,8 +1,8 @@
 """The DALI loader: a real NVIDIA DALI pipeline on the CPU (``device_id=None``).
 
 npy files of one sample each are read by DALI itself, in the plan's order (``files``: an
-external source of paths, ``fn.io.file.read``, ``fn.decoders.numpy``, as fast as DALI's
-``fn.readers.numpy``). Otherwise ``fn.external_source`` is fed by dliobench's own
+external source of paths, ``fn.io.file.read``, our npy reader's header check; about as fast
+as DALI's ``fn.readers.numpy``). Otherwise ``fn.external_source`` is fed by dliobench's own
 ``SampleReader``: every format works and the rank's sharded, ordered ids are followed
 exactly. With ``read_threads > 0`` the
 source runs in DALI's Python worker processes (``parallel=True``, ``py_num_workers =
