@@ -1,15 +1,20 @@
 """Each loader against the raw-read ceiling on the same page-cached dataset (compute 0).
 
 Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
-       [--format npz|tfrecord] [--loaders native pytorch dali tensorflow]
+       [--format npz|npy|tfrecord] [--loaders native pytorch idiomatic-pytorch dali ...]
 
 For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfrecord shows
 tf.data's own TFRecordDataset): a raw read of the same files with
 ``readinto`` in a thread pool (the ceiling: no decoding, no batching), then
-``dliobench run`` with each loader (native, pytorch, dali, tensorflow) and
-``train.computation_time=0``,
-reading samples/s and bytes/s from result.json. Prints medians and the ratio to the ceiling
-as a markdown table. Data is deleted afterwards.
+``dliobench run`` with each loader (native, pytorch, dali, dali-reader = dali with
+``reader.dali_native_reader=true``, tensorflow) and ``train.computation_time=0``,
+reading samples/s and bytes/s from result.json (and the CPU seconds of the rank and its
+workers per sample, which machine load disturbs less than rates), and the pipelines a user
+would write with the same library and settings (``idiomatic.py``: idiomatic-pytorch,
+idiomatic-dali; npz and npy only), and floor-pytorch: that DataLoader handing over unread
+arrays (PyTorch's own limit). Prints medians, the ratio to the ceiling and each dliobench
+loader's ratio to its library's idiomatic pipeline as a markdown table. Data is deleted
+afterwards.
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ from pathlib import Path
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
-LOADERS = ["native", "pytorch", "dali", "tensorflow"]
+LOADERS = ["native", "pytorch", "idiomatic-pytorch", "floor-pytorch", "dali", "dali-reader",
+           "idiomatic-dali", "tensorflow"]
+DEFAULT_LOADERS = [name for name in LOADERS if name != "dali-reader"]  # npz: as dali
 FORMAT = ["npz"]
+IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
 
 
 def dliobench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -56,8 +64,11 @@ def warm(train: Path) -> list[Path]:
     return paths
 
 
-def ceiling(paths: list[Path], threads: int) -> tuple[float, float]:
-    """(samples/s, bytes/s) of plain whole-file reads into reused buffers."""
+Rates = tuple[float, float, float]  # samples/s, bytes/s, CPU seconds per sample
+
+
+def ceiling(paths: list[Path], threads: int) -> Rates:
+    """(samples/s, bytes/s, CPU s/sample) of plain whole-file reads into reused buffers."""
     size = max(p.stat().st_size for p in paths)
     local = threading.local()
 
@@ -67,20 +78,38 @@ def ceiling(paths: list[Path], threads: int) -> tuple[float, float]:
         with open(path, "rb", buffering=0) as handle:
             return handle.readinto(local.buf) or 0
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(threads) as pool:
         total = sum(pool.map(read, paths))
     seconds = time.perf_counter() - start
-    return len(paths) / seconds, total / seconds
+    return len(paths) / seconds, total / seconds, (time.process_time() - cpu) / len(paths)
 
 
-def loader_run(loader: str, overrides: list[str], out: Path) -> tuple[float, float]:
-    """(samples/s, bytes/s) of one dliobench run."""
-    dliobench("run", "workloads/default.yaml", f"reader.data_loader={loader}",
-              "dataset.record_length_bytes_resize=0", "--output", str(out), *overrides)
+def delivered(train: Path) -> int:
+    """Samples a run of ``common``'s settings delivers: 2 epochs of whole batches of 8."""
+    files = sum(1 for _ in train.rglob(f"*.{FORMAT[0]}"))
+    return files // 8 * 8 * 2
+
+
+def idiomatic_run(library: str, train: Path, threads: int) -> Rates:
+    """(samples/s, bytes/s) of the user's own pipeline with the settings of ``common``."""
+    proc = subprocess.run([sys.executable, str(IDIOMATIC), library, str(train), "--batch", "8",
+                           "--workers", str(threads), "--prefetch", "4", "--epochs", "2"],
+                          capture_output=True, text=True, check=True)
+    rates = json.loads(proc.stdout.splitlines()[-1])
+    return rates["samples_per_s"], rates["bytes_per_s"], rates["cpu_s"] / delivered(train)
+
+
+def loader_run(loader: str, overrides: list[str], out: Path, train: Path) -> Rates:
+    """(samples/s, bytes/s, CPU s/sample) of one dliobench run (dali-reader: DALI's own
+    reader); the CPU of the run's training (its loader's start and close included)."""
+    extra = ["reader.dali_native_reader=true"] if loader == "dali-reader" else []
+    dliobench("run", "workloads/default.yaml", f"reader.data_loader={loader.split('-')[0]}",
+              "dataset.record_length_bytes_resize=0", "--output", str(out), *overrides, *extra)
     newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
-    metrics = json.loads((newest / "result.json").read_text())["metrics"]
-    return metrics["samples_per_s"], metrics["bytes_per_s"]
+    result = json.loads((newest / "result.json").read_text())
+    metrics, cpu = result["metrics"], result["ranks"][0]["cpu_s"]
+    return metrics["samples_per_s"], metrics["bytes_per_s"], cpu / delivered(train)
 
 
 def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
@@ -90,18 +119,27 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
     overrides = common(folder, size, files, threads)
     dliobench("generate", "workloads/default.yaml", *overrides)
     paths = warm(folder / "train")
-    results: dict[str, list[tuple[float, float]]] = {"raw read": []}
+    results: dict[str, list[Rates]] = {"raw read": []}
     for _ in range(reps):  # alternate, so drifts in machine load hit every contender
         results["raw read"].append(ceiling(paths, threads))
         for loader in LOADERS:
-            results.setdefault(loader, []).append(loader_run(loader, overrides, root / "runs"))
-    top = statistics.median(s for s, _ in results["raw read"])
+            warm(folder / "train")  # again: other jobs on the machine may drop the cache
+            if loader.startswith("idiomatic-"):
+                got = idiomatic_run(loader.split("-")[1], folder / "train", threads)
+            elif loader == "floor-pytorch":
+                got = idiomatic_run("pytorch-floor", folder / "train", threads)
+            else:
+                got = loader_run(loader, overrides, root / "runs", folder / "train")
+            results.setdefault(loader, []).append(got)
+    medians = {name: tuple(statistics.median(v[k] for v in values) for k in range(3))
+               for name, values in results.items()}
+    top = medians["raw read"][0]
     rows = []
-    for name, values in results.items():
-        samples = statistics.median(s for s, _ in values)
-        nbytes = statistics.median(b for _, b in values)
+    for name, (samples, nbytes, cpu) in medians.items():
+        user = medians.get(f"idiomatic-{name.split('-')[0]}")
+        mine = "" if user is None or name.startswith("idiomatic") else f"{samples / user[0]:.2f}"
         rows.append(f"| {shape} | {name} | {samples:,.0f} | {nbytes / 1e6:,.0f} | "
-                    f"{samples / top:.2f} |")
+                    f"{samples / top:.2f} | {mine} | {cpu * 1e3:,.3f} |")
     shutil.rmtree(folder)
     return rows
 
@@ -113,18 +151,23 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--threads", type=int, default=4, help="read threads / workers")
     parser.add_argument("--root", type=Path, default=Path("/work/bench-loaders"))
-    parser.add_argument("--format", default="npz", choices=("npz", "tfrecord"))
-    parser.add_argument("--loaders", nargs="+", default=LOADERS, choices=LOADERS)
+    parser.add_argument("--format", default="npz", choices=("npz", "npy", "tfrecord"))
+    parser.add_argument("--loaders", nargs="+", choices=LOADERS,
+                        help=f"default: {' '.join(DEFAULT_LOADERS)} (npy, tfrecord: and "
+                        "dali-reader; tfrecord: no idiomatic ones)")
     args = parser.parse_args()
     FORMAT[0] = args.format
-    LOADERS[:] = args.loaders
+    LOADERS[:] = args.loaders or [name for name in LOADERS if (
+        name != "dali-reader" or args.format != "npz") and (
+        not name.startswith(("idiomatic", "floor")) or args.format != "tfrecord")]
     args.root.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
     print(f"# loaders vs raw read, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
           f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
           f"{args.format}\n")
-    print("| sample | reader | samples/s | MB/s | ratio to raw read |")
-    print("|---|---|---|---|---|")
+    print("| sample | reader | samples/s | MB/s | ratio to raw read | ratio to idiomatic | "
+          "CPU ms/sample |")
+    print("|---|---|---|---|---|---|---|")
     try:
         for shape in SHAPES:
             for row in measure(shape, args.root, args.reps, args.threads):

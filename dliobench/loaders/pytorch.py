@@ -6,10 +6,17 @@ workers), persistent workers, pin_memory (only where CUDA exists), the multiproc
 method, and a sampler that yields this rank's sharded, per-epoch-shuffled sample ids. Workers
 read through the same ``SampleReader`` as every loader and return the bytes they read, so
 bytes are counted at the read call even in worker processes.
+
+A worker packs its batch into one tensor in shared memory (``Packed``, as the default
+collate stacks into shared memory) and sends the ids as a numpy array: the batch crosses to
+the training process as one storage, one file-descriptor hand-over, whatever the samples'
+sizes (a stack copied again into shared memory, the ids as a second storage and a storage
+per sample of a batch of mixed sizes cost that much more).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -74,7 +81,7 @@ class BatchDataset(Dataset):
         self.reader = reader
 
     def __getitem__(self, ids: np.ndarray) -> tuple[tuple[torch.Tensor, ...], int,
-                                                     torch.Tensor, Any] | DlioBenchError:
+                                                     np.ndarray, Any] | DlioBenchError:
         try:
             columns, nbytes = self.reader.read_batch(ids)
         except DlioBenchError as exc:
@@ -82,7 +89,7 @@ class BatchDataset(Dataset):
         with warnings.catch_warnings():  # views of Arrow's read-only memory: never written
             warnings.simplefilter("ignore", UserWarning)
             tensors = tuple(torch.from_numpy(c) for c in columns)
-        return tensors, nbytes, torch.from_numpy(np.asarray(ids)), latency.take()
+        return tensors, nbytes, np.asarray(ids, dtype=np.int64), latency.take()
 
 
 class EpochBatchSampler(Sampler[np.ndarray]):
@@ -119,8 +126,42 @@ class EpochSampler(Sampler[int]):
         return int(self.ids.size)
 
 
-def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor, Any] | DlioBenchError:
-    """Stack equal-sized samples into one tensor (a list when sizes differ), with the
+class Packed:
+    """A batch's samples as one flat tensor (in shared memory in a worker) and their shapes:
+    the batch crosses to the main process as one storage, whatever the samples' sizes."""
+
+    def __init__(self, samples: list[torch.Tensor]) -> None:
+        first = samples[0]
+        self.shapes = [tuple(s.shape) for s in samples]
+        numel = sum(s.numel() for s in samples)
+        if numel and torch.utils.data.get_worker_info() is not None:  # as the default collate:
+            storage = first._typed_storage()._new_shared(numel, device=first.device)
+            self.flat = first.new(storage)  # concatenated straight into shared memory
+        else:
+            self.flat = first.new_empty(numel)
+        torch.cat([s.reshape(-1) for s in samples], out=self.flat)
+
+    def pin_memory(self) -> Packed:
+        """The batch in page-locked memory (the DataLoader's pin_memory thread calls this,
+        as it pins a stacked tensor)."""
+        pinned = copy.copy(self)
+        pinned.flat = self.flat.pin_memory()
+        return pinned
+
+    def unpack(self) -> list[torch.Tensor]:
+        """The samples, as views of the flat tensor."""
+        shapes = self.shapes
+        if all(shape == shapes[0] for shape in shapes):
+            return list(self.flat.view(len(shapes), *shapes[0]))
+        sizes = [math.prod(shape) for shape in shapes]
+        return [part.view(shape) for part, shape in zip(self.flat.split(sizes), shapes,
+                                                        strict=True)]
+
+
+def collate(items: list[Item]) -> tuple[Packed | list[torch.Tensor], int, np.ndarray, Any] \
+        | DlioBenchError:
+    """The batch's samples packed into one tensor (a list when their dtypes differ), the
+    bytes read, the ids (numpy: pickled inline, no second storage to hand over) and the
     worker's request latencies since its last batch; the first read error instead when there
     is one."""
     good: list[tuple[torch.Tensor, int, int]] = []
@@ -129,9 +170,9 @@ def collate(items: list[Item]) -> tuple[Any, int, torch.Tensor, Any] | DlioBench
             return item
         good.append(item)
     samples = [s for s, _, _ in good]
-    same = all(s.shape == samples[0].shape for s in samples)
-    data = torch.stack(samples) if same else samples
-    return data, sum(n for _, n, _ in good), torch.tensor([i for _, _, i in good]), \
+    same = all(s.dtype == samples[0].dtype for s in samples)
+    data = Packed(samples) if same else samples
+    return data, sum(n for _, n, _ in good), np.array([i for _, _, i in good], dtype=np.int64), \
         latency.take()
 
 
@@ -197,8 +238,8 @@ class PyTorchLoader:
             if self._batched:  # a batch read whole stays its columns
                 samples: Any = tuple(t.numpy() for t in data)
             else:
-                samples = list(data) if isinstance(data, torch.Tensor) else data
-            yield Batch(ids=batch_ids.numpy(), nbytes=int(nbytes), data=samples)
+                samples = data.unpack() if isinstance(data, Packed) else data
+            yield Batch(ids=batch_ids, nbytes=int(nbytes), data=samples)
 
     def close(self) -> None:
         """Shut the worker processes down."""

@@ -19,6 +19,7 @@ from dliobench.errors import DlioBenchError
 from dliobench.formats import get_format
 from dliobench.formats.base import Stored
 from dliobench.loaders.base import SampleReader
+from dliobench.loaders.dali.files import FileFeed
 from dliobench.loaders.dali.loader import DaliLoader, start_method
 from dliobench.loaders.dali.native import OPENS_FILES
 
@@ -235,5 +236,44 @@ def test_read_errors_reach_the_user_as_one_line(tmp_path: Path, threads: int,
     try:
         with pytest.raises(DlioBenchError, match=r"corrupt sample in .*img_2\.npz"):
             list(loader.epoch(np.arange(15)))
+    finally:
+        loader.close()
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_npy_files_are_read_by_dali_in_the_plans_order(tmp_path: Path, drop_last: bool) -> None:
+    reader = write_dataset(tmp_path, "npy", 1)
+    spec = ShardSpec(FILES, 1, rank=0, size=1, sample_shuffle=True)
+    loader = make(reader, read_threads=2, drop_last=drop_last)
+    try:
+        assert isinstance(loader._feed, FileFeed)
+        first = loader.epoch(rank_samples(spec, 0))
+        assert np.array_equal(next(first).ids, rank_samples(spec, 0)[:2])
+        first.close()  # left early: the rest is read before the next epoch
+        epochs = run(loader, reader, spec, 3)[1:]
+        counted = sum(b.nbytes for b in loader.epoch(np.arange(FILES)))
+    finally:
+        loader.close()
+    for epoch, batches in enumerate(epochs, start=1):
+        assert [b.size for b in batches] == ([2, 2] if drop_last else [2, 2, 1])
+        assert np.array_equal(np.concatenate(batches), rank_samples(spec, epoch)[:sum(
+            b.size for b in batches)])
+    assert counted == sum(reader.sizes[:4 if drop_last else FILES])
+    assert loader.deviations == []
+
+
+@pytest.mark.parametrize("damage", ["truncated", "gone"])
+def test_npy_files_dali_cannot_read_are_named_in_one_line(tmp_path: Path, damage: str) -> None:
+    reader = write_dataset(tmp_path, "npy", 1)
+    path = Path(reader.keys[3])
+    if damage == "gone":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes()[:500])
+    loader = make(reader, read_threads=2)
+    try:
+        with pytest.raises(DlioBenchError, match=r"img_3\.npy") as caught:
+            list(loader.epoch(np.arange(FILES)))
+        assert "\n" not in str(caught.value)
     finally:
         loader.close()

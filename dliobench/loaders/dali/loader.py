@@ -1,7 +1,10 @@
 """The DALI loader: a real NVIDIA DALI pipeline on the CPU (``device_id=None``).
 
-By default ``fn.external_source`` is fed by dliobench's own ``SampleReader``: every format
-works and the rank's sharded, ordered ids are followed exactly. With ``read_threads > 0`` the
+npy files of one sample each are read by DALI itself, in the plan's order (``files``: an
+external source of paths, ``fn.io.file.read``, our npy reader's header check; about as fast
+as DALI's ``fn.readers.numpy``). Otherwise ``fn.external_source`` is fed by dliobench's own
+``SampleReader``: every format works and the rank's sharded, ordered ids are followed
+exactly. With ``read_threads > 0`` the
 source runs in DALI's Python worker processes (``parallel=True``, ``py_num_workers =
 read_threads``), one callback per sample (``batch=False``, the default and DALI's recommended
 mode: each batch is split over the workers) or, with ``per_sample=False``, one per batch; on 2
@@ -27,6 +30,7 @@ import numpy as np
 from dliobench.dataset.sharding import ShardSpec
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.dali.base import Feed, start_method
+from dliobench.loaders.dali.files import FileFeed, files_misfit
 from dliobench.loaders.dali.source import SourceFeed, source_depth
 
 __all__ = ["DaliLoader", "start_method"]
@@ -52,6 +56,8 @@ class DaliLoader:
 
             feed = native_feed(reader, spec, batch_size, read_threads, prefetch_size,
                                drop_last, self._notes)
+        if feed is None and files_misfit(reader) is None:
+            feed = FileFeed(reader, batch_size, read_threads, prefetch_size, drop_last)
         if feed is None:
             method = start_method(multiprocessing_context, self._notes)
             feed = SourceFeed(reader, batch_size, read_threads, prefetch_size, drop_last,

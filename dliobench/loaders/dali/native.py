@@ -186,7 +186,7 @@ class NativeFeed:
         shuffle = spec.file_shuffle or spec.sample_shuffle
         options = {"name": _READER, "shard_id": spec.rank, "num_shards": spec.size,
                    "stick_to_shard": True, "pad_last_batch": True, "random_shuffle": shuffle,
-                   "initial_fill": fill, "seed": spec.seed, "dont_use_mmap": True}
+                   "initial_fill": fill, "seed": spec.seed, "dont_use_mmap": self.reader.odirect}
         fmt_name, odirect, decode = self.reader.fmt.name, self.reader.odirect, self.reader.decode
 
         @pipeline_def(batch_size=self.batch_size, num_threads=max(1, read_threads),

@@ -154,36 +154,37 @@ def source_pipeline(source: EpochSource, batch_size: int, read_threads: int,
     return pipe
 
 
-class SourceFeed:
-    """Runs the external-source pipeline epoch by epoch; the ids reach it through files."""
+class EpochRuns:
+    """The epoch bookkeeping of a feed whose pipeline starts with an external source that
+    raises StopIteration at the end of each epoch (a partial last batch returned short or
+    padded); subclasses publish the ids, turn outputs into a Batch and explain errors."""
 
-    def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
-                 prefetch_size: int, drop_last: bool, method: str, per_sample: bool) -> None:
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        if shm is not None:  # folders of runs killed before their clean-up
-            leftovers.sweep(LEFTOVER_PATTERN)
-        self.folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=shm)
-        self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)  # at exit too
-        self.ids = EpochIds(self.folder)
+    pipe: Any
+
+    def __init__(self, batch_size: int, drop_last: bool) -> None:
         self.batch_size, self.drop_last = batch_size, drop_last
-        per_sample = per_sample and read_threads > 0  # inline reading is per batch
-        source = EpochSource(reader, self.ids, batch_size, drop_last, per_sample,
-                             read_threads > 0)
-        try:
-            self.pipe = source_pipeline(source, batch_size, read_threads, prefetch_size, method)
-        except BaseException:
-            self._remove()
-            raise
         self.deviations: list[str] = []
         self._epoch = -1
         self._left = 0
+
+    def _publish(self, epoch: int, ids: np.ndarray) -> None:
+        """Make ``ids`` what the source hands DALI in its epoch ``epoch``."""
+        raise NotImplementedError
+
+    def _to_batch(self, outputs: Any) -> Batch:
+        """A Batch from one pipeline run's outputs."""
+        raise NotImplementedError
+
+    def _error(self, exc: Exception) -> BaseException | None:
+        """The error to raise for a failed run (None: DALI's own)."""
+        return None
 
     def start(self, ids: np.ndarray) -> None:
         """Begin the next DALI epoch with ``ids``."""
         if self._epoch >= 0:
             self.pipe.reset()
         self._epoch += 1
-        self.ids.publish(self._epoch, ids)
+        self._publish(self._epoch, ids)
         # every batch, then the run that meets the source's StopIteration
         self._left = epoch_length(ids.size, self.batch_size, self.drop_last) // self.batch_size + 1
 
@@ -198,17 +199,50 @@ class SourceFeed:
     def next_batch(self) -> Batch | None:
         """The next batch of the epoch, or None at its end."""
         try:
-            data, meta = self.pipe.run()
+            outputs = self.pipe.run()
         except StopIteration:
             self._left = 0
             return None
-        except Exception as exc:  # a worker's error: ours in one line, not DALI's traceback
-            error = unwrap_worker_error(exc)
+        except Exception as exc:  # said in one line where the feed can
+            error = self._error(exc)
             if error is not None:
                 raise error from None
             raise
         self._left -= 1
+        return self._to_batch(outputs)
+
+
+class SourceFeed(EpochRuns):
+    """Runs the external-source pipeline epoch by epoch; the ids reach it through files."""
+
+    def __init__(self, reader: SampleReader, batch_size: int, read_threads: int,
+                 prefetch_size: int, drop_last: bool, method: str, per_sample: bool) -> None:
+        super().__init__(batch_size, drop_last)
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        if shm is not None:  # folders of runs killed before their clean-up
+            leftovers.sweep(LEFTOVER_PATTERN)
+        self.folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=shm)
+        self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)  # at exit too
+        self.ids = EpochIds(self.folder)
+        per_sample = per_sample and read_threads > 0  # inline reading is per batch
+        source = EpochSource(reader, self.ids, batch_size, drop_last, per_sample,
+                             read_threads > 0)
+        try:
+            self.pipe = source_pipeline(source, batch_size, read_threads, prefetch_size, method)
+        except BaseException:
+            self._remove()
+            raise
+
+    def _publish(self, epoch: int, ids: np.ndarray) -> None:
+        self.ids.publish(epoch, ids)
+
+    def _to_batch(self, outputs: Any) -> Batch:
+        data, meta = outputs
         return to_batch(data, meta)
+
+    def _error(self, exc: Exception) -> BaseException | None:
+        """A worker's error: ours in one line, not DALI's traceback."""
+        return unwrap_worker_error(exc)
 
     def close(self) -> None:
         """Release the pipeline and its worker processes; remove the id files."""
