@@ -206,9 +206,11 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-def compare(ranks: int, args: argparse.Namespace, commands: list[str]) -> list[str]:
+def compare(ranks: int, args: argparse.Namespace, commands: list[str],
+            details: list[str]) -> list[str]:
     """``--reps`` rounds of every dliobench format and fio (and dd), back to back, the order
-    alternating by round; medians of the rates and of each round's paired ratios."""
+    alternating by round; medians of the rates and of each round's paired ratios (each
+    round's ratios and load go to ``details``)."""
     rounds: list[dict[str, tuple[float, float]]] = []
     slowest: dict[str, list[tuple[float, float]]] = {}
     about: dict[str, str] = {}
@@ -251,10 +253,15 @@ def compare(ranks: int, args: argparse.Namespace, commands: list[str]) -> list[s
             lines.append(f"| {ranks} | {name} ({about[fmt]} per checkpoint; MLPerf throughput, "
                          f"slowest rank: {gbps(sw)}, {gbps(sr)}) | {gbps(w)} | {gbps(rd)} | |")
             continue
-        ratios = "; ".join(
-            f"{fmt} {_spread([r[f'dliobench {fmt}'][0] / r[name][0] for r in rounds])}, "
-            f"{_spread([r[f'dliobench {fmt}'][1] / r[name][1] for r in rounds])}"
-            for fmt in args.formats)
+        pairs = {fmt: [(r[f"dliobench {fmt}"][0] / r[name][0],
+                        r[f"dliobench {fmt}"][1] / r[name][1]) for r in rounds]
+                 for fmt in args.formats}
+        ratios = "; ".join(f"{fmt} {_spread([w for w, _ in v])}, {_spread([x for _, x in v])}"
+                           for fmt, v in pairs.items())
+        details += [f"- {ranks} rank(s), dliobench {fmt} / {name} (write, read) by round: "
+                    + ", ".join(f"{w:.2f} {x:.2f} (load {load:.1f})"
+                                for (w, x), load in zip(v, loads, strict=True))
+                    for fmt, v in pairs.items()]
         lines.append(f"| {ranks} | {name} | {gbps(w)} | {gbps(rd)} | {ratios} |")
     lines.append(f"| {ranks} | load average (1 min) at each round's start | "
                  f"{_spread(loads)} | | |")
@@ -298,9 +305,10 @@ def main() -> None:
     lines = ["| ranks | contender | write GB/s (median) | read GB/s (median) | dliobench / it "
              "per round: median (range), write; read |", "|---|---|---|---|---|"]
     commands: list[str] = []
+    details: list[str] = []
     try:
         for ranks in [] if args.only_dlio else args.ranks:
-            lines += compare(ranks, args, commands)
+            lines += compare(ranks, args, commands, details)
         if args.only_dlio:
             lines = []
         if args.dlio_venv:
@@ -308,7 +316,7 @@ def main() -> None:
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
     print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(args.src), "",
-                     *lines, "", "Commands (one repetition each):", "",
+                     *lines, "", *details, "", "Commands (one repetition each):", "",
                      *[f"    {c}" for c in commands], "", planning_line(),
                      benchinfo.load_line()]))
 
