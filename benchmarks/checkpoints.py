@@ -54,6 +54,19 @@ PRESET = REPO / "workloads" / "llama3_8b.yaml"
 DD_RATE = re.compile(r"(\d+) bytes .* copied, ([\d.e+-]+) s")
 
 
+SETTLE_S = [5.0]  # --settle: seconds between the cache drop and each contender
+
+
+def fresh_memory() -> None:
+    """Drop the page cache, then wait ``--settle`` seconds. This VM hands freed memory back to
+    its host about 2 s after it is freed (virtio-balloon free page reporting) and page cache
+    built on handed-back pages costs host faults: fio, writing 0.2 s after the drop, reused
+    the dropped pages and wrote 1.35x faster (1 job) than 5 s later, while dliobench's ranks
+    start writing 2-4 s after it (Python, MPI). Waiting puts every contender in one state."""
+    benchinfo.drop_caches()
+    time.sleep(SETTLE_S[0])
+
+
 def mpiexec() -> str:
     """The mpiexec next to this Python (the mpich wheel's), else the one on PATH."""
     found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
@@ -63,8 +76,9 @@ def mpiexec() -> str:
     return found
 
 
-def dliobench(ranks: int, fmt: str, args: argparse.Namespace) -> tuple[dict, str]:
-    """One checkpoint-only run; its result's ``checkpoint`` and the command."""
+def dliobench(ranks: int, fmt: str, src: str, args: argparse.Namespace) -> tuple[dict, str]:
+    """One checkpoint-only run of the code in ``src``; its result's ``checkpoint`` and the
+    command."""
     out = args.root / "out"
     cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "dliobench", "run", str(PRESET),
            f"checkpoint.scale={args.scale}", f"checkpoint.num_checkpoints_write={args.per_run}",
@@ -72,8 +86,8 @@ def dliobench(ranks: int, fmt: str, args: argparse.Namespace) -> tuple[dict, str
            "checkpoint.time_between_checkpoints=0", f"checkpoint.file_format={fmt}",
            f"checkpoint.checkpoint_folder={args.root / 'ckpt'}", f"output.folder={out}",
            "--no-progress"]
-    benchinfo.drop_caches()
-    run(cmd, args.src)
+    fresh_memory()
+    run(cmd, src)
     latest = sorted(p for p in out.iterdir() if (p / "result.json").exists())[-1]
     ckpt = json.loads((latest / "result.json").read_text())["checkpoint"]
     shutil.rmtree(latest)
@@ -91,7 +105,7 @@ def fio(ranks: int, per_job: int, files: int, rw: str, folder: Path) -> tuple[fl
            "--output-format=json"]
     cmd.append("--fsync_on_close=1" if rw == "write" else "--invalidate=1")
     folder.mkdir(parents=True, exist_ok=True)
-    benchinfo.drop_caches()
+    fresh_memory()
     doc = json.loads(run(cmd).stdout)
     made = list(folder.iterdir())
     assert len(made) == ranks * files, f"fio made {len(made)} files, not {ranks * files}"
@@ -107,7 +121,7 @@ def dd(nbytes: int, rw: str, path: Path) -> tuple[float, str]:
                "oflag=direct", "conv=fsync"]
     else:
         cmd = ["dd", f"if={path}", "of=/dev/null", f"bs={block}", "iflag=direct"]
-    benchinfo.drop_caches()
+    fresh_memory()
     match = DD_RATE.search(run(cmd).stderr)
     assert match, "dd printed no rate"
     return int(match.group(1)) / float(match.group(2)), " ".join(cmd)
@@ -146,7 +160,7 @@ def dlio_training_checkpoint(args: argparse.Namespace, model_bytes: int) -> tupl
         "workflow.generate_data": True, "workflow.checkpoint": True,
         "checkpoint.model_size": model_bytes, "checkpoint.checkpoint_after_epoch": 1,
         "checkpoint.checkpoint_folder": root / "ckpt", "output.folder": root / "out"})
-    benchinfo.drop_caches()
+    fresh_memory()
     run(cmd)
     stats = json.loads(next((root / "out").rglob("per_epoch_stats.json")).read_text())
     seconds = float(stats["1"]["ckpt1"]["duration"])
@@ -168,8 +182,8 @@ def ours_training_checkpoint(args: argparse.Namespace, nbytes: int, fsync: bool)
            f"model.model_size_bytes={nbytes}", f"checkpoint.fsync={str(fsync).lower()}",
            f"checkpoint.checkpoint_folder={root / 'ckpt'}", f"output.folder={root / 'out'}",
            "--no-progress"]
-    benchinfo.drop_caches()
-    run(cmd, args.src)
+    fresh_memory()
+    run(cmd, args.src[0])
     result = json.loads(next((root / "out").rglob("result.json")).read_text())
     shutil.rmtree(root / "out", ignore_errors=True)
     return float(result["checkpoint"]["write_bytes_per_s"]), " ".join(["python", *cmd[1:]])
@@ -206,6 +220,16 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def variants(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(label, format, source tree) of each dliobench run in a round; the label names the
+    commit when several trees are compared."""
+    def label(fmt: str, src: str) -> str:
+        if len(args.src) == 1:
+            return fmt
+        return f"{fmt}@{run(['git', '-C', src, 'log', '-1', '--format=%h']).stdout.strip()}"
+    return [(label(fmt, src), fmt, src) for src in args.src for fmt in args.formats]
+
+
 def compare(ranks: int, args: argparse.Namespace, commands: list[str],
             details: list[str]) -> list[str]:
     """``--reps`` rounds of every dliobench format and fio (and dd), back to back, the order
@@ -216,6 +240,7 @@ def compare(ranks: int, args: argparse.Namespace, commands: list[str],
     about: dict[str, str] = {}
     loads: list[float] = []
     shape = (0, 0)  # bytes and files per checkpoint, from round 0's dliobench run (it goes first)
+    runs = variants(args)
     for rep in range(args.reps):
         loads.append(os.getloadavg()[0])
         rates: dict[str, tuple[float, float]] = {}
@@ -229,21 +254,21 @@ def compare(ranks: int, args: argparse.Namespace, commands: list[str],
                         if rep == 0:
                             commands += [others[f"{tool} write"][1], others[f"{tool} read"][1]]
                 continue
-            for fmt in args.formats:
-                ckpt, cmd = dliobench(ranks, fmt, args)
+            for name, fmt, src in runs if rep % 2 == 0 else runs[::-1]:
+                ckpt, cmd = dliobench(ranks, fmt, src, args)
                 shape = (int(ckpt["write"]["bytes_per_checkpoint"]),
                          int(ckpt["files_per_checkpoint"]))
-                about[fmt] = f"{shape[0] / 1e9:.2f} GB, {shape[1]} files"
-                rates[f"dliobench {fmt}"] = (ckpt["write"]["aggregate_bytes_per_s"],
-                                             ckpt["read"]["aggregate_bytes_per_s"])
-                slowest.setdefault(fmt, []).append(
+                about[name] = f"{shape[0] / 1e9:.2f} GB, {shape[1]} files"
+                rates[f"dliobench {name}"] = (ckpt["write"]["aggregate_bytes_per_s"],
+                                              ckpt["read"]["aggregate_bytes_per_s"])
+                slowest.setdefault(name, []).append(
                     (ckpt["write"]["throughput_bytes_per_s_mean"],
                      ckpt["read"]["throughput_bytes_per_s_mean"]))
                 if rep == 0:
                     commands.append(cmd)
         rounds.append(rates)
     lines = []
-    for name in rounds[0]:
+    for name in sorted(rounds[0], key=lambda n: not n.startswith("dliobench")):
         w = statistics.median(r[name][0] for r in rounds)
         rd = statistics.median(r[name][1] for r in rounds)
         if name.startswith("dliobench"):
@@ -255,7 +280,7 @@ def compare(ranks: int, args: argparse.Namespace, commands: list[str],
             continue
         pairs = {fmt: [(r[f"dliobench {fmt}"][0] / r[name][0],
                         r[f"dliobench {fmt}"][1] / r[name][1]) for r in rounds]
-                 for fmt in args.formats}
+                 for fmt, _, _ in runs}
         ratios = "; ".join(f"{fmt} {_spread([w for w, _ in v])}, {_spread([x for _, x in v])}"
                            for fmt, v in pairs.items())
         details += [f"- {ranks} rank(s), dliobench {fmt} / {name} (write, read) by round: "
@@ -296,11 +321,15 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--formats", nargs="+", default=["torch", "raw"])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-ckpt"))
-    parser.add_argument("--src", default=str(REPO))
+    parser.add_argument("--src", nargs="+", default=[str(REPO)],
+                        help="dliobench source trees, each run in every round (before/after)")
     parser.add_argument("--dlio-venv", default="", help="also compare with DLIO 2.0.0's "
                         "training-time checkpoint (../shared/tools/install-dlio-peer.sh VENV)")
     parser.add_argument("--only-dlio", action="store_true", help="skip fio/dd")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds to wait after each cache drop (see fresh_memory)")
     args = parser.parse_args()
+    SETTLE_S[0] = args.settle
     args.root.mkdir(parents=True, exist_ok=True)
     lines = ["| ranks | contender | write GB/s (median) | read GB/s (median) | dliobench / it "
              "per round: median (range), write; read |", "|---|---|---|---|---|"]
@@ -315,7 +344,8 @@ def main() -> None:
             lines += ["", *against_dlio(args, commands)]
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
-    print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(args.src), "",
+    code = list(dict.fromkeys(line for src in args.src for line in benchinfo.code_lines(src)))
+    print("\n".join([*benchinfo.machine_lines(), *code, "",
                      *lines, "", *details, "", "Commands (one repetition each):", "",
                      *[f"    {c}" for c in commands], "", planning_line(),
                      benchinfo.load_line()]))
