@@ -91,7 +91,7 @@ def dliobench(ranks: int, fmt: str, src: str, args: argparse.Namespace) -> tuple
     latest = sorted(p for p in out.iterdir() if (p / "result.json").exists())[-1]
     ckpt = json.loads((latest / "result.json").read_text())["checkpoint"]
     shutil.rmtree(latest)
-    return ckpt, " ".join(["mpiexec", *cmd[1:3], "python", *cmd[4:]])
+    return ckpt, " ".join([f"PYTHONPATH={src}", "mpiexec", *cmd[1:3], "python", *cmd[4:]])
 
 
 def fio(ranks: int, per_job: int, files: int, rw: str, folder: Path) -> tuple[float, str]:
