@@ -1,28 +1,41 @@
 """dliobench's checkpoint-only workflow (llama3_8b scaled down) against fio and dd writing and
 reading the same bytes on the same disk.
 
-Usage: python benchmarks/checkpoints.py [--scale 0.02] [--reps 5] [--ranks 1 8]
+Usage: python benchmarks/checkpoints.py [--scale 0.02] [--reps 7] [--ranks 1 8]
            [--formats torch raw] [--root /work/bench-ckpt] [--src DIR]
 
 For each launched rank count R and file format: ``mpiexec -n R dliobench run
 workloads/llama3_8b.yaml`` (an 8-rank TP 1 x PP 1 x DP 8 ZeRO-3 layout, so R=1 writes all 16
-files of a checkpoint, R=8 one rank's two files each) with ``checkpoint.scale``, ``--reps``
-writes then ``--reps`` reads, fsync on, eviction before each read. Its figure is the
-aggregate rate: a checkpoint's bytes over the slowest rank's time (MLPerf's duration),
-averaged over the repetitions as total bytes / total duration. Against it: fio with R jobs,
-each writing its share of the same bytes (buffered, 4 MiB writes, fsync on close: what a
-rank's torch.save plus fsync does), files removed between repetitions, then R jobs reading
-them (``invalidate=1``: fio drops their cached pages first, as the run's eviction does); and
-for R=1 ``dd`` of the same bytes with ``oflag=direct`` (write) and ``iflag=direct`` (read).
-``sync`` + ``drop_caches`` before every contender. Prints markdown with the commands; the
-files are deleted at the end.
+files of a checkpoint, R=8 one rank's two files each) with ``checkpoint.scale``, ``--per-run``
+writes then as many reads, fsync on, eviction before each read. Its figure is the aggregate
+rate: a checkpoint's bytes over the slowest rank's time (MLPerf's duration), averaged over the
+repetitions as total bytes / total duration.
+
+Against it, fio doing the same I/O: R jobs (one per rank), each writing its rank's bytes as
+as many files as the rank writes (``nrfiles``, one after another:
+``file_service_type=sequential``), each file fsynced when it is done (``fsync_on_close``, as
+each checkpoint file is fsynced at its commit), buffered, in requests of dliobench's size
+(``ckpt_files.WRITE_BYTES`` / ``READ_BYTES``), nothing preallocated (``fallocate=none``: a
+checkpoint writer appends to new files; fio's default fallocates them before its clock
+starts); then the same jobs read those files (``invalidate=1``: fio drops their cached pages
+first, as the run's eviction does). fio's files are counted after each write, so a job
+writing another job's file cannot pass unseen. For R=1 also ``dd`` of the same bytes with
+``oflag=direct`` (write) and ``iflag=direct`` (read).
+
+Contenders run in ``--reps`` rounds, back to back, dliobench first in even rounds and fio
+first in odd ones; each round's dliobench / fio ratio is paired (other load on the machine
+moves both alike), and the report gives the median and range of those ratios with the load
+average. ``sync`` + ``drop_caches`` before every contender. Prints markdown with the commands;
+the files are deleted at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shlex
 import shutil
 import statistics
 import sys
@@ -34,8 +47,24 @@ import dlio_peer
 from benchinfo import run
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from dliobench.run.ckpt_files import READ_BYTES, WRITE_BYTES  # noqa: E402
+
 PRESET = REPO / "workloads" / "llama3_8b.yaml"
 DD_RATE = re.compile(r"(\d+) bytes .* copied, ([\d.e+-]+) s")
+
+
+SETTLE_S = [5.0]  # --settle: seconds between the cache drop and each contender
+
+
+def fresh_memory() -> None:
+    """Drop the page cache, then wait ``--settle`` seconds. This VM hands freed memory back to
+    its host about 2 s after it is freed (virtio-balloon free page reporting) and page cache
+    built on handed-back pages costs host faults: fio, writing 0.2 s after the drop, reused
+    the dropped pages and wrote 1.35x faster (1 job) than 5 s later, while dliobench's ranks
+    start writing 2-4 s after it (Python, MPI). Waiting puts every contender in one state."""
+    benchinfo.drop_caches()
+    time.sleep(SETTLE_S[0])
 
 
 def mpiexec() -> str:
@@ -47,8 +76,9 @@ def mpiexec() -> str:
     return found
 
 
-def dliobench(ranks: int, fmt: str, args: argparse.Namespace) -> tuple[dict, str]:
-    """One checkpoint-only run; its result's ``checkpoint`` and the command."""
+def dliobench(ranks: int, fmt: str, src: str, args: argparse.Namespace) -> tuple[dict, str]:
+    """One checkpoint-only run of the code in ``src``; its result's ``checkpoint`` and the
+    command."""
     out = args.root / "out"
     cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "dliobench", "run", str(PRESET),
            f"checkpoint.scale={args.scale}", f"checkpoint.num_checkpoints_write={args.per_run}",
@@ -56,27 +86,30 @@ def dliobench(ranks: int, fmt: str, args: argparse.Namespace) -> tuple[dict, str
            "checkpoint.time_between_checkpoints=0", f"checkpoint.file_format={fmt}",
            f"checkpoint.checkpoint_folder={args.root / 'ckpt'}", f"output.folder={out}",
            "--no-progress"]
-    benchinfo.drop_caches()
-    run(cmd, args.src)
+    fresh_memory()
+    run(cmd, src)
     latest = sorted(p for p in out.iterdir() if (p / "result.json").exists())[-1]
     ckpt = json.loads((latest / "result.json").read_text())["checkpoint"]
     shutil.rmtree(latest)
-    return ckpt, " ".join(["mpiexec", *cmd[1:3], "python", *cmd[4:]])
+    return ckpt, " ".join([f"PYTHONPATH={src}", "mpiexec", *cmd[1:3], "python", *cmd[4:]])
 
 
-def fio(ranks: int, per_job: int, rw: str, folder: Path) -> tuple[float, str]:
-    """fio ``rw`` (write or read) with ``ranks`` jobs of ``per_job`` bytes each: bytes/s."""
-    cmd = ["fio", "--name=ckpt", f"--directory={folder}", f"--rw={rw}", "--bs=4M",
-           "--ioengine=psync", "--direct=0", f"--numjobs={ranks}", f"--size={per_job}",
-           "--group_reporting", "--output-format=json"]
-    if rw == "write":
-        cmd.append("--end_fsync=1")  # its time includes the fsync, as a checkpoint's does
-    else:
-        cmd.append("--invalidate=1")
+def fio(ranks: int, per_job: int, files: int, rw: str, folder: Path) -> tuple[float, str]:
+    """fio ``rw`` (write or read) with ``ranks`` jobs of ``per_job`` bytes in ``files`` files
+    each, as dliobench's ranks do: bytes/s."""
+    request = WRITE_BYTES if rw == "write" else READ_BYTES
+    cmd = ["fio", "--name=ckpt", f"--directory={folder}", "--filename_format=ckpt.$jobnum.$filenum",
+           f"--rw={rw}", f"--bs={request}", "--ioengine=psync", "--direct=0",
+           f"--numjobs={ranks}", f"--size={per_job}", f"--nrfiles={files}",
+           "--file_service_type=sequential", "--fallocate=none", "--group_reporting",
+           "--output-format=json"]
+    cmd.append("--fsync_on_close=1" if rw == "write" else "--invalidate=1")
     folder.mkdir(parents=True, exist_ok=True)
-    benchinfo.drop_caches()
+    fresh_memory()
     doc = json.loads(run(cmd).stdout)
-    return float(doc["jobs"][0][rw]["bw_bytes"]), " ".join(cmd[:-1])
+    made = list(folder.iterdir())
+    assert len(made) == ranks * files, f"fio made {len(made)} files, not {ranks * files}"
+    return float(doc["jobs"][0][rw]["bw_bytes"]), shlex.join(c for c in cmd if "output" not in c)
 
 
 def dd(nbytes: int, rw: str, path: Path) -> tuple[float, str]:
@@ -88,18 +121,20 @@ def dd(nbytes: int, rw: str, path: Path) -> tuple[float, str]:
                "oflag=direct", "conv=fsync"]
     else:
         cmd = ["dd", f"if={path}", "of=/dev/null", f"bs={block}", "iflag=direct"]
-    benchinfo.drop_caches()
+    fresh_memory()
     match = DD_RATE.search(run(cmd).stderr)
     assert match, "dd printed no rate"
     return int(match.group(1)) / float(match.group(2)), " ".join(cmd)
 
 
-def contenders(ranks: int, nbytes: int, args: argparse.Namespace) -> dict[str, tuple]:
-    """One repetition of fio (and for one rank dd): write then read, (bytes/s, command)."""
+def contenders(ranks: int, nbytes: int, files: int, args: argparse.Namespace) -> dict[str,
+                                                                                     tuple]:
+    """One repetition of fio (and for one rank dd): write then read ``nbytes`` in ``files``
+    files in all, (bytes/s, command)."""
     folder = args.root / "fio"
     shutil.rmtree(folder, ignore_errors=True)  # fresh files, as each checkpoint's are
-    out = {"fio write": fio(ranks, nbytes // ranks, "write", folder),
-           "fio read": fio(ranks, nbytes // ranks, "read", folder)}
+    out = {"fio write": fio(ranks, nbytes // ranks, files // ranks, "write", folder),
+           "fio read": fio(ranks, nbytes // ranks, files // ranks, "read", folder)}
     shutil.rmtree(folder, ignore_errors=True)
     if ranks == 1:
         path = args.root / "dd.bin"
@@ -125,7 +160,7 @@ def dlio_training_checkpoint(args: argparse.Namespace, model_bytes: int) -> tupl
         "workflow.generate_data": True, "workflow.checkpoint": True,
         "checkpoint.model_size": model_bytes, "checkpoint.checkpoint_after_epoch": 1,
         "checkpoint.checkpoint_folder": root / "ckpt", "output.folder": root / "out"})
-    benchinfo.drop_caches()
+    fresh_memory()
     run(cmd)
     stats = json.loads(next((root / "out").rglob("per_epoch_stats.json")).read_text())
     seconds = float(stats["1"]["ckpt1"]["duration"])
@@ -147,8 +182,8 @@ def ours_training_checkpoint(args: argparse.Namespace, nbytes: int, fsync: bool)
            f"model.model_size_bytes={nbytes}", f"checkpoint.fsync={str(fsync).lower()}",
            f"checkpoint.checkpoint_folder={root / 'ckpt'}", f"output.folder={root / 'out'}",
            "--no-progress"]
-    benchinfo.drop_caches()
-    run(cmd, args.src)
+    fresh_memory()
+    run(cmd, args.src[0])
     result = json.loads(next((root / "out").rglob("result.json")).read_text())
     shutil.rmtree(root / "out", ignore_errors=True)
     return float(result["checkpoint"]["write_bytes_per_s"]), " ".join(["python", *cmd[1:]])
@@ -181,44 +216,80 @@ def gbps(x: float | None) -> str:
     return "n/a" if x is None else f"{x / 1e9:.3f}"
 
 
-def compare(ranks: int, args: argparse.Namespace, commands: list[str]) -> list[str]:
-    """``--reps`` rounds, each: every dliobench format, then fio (and dd); medians."""
-    rates: dict[str, list[tuple[float, float]]] = {}
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def variants(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(label, format, source tree) of each dliobench run in a round; the label names the
+    commit when several trees are compared."""
+    def label(fmt: str, src: str) -> str:
+        if len(args.src) == 1:
+            return fmt
+        return f"{fmt}@{run(['git', '-C', src, 'log', '-1', '--format=%h']).stdout.strip()}"
+    return [(label(fmt, src), fmt, src) for src in args.src for fmt in args.formats]
+
+
+def compare(ranks: int, args: argparse.Namespace, commands: list[str],
+            details: list[str]) -> list[str]:
+    """``--reps`` rounds of every dliobench format and fio (and dd), back to back, the order
+    alternating by round; medians of the rates and of each round's paired ratios (each
+    round's ratios and load go to ``details``)."""
+    rounds: list[dict[str, tuple[float, float]]] = []
     slowest: dict[str, list[tuple[float, float]]] = {}
     about: dict[str, str] = {}
-    nbytes = 0
+    loads: list[float] = []
+    shape = (0, 0)  # bytes and files per checkpoint, from round 0's dliobench run (it goes first)
+    runs = variants(args)
     for rep in range(args.reps):
-        for fmt in args.formats:
-            ckpt, cmd = dliobench(ranks, fmt, args)
-            nbytes = int(ckpt["write"]["bytes_per_checkpoint"])
-            about[fmt] = f"{nbytes / 1e9:.2f} GB, {ckpt['files_per_checkpoint']} files"
-            rates.setdefault(f"dliobench {fmt}", []).append(
-                (ckpt["write"]["aggregate_bytes_per_s"], ckpt["read"]["aggregate_bytes_per_s"]))
-            slowest.setdefault(fmt, []).append((ckpt["write"]["throughput_bytes_per_s_mean"],
-                                                ckpt["read"]["throughput_bytes_per_s_mean"]))
-            if rep == 0:
-                commands.append(cmd)
-        others = contenders(ranks, nbytes, args)
-        for tool in ("fio", "dd"):
-            if f"{tool} write" in others:
-                rates.setdefault(tool, []).append((others[f"{tool} write"][0],
-                                                   others[f"{tool} read"][0]))
+        loads.append(os.getloadavg()[0])
+        rates: dict[str, tuple[float, float]] = {}
+        steps = ["dliobench", "others"] if rep % 2 == 0 else ["others", "dliobench"]
+        for step in steps:
+            if step == "others":
+                others = contenders(ranks, *shape, args)
+                for tool in ("fio", "dd"):
+                    if f"{tool} write" in others:
+                        rates[tool] = (others[f"{tool} write"][0], others[f"{tool} read"][0])
+                        if rep == 0:
+                            commands += [others[f"{tool} write"][1], others[f"{tool} read"][1]]
+                continue
+            for name, fmt, src in runs if rep % 2 == 0 else runs[::-1]:
+                ckpt, cmd = dliobench(ranks, fmt, src, args)
+                shape = (int(ckpt["write"]["bytes_per_checkpoint"]),
+                         int(ckpt["files_per_checkpoint"]))
+                about[name] = f"{shape[0] / 1e9:.2f} GB, {shape[1]} files"
+                rates[f"dliobench {name}"] = (ckpt["write"]["aggregate_bytes_per_s"],
+                                              ckpt["read"]["aggregate_bytes_per_s"])
+                slowest.setdefault(name, []).append(
+                    (ckpt["write"]["throughput_bytes_per_s_mean"],
+                     ckpt["read"]["throughput_bytes_per_s_mean"]))
                 if rep == 0:
-                    commands += [others[f"{tool} write"][1], others[f"{tool} read"][1]]
-    med = {name: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v))
-           for name, v in rates.items()}
+                    commands.append(cmd)
+        rounds.append(rates)
     lines = []
-    for name, (w, r) in med.items():
+    for name in sorted(rounds[0], key=lambda n: not n.startswith("dliobench")):
+        w = statistics.median(r[name][0] for r in rounds)
+        rd = statistics.median(r[name][1] for r in rounds)
         if name.startswith("dliobench"):
             fmt = name.split()[1]
             sw = statistics.median(x for x, _ in slowest[fmt])
             sr = statistics.median(y for _, y in slowest[fmt])
             lines.append(f"| {ranks} | {name} ({about[fmt]} per checkpoint; MLPerf throughput, "
-                         f"slowest rank: {gbps(sw)}, {gbps(sr)}) | {gbps(w)} | {gbps(r)} | |")
+                         f"slowest rank: {gbps(sw)}, {gbps(sr)}) | {gbps(w)} | {gbps(rd)} | |")
             continue
-        ratios = "; ".join(f"{fmt} {med[f'dliobench {fmt}'][0] / w:.2f}, "
-                           f"{med[f'dliobench {fmt}'][1] / r:.2f}" for fmt in args.formats)
-        lines.append(f"| {ranks} | {name} | {gbps(w)} | {gbps(r)} | {ratios} |")
+        pairs = {fmt: [(r[f"dliobench {fmt}"][0] / r[name][0],
+                        r[f"dliobench {fmt}"][1] / r[name][1]) for r in rounds]
+                 for fmt, _, _ in runs}
+        ratios = "; ".join(f"{fmt} {_spread([w for w, _ in v])}, {_spread([x for _, x in v])}"
+                           for fmt, v in pairs.items())
+        details += [f"- {ranks} rank(s), dliobench {fmt} / {name} (write, read) by round: "
+                    + ", ".join(f"{w:.2f} {x:.2f} (load {load:.1f})"
+                                for (w, x), load in zip(v, loads, strict=True))
+                    for fmt, v in pairs.items()]
+        lines.append(f"| {ranks} | {name} | {gbps(w)} | {gbps(rd)} | {ratios} |")
+    lines.append(f"| {ranks} | load average (1 min) at each round's start | "
+                 f"{_spread(loads)} | | |")
     return lines
 
 
@@ -244,32 +315,38 @@ def planning_line() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.02)
-    parser.add_argument("--reps", type=int, default=5, help="rounds of all contenders")
+    parser.add_argument("--reps", type=int, default=7, help="rounds of all contenders")
     parser.add_argument("--per-run", type=int, default=1,
                         help="checkpoints each dliobench run writes and reads")
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--formats", nargs="+", default=["torch", "raw"])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-ckpt"))
-    parser.add_argument("--src", default=str(REPO))
+    parser.add_argument("--src", nargs="+", default=[str(REPO)],
+                        help="dliobench source trees, each run in every round (before/after)")
     parser.add_argument("--dlio-venv", default="", help="also compare with DLIO 2.0.0's "
                         "training-time checkpoint (../shared/tools/install-dlio-peer.sh VENV)")
     parser.add_argument("--only-dlio", action="store_true", help="skip fio/dd")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds to wait after each cache drop (see fresh_memory)")
     args = parser.parse_args()
+    SETTLE_S[0] = args.settle
     args.root.mkdir(parents=True, exist_ok=True)
-    lines = ["| ranks | contender | write GB/s | read GB/s | dliobench torch / it, "
-             "raw / it (write, read) |", "|---|---|---|---|---|"]
+    lines = ["| ranks | contender | write GB/s (median) | read GB/s (median) | dliobench / it "
+             "per round: median (range), write; read |", "|---|---|---|---|---|"]
     commands: list[str] = []
+    details: list[str] = []
     try:
         for ranks in [] if args.only_dlio else args.ranks:
-            lines += compare(ranks, args, commands)
+            lines += compare(ranks, args, commands, details)
         if args.only_dlio:
             lines = []
         if args.dlio_venv:
             lines += ["", *against_dlio(args, commands)]
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
-    print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(args.src), "",
-                     *lines, "", "Commands (one repetition each):", "",
+    code = list(dict.fromkeys(line for src in args.src for line in benchinfo.code_lines(src)))
+    print("\n".join([*benchinfo.machine_lines(), *code, "",
+                     *lines, "", *details, "", "Commands (one repetition each):", "",
                      *[f"    {c}" for c in commands], "", planning_line(),
                      benchinfo.load_line()]))
 

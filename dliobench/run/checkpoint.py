@@ -12,16 +12,12 @@ import contextlib
 import shutil
 import time
 
-import numpy as np
-
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.results.measured import CheckpointEvent
-from dliobench.run.ckpt_files import checkpoint_writer, write_repeated
+from dliobench.run.ckpt_files import READ_BYTES, WRITE_BYTES, StampedChunk, checkpoint_writer
 from dliobench.storage import backend_for, lustre
-
-CHUNK = 64 << 20
 
 
 def total_bytes(config: Config) -> int:
@@ -52,7 +48,7 @@ class Checkpointer:
         self.run_id = run_id
         self.written: list[str] = []  # this rank's shards, deleted by ``finish``
         self.events: list[CheckpointEvent] = []
-        self._payload: np.ndarray | None = None
+        self._payload: StampedChunk | None = None
 
     def due(self, epoch: int, step: int, last_in_epoch: bool, global_step: int) -> bool:
         """Whether a checkpoint follows this step (by steps, else by epochs, as DLIO does)."""
@@ -78,10 +74,9 @@ class Checkpointer:
                                            read_s if self.cfg.read_after_write else None))
         return time.perf_counter() - start
 
-    def _chunk(self) -> np.ndarray:
+    def _chunk(self) -> StampedChunk:
         if self._payload is None:  # random, dedupe-proof bytes, made once
-            self._payload = np.empty(min(CHUNK, max(self.nbytes, 1)), dtype=np.uint8)
-            datafill.fill(self._payload, datafill.base_buffer(self.world.rank), 0, self.world.rank)
+            self._payload = StampedChunk(self.world.rank, min(WRITE_BYTES, max(self.nbytes, 1)))
         return self._payload
 
     def _write(self, key: str) -> float:
@@ -91,10 +86,10 @@ class Checkpointer:
         if local is not None and not local.exists() and lustre.wants_striping(self.storage):
             lustre.set_stripe(local, self.storage)
         self.backend.make_room(folder)
-        chunk = memoryview(self._chunk().data)
+        chunk = self._chunk()
         start = time.perf_counter()
         with checkpoint_writer(self.backend, key) as writer:
-            write_repeated(writer, chunk, self.nbytes)
+            chunk.write(writer, self.nbytes, datafill.file_uid(self.world.rank, len(self.events)))
             writer.commit(durable=self.cfg.fsync)
             self.written.append(key)
         return time.perf_counter() - start
@@ -130,7 +125,7 @@ class Checkpointer:
     def _read(self, key: str) -> float:
         """Read the shard back after evicting it, so the read reaches the storage."""
         self.backend.evict([key])
-        view = memoryview(bytearray(min(CHUNK, self.nbytes)))  # reused: no page faults
+        view = memoryview(bytearray(min(READ_BYTES, self.nbytes)))
         start = time.perf_counter()
         reader = self.backend.open_read(key)
         try:

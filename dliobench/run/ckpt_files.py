@@ -2,9 +2,10 @@
 when torch is installed, raw bytes of the same sizes otherwise.
 
 Tensors hold random, dedupe-proof bytes (``dataset.fill``) and are made once per rank, before
-the first write, as a training job holds its state in memory; only the writes are timed. Every
-file goes through the storage seam's streaming writer, so it appears whole or not at all, and
-is fsynced at commit when asked.
+the first write, as a training job holds its state in memory; only the writes are timed. Raw
+files are written 4 MiB at a time from one buffer, re-stamped before each write so that every
+4 KiB of every file is unique (``StampedChunk``). Every file goes through the storage seam's
+streaming writer, so it appears whole or not at all, and is fsynced at commit when asked.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from dliobench.run.ckpt_layout import DTYPE_BYTES, ShardFile
 from dliobench.storage import Backend
 from dliobench.storage.backend import Writer
 
-CHUNK = 64 << 20
+WRITE_BYTES = 4 << 20  # one raw write, as fio's bs=4M (benchmarks/checkpoints.py uses both)
+READ_BYTES = 4 << 20  # one read: 1.92-2.04 GB/s read back against 1.81-1.95 with 16 MiB
 TORCH_DTYPES = {"int8": "int8", "uint8": "uint8", "fp16": "float16", "bf16": "bfloat16",
                 "fp32": "float32", "fp64": "float64"}
 
@@ -46,10 +48,14 @@ class ShardWriter:
         self.files, self.fmt, self.seed = files, fmt, seed
         self._base = datafill.base_buffer(seed)
         self._states: dict[str, dict[str, Any]] = {}
-        self._chunk: np.ndarray | None = None
+        self._numbers = {shard.name: number for number, shard in enumerate(files)}
+        self._chunk: StampedChunk | None = None
         if fmt == "torch":
             for number, shard in enumerate(files):
                 self._states[shard.name] = self._state(shard, number)
+        else:  # the raw write buffer, made before the first timed write
+            largest = max((f.nbytes for f in files), default=1)
+            self._chunk = StampedChunk(seed, min(WRITE_BYTES, largest))
 
     def _state(self, shard: ShardFile, number: int) -> dict[str, Any]:
         """The shard's tensors: each its own storage, as a framework's state dict."""
@@ -63,15 +69,10 @@ class ShardWriter:
             state[tensor.name] = torch.from_numpy(raw).view(dtype)
         return state
 
-    def _raw_chunk(self) -> memoryview:
-        if self._chunk is None:
-            largest = max((f.nbytes for f in self.files), default=1)
-            self._chunk = np.empty(max(1, min(CHUNK, largest)), dtype=np.uint8)
-            datafill.fill(self._chunk, self._base, self.seed, 0)
-        return memoryview(self._chunk.data)
-
-    def write(self, backend: Backend, key: str, shard: ShardFile, durable: bool) -> int:
-        """Write ``shard`` under ``key``; return the bytes the file holds."""
+    def write(self, backend: Backend, key: str, shard: ShardFile, durable: bool,
+              index: int = 0) -> int:
+        """Write ``shard`` under ``key`` as checkpoint ``index`` (raw files of two checkpoints
+        differ); return the bytes the file holds."""
         with checkpoint_writer(backend, key) as writer:
             if self.fmt == "torch":  # torch writes the spool file itself: no Python copies
                 import torch
@@ -80,7 +81,9 @@ class ShardWriter:
                 torch.save(self._states[shard.name], str(spool))
                 written = spool.stat().st_size
             else:
-                write_repeated(writer, self._raw_chunk(), shard.nbytes)
+                assert self._chunk is not None
+                number = index * len(self.files) + self._numbers[shard.name]
+                self._chunk.write(writer, shard.nbytes, datafill.file_uid(self.seed, number))
                 written = shard.nbytes
             writer.commit(durable=durable)
         return written
@@ -102,13 +105,37 @@ def checkpoint_writer(backend: Backend, key: str) -> Iterator[Writer]:
         raise
 
 
-def write_repeated(writer: Writer, chunk: memoryview, nbytes: int) -> None:
-    """Write ``nbytes`` through ``writer``, ``chunk`` after ``chunk`` (the last one cut)."""
-    left = nbytes
-    while left:
-        part = chunk[:min(left, len(chunk))]
-        writer.write(part)
-        left -= len(part)
+class StampedChunk:
+    """One buffer of random bytes (``dataset.fill``) written again and again, 4 MiB at a time.
+
+    Before each write the 16 bytes at the start of every 2 KiB are overwritten with (file id,
+    block number), the stamps ``dataset.fill`` puts in samples, so no 4 KiB of any file repeats
+    (dedupe cannot flatter the result) while the source stays in the CPU cache, as fio's
+    buffer does: the copy into the page cache, most of a buffered write's CPU, then reads
+    from the cache, not from memory (see benchmarks/RESULTS.md, Checkpoints).
+    """
+
+    def __init__(self, seed: int, size: int = WRITE_BYTES) -> None:
+        self.buffer = np.empty(max(1, size), dtype=np.uint8)
+        datafill.fill(self.buffer, datafill.base_buffer(seed), seed, 0)
+        self._per_write = self.buffer.size // datafill.STAMP_EVERY
+        strides = self.buffer[:self._per_write * datafill.STAMP_EVERY]
+        self._stamps = strides.reshape(self._per_write, datafill.STAMP_EVERY)[:, :16]
+        self._words = np.zeros((self._per_write, 2), dtype="<u8")
+        self._blocks = np.arange(self._per_write, dtype="<u8")
+
+    def write(self, writer: Writer, nbytes: int, file_id: int) -> None:
+        """Write ``nbytes`` of file ``file_id`` through ``writer`` (the last write cut)."""
+        view = memoryview(self.buffer.data)
+        self._words[:, 0] = file_id
+        left, block = nbytes, 0
+        while left:
+            self._words[:, 1] = self._blocks + block
+            self._stamps[:] = self._words.view(np.uint8).reshape(-1, 16)
+            part = view[:min(left, len(view))]
+            writer.write(part)
+            left -= len(part)
+            block += self._per_write
 
 
 def read(backend: Backend, key: str, buffer: memoryview) -> int:

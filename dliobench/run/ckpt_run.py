@@ -24,7 +24,6 @@ from dliobench.run import ckpt_files
 from dliobench.run.ckpt_layout import Layout, ShardFile, layout_for
 from dliobench.storage import Backend, backend_for
 
-READ_BUFFER = 4 << 20  # as fio's bs=4M: 1.92-2.04 GB/s read back against 1.81-1.95 with 16 MiB
 MEMORY_SHARE = 0.8  # of host memory the ranks' torch tensors may take
 
 
@@ -84,7 +83,7 @@ class _Rank:
                                             "checkpoint.checkpoint_folder")
         self.fmt = ckpt_files.file_format(config)
         self.writer = ckpt_files.ShardWriter(files, self.fmt, config.train.seed + world.rank)
-        self.buffer = memoryview(bytearray(READ_BUFFER))
+        self.buffer = memoryview(bytearray(ckpt_files.READ_BYTES))
 
     def folder(self, index: int) -> str:
         return f"{self.config.name}/checkpoint-{index:04d}"
@@ -99,7 +98,7 @@ class _Rank:
         nbytes = 0
         for key, shard in zip(self.keys(index), self.files, strict=True):
             watchdog.beat("writing checkpoint file %s", key)  # a slow file is progress too
-            nbytes += self.writer.write(self.backend, key, shard, durable)
+            nbytes += self.writer.write(self.backend, key, shard, durable, index)
         return CheckpointOp("write", index, nbytes, time.perf_counter() - start, len(self.files))
 
     def read(self, number: int, index: int, watchdog: Watchdog) -> CheckpointOp:
