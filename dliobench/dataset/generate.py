@@ -192,27 +192,29 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
     written: dict[int, Written] = {}
     journaled: set[int] = set()
     pending: dict[Future[dict[int, Written]], list[DataFile]] = {}
-    pool = None
+    pool: writers.WriterPool | None = None
     if todo:  # a rank may have none: more ranks than missing files
         for folder in {f"{TRAIN}/{f.relpath}".rsplit("/", 1)[0] for f in todo}:
             plan.backend.make_room(folder)
-        pool, write, workers = writers.pool_for(plan.fmt, plan.backend, todo,
-                                                plan.config.dataset, world)
+        pool = writers.pool_for(plan.fmt, plan.backend, todo, plan.config.dataset, world)
         # submitted before any progress thread starts: writer processes fork
-        pending = {pool.submit(write, batch): batch
-                   for batch in writers.batches(todo, workers)}
+        pending = {pool.executor.submit(pool.write, batch): batch
+                   for batch in writers.batches(todo, pool.workers)}
     failure: BaseException | None = None
     try:
         with progress.job_bar(desc, sum(f.payload_bytes for f in todo), show_progress,
                               world, comm) as advance:
             _wait_all(pending, written, journaled, plan, manifest, world, advance, watchdog)
+        if pool is not None:  # synced by the last journal: the pages are clean, and drop
+            watchdog.beat("evicting the files it wrote from the page cache")
+            pool.evict_all([k for i in written for k in plan.object_keys(i)])
     except BaseException as exc:
         failure = exc
         for future in pending:
             future.cancel()
     finally:
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.executor.shutdown(wait=True)
     if failure is not None:  # the pool has shut down: keep every batch that completed
         for future in pending:
             if future.done() and not future.cancelled():
@@ -221,8 +223,6 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
         with contextlib.suppress(OSError, DatasetError):  # the first error is the one to say
             _journal(plan, manifest, world, written, journaled)
         raise failure
-    _journal(plan, manifest, world, written, journaled)
-    plan.backend.evict([k for i in written for k in plan.object_keys(i)], flush=False)
     return written
 
 
