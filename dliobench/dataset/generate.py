@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -233,15 +234,21 @@ def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
     each batch written is progress for the ``watchdog``."""
     last = time.monotonic()
     total = len(pending)
+    finished: queue.SimpleQueue[Future[dict[int, Written]]] = queue.SimpleQueue()
+    for future in pending:  # O(1) per batch done (``wait`` would scan every pending one)
+        future.add_done_callback(finished.put)
     watchdog.beat("writing its first batch of files")
     while pending:
-        done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-        for future in done:
-            batch = pending.pop(future)
-            _collect(future, written)
-            advance(sum(f.payload_bytes for f in batch))
-            watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
-                          total)
+        with contextlib.suppress(queue.Empty):
+            done = [finished.get(timeout=0.5)]
+            while not finished.empty():
+                done.append(finished.get())
+            for future in done:
+                batch = pending.pop(future)
+                _collect(future, written)
+                advance(sum(f.payload_bytes for f in batch))
+                watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
+                              total)
         due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
         if due or time.monotonic() - last > JOURNAL_EVERY_S:
             _journal(plan, manifest, world, written, journaled)

@@ -76,7 +76,7 @@ def pool_for(fmt: Format, backend: Backend, todo: list[DataFile], dataset: Datas
 
 def batches(todo: list[DataFile], workers: int) -> list[list[DataFile]]:
     """Files in groups, so that small files do not cost a task each (large ones do)."""
-    per = max(1, min(64, len(todo) // (8 * workers), (64 << 20) // max(todo[0].payload_bytes, 1)))
+    per = max(1, min(256, len(todo) // (8 * workers), (64 << 20) // max(todo[0].payload_bytes, 1)))
     return [todo[i:i + per] for i in range(0, len(todo), per)]
 
 
