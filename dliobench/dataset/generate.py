@@ -206,7 +206,7 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
         with progress.job_bar(desc, sum(f.payload_bytes for f in todo), show_progress,
                               world, comm) as advance:
             _wait_all(pending, written, journaled, plan, manifest, world, advance, watchdog)
-        if pool is not None:  # synced by the last journal: the pages are clean, and drop
+        if pool is not None:  # the last journal synced the storage: clean pages can drop
             watchdog.beat("evicting the files it wrote from the page cache")
             pool.evict_all([k for i in written for k in plan.object_keys(i)])
     except BaseException as exc:
