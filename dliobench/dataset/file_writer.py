@@ -76,8 +76,9 @@ class Written:
 def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill) -> Written:
     """Write one file and its side files through the backend (durable at the next sync).
 
-    The side files are committed first and the data file last: its presence means the whole
-    set is complete.
+    Written in place (no temporary name): the manifest's journal record, appended after the
+    next sync, is what commits the set; until then, or after a crash, the files are not part
+    of the dataset, and the next generation writes them anew. Any error removes them.
     """
     writers: list[Writer] = []
     crcs: list[int] = []
@@ -92,7 +93,7 @@ def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill)
         side_entries = []
         for suffix in fmt.side_suffixes:
             data = sides[suffix]
-            side = backend.open_write(key + suffix)
+            side = backend.open_write(key + suffix, atomic=False)
             writers.append(side)
             side.write(data)
             side.commit()
@@ -116,7 +117,7 @@ def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: F
     file, read back for the CRC; or builds it in memory (h5py): written from there."""
     samples = np.empty((f.num_samples, f.sample_bytes), dtype=np.uint8)
     fill.samples(fmt, f, samples, crcs)
-    writer = backend.open_write(key)
+    writer = backend.open_write(key, atomic=False)
     writers.append(writer)
     if isinstance(fmt, EncodedFormat) and not fmt.side_suffixes:  # built in memory
         image = fmt.encode(samples)
@@ -147,7 +148,8 @@ def _write_assembled(fmt: AssembledFormat, backend: Backend, key: str, f: DataFi
     end = fmt.assemble(view, f.num_samples, f.sample_bytes,
                        functools.partial(fill.samples, fmt, f, crcs=crcs))
     crc = crc32c.crc32c(view[:end])
-    writer = backend.open_write(key, direct=fill.direct and end >= DIRECT_MIN_BYTES)
+    writer = backend.open_write(key, direct=fill.direct and end >= DIRECT_MIN_BYTES,
+                                atomic=False)
     writers.append(writer)
     writer.write(view[:end])
     return end, crc, fmt.side_file_bytes(f.num_samples, f.sample_bytes)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -192,27 +193,29 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
     written: dict[int, Written] = {}
     journaled: set[int] = set()
     pending: dict[Future[dict[int, Written]], list[DataFile]] = {}
-    pool = None
+    pool: writers.WriterPool | None = None
     if todo:  # a rank may have none: more ranks than missing files
         for folder in {f"{TRAIN}/{f.relpath}".rsplit("/", 1)[0] for f in todo}:
             plan.backend.make_room(folder)
-        pool, write, workers = writers.pool_for(plan.fmt, plan.backend, todo,
-                                                plan.config.dataset, world)
+        pool = writers.pool_for(plan.fmt, plan.backend, todo, plan.config.dataset, world)
         # submitted before any progress thread starts: writer processes fork
-        pending = {pool.submit(write, batch): batch
-                   for batch in writers.batches(todo, workers)}
+        pending = {pool.executor.submit(pool.write, batch): batch
+                   for batch in writers.batches(todo, pool.workers)}
     failure: BaseException | None = None
     try:
         with progress.job_bar(desc, sum(f.payload_bytes for f in todo), show_progress,
                               world, comm) as advance:
             _wait_all(pending, written, journaled, plan, manifest, world, advance, watchdog)
+        if pool is not None:  # the last journal synced the storage: clean pages can drop
+            watchdog.beat("evicting the files it wrote from the page cache")
+            pool.evict_all([k for i in written for k in plan.object_keys(i)])
     except BaseException as exc:
         failure = exc
         for future in pending:
             future.cancel()
     finally:
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.executor.shutdown(wait=True)
     if failure is not None:  # the pool has shut down: keep every batch that completed
         for future in pending:
             if future.done() and not future.cancelled():
@@ -221,8 +224,6 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
         with contextlib.suppress(OSError, DatasetError):  # the first error is the one to say
             _journal(plan, manifest, world, written, journaled)
         raise failure
-    _journal(plan, manifest, world, written, journaled)
-    plan.backend.evict([k for i in written for k in plan.object_keys(i)], flush=False)
     return written
 
 
@@ -233,15 +234,21 @@ def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
     each batch written is progress for the ``watchdog``."""
     last = time.monotonic()
     total = len(pending)
+    finished: queue.SimpleQueue[Future[dict[int, Written]]] = queue.SimpleQueue()
+    for future in pending:  # O(1) per batch done (``wait`` would scan every pending one)
+        future.add_done_callback(finished.put)
     watchdog.beat("writing its first batch of files")
     while pending:
-        done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-        for future in done:
-            batch = pending.pop(future)
-            _collect(future, written)
-            advance(sum(f.payload_bytes for f in batch))
-            watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
-                          total)
+        with contextlib.suppress(queue.Empty):
+            done = [finished.get(timeout=0.5)]
+            while not finished.empty():
+                done.append(finished.get())
+            for future in done:
+                batch = pending.pop(future)
+                _collect(future, written)
+                advance(sum(f.payload_bytes for f in batch))
+                watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
+                              total)
         due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
         if due or time.monotonic() - last > JOURNAL_EVERY_S:
             _journal(plan, manifest, world, written, journaled)

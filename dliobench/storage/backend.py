@@ -74,8 +74,14 @@ class Backend(Protocol):
     def stat(self, key: str) -> ObjectStat | None:
         """The object's size and version (changes when it is rewritten), or None."""
 
-    def open_write(self, key: str, direct: bool = False) -> Writer:
-        """A writer for ``key`` (``direct``: bypass the page cache where the storage can)."""
+    def open_write(self, key: str, direct: bool = False, atomic: bool = True) -> Writer:
+        """A writer for ``key`` (``direct``: bypass the page cache where the storage can).
+
+        ``atomic=False`` lets the storage write the object under its own key as it goes
+        (POSIX: no temporary name, no rename), for callers whose own record commits it (a
+        generation's data files: the manifest's journal, written after a sync): the object
+        may then be seen in part before ``commit`` or after a crash, and ``abort`` removes
+        it. Storage that commits objects whole anyway (S3) ignores it."""
 
     def put(self, key: str, data: bytes, replace: bool = True) -> bool:
         """Store a small object atomically. With ``replace=False`` an existing object is

@@ -163,8 +163,9 @@ class S3Backend:
         st = self.stat(key)
         return None if st is None else st.size
 
-    def open_write(self, key: str, direct: bool = False) -> S3Writer:
-        """A streaming writer (``direct`` does not apply to an object store)."""
+    def open_write(self, key: str, direct: bool = False, atomic: bool = True) -> S3Writer:
+        """A streaming writer (``direct`` does not apply to an object store; its objects
+        appear whole at commit, ``atomic`` or not)."""
         return S3Writer(self, key)
 
     def put(self, key: str, data: bytes, replace: bool = True) -> bool:
