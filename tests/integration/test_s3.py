@@ -229,7 +229,7 @@ def test_a_generation_killed_during_multipart_uploads_leaves_no_parts_behind(
 
     bucket = s3_env.bucket("multipart-killed")
     path = s3_workload(write_workload, s3_env, bucket,
-                       dataset={"num_files_train": 4, "record_length_bytes": "6MiB",
+                       dataset={"num_files_train": 8, "record_length_bytes": "6MiB",
                                 "record_length_bytes_stdev": 0, "num_samples_per_file": 1})
     proc = subprocess.Popen([sys.executable, "-m", "dliobench", "generate", str(path),
                              "--no-progress", "storage.s3.part_size=5MiB"],
@@ -240,8 +240,14 @@ def test_a_generation_killed_during_multipart_uploads_leaves_no_parts_behind(
         return client.list_multipart_uploads(Bucket=bucket, Prefix="tiny/").get("Uploads", [])
 
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None and not uploads():
-        time.sleep(0.01)
+    caught = False
+    while not caught and time.monotonic() < deadline and proc.poll() is None:
+        if uploads():  # stop it, then make sure the upload is still open (not completed)
+            proc.send_signal(signal.SIGSTOP)
+            caught = bool(uploads())
+            if not caught:
+                proc.send_signal(signal.SIGCONT)
+        time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)  # mid-upload: parts sent, the upload never completed
     proc.wait(timeout=30)
     assert uploads(), "the generation ended before an upload was caught in progress"
@@ -250,5 +256,5 @@ def test_a_generation_killed_during_multipart_uploads_leaves_no_parts_behind(
     assert uploads() == []  # the killed writer's parts were aborted, none of ours is left
     assert "unfinished multipart upload(s) under s3://multipart-killed/tiny" in caplog.text
     listed = client.list_objects_v2(Bucket=bucket, Prefix="tiny/train/")["Contents"]
-    assert len(listed) == 4 and len({o["Size"] for o in listed}) == 1
+    assert len(listed) == 8 and len({o["Size"] for o in listed}) == 1
     assert all(o["ETag"].endswith('-2"') for o in listed)  # each in 2 parts, completed
