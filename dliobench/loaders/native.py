@@ -43,14 +43,12 @@ class _Slot:
     took about a third of the consumer's time on 64 KiB samples).
     """
 
-    __slots__ = ("done", "error", "failures", "finished", "ids", "nbytes", "samples", "sizes",
-                 "stale")
+    __slots__ = ("done", "error", "failures", "finished", "ids", "samples", "sizes", "stale")
 
     def __init__(self, ids: np.ndarray) -> None:
         self.ids = ids
         self.samples: list[np.ndarray | None] | Columns = [None] * ids.size
-        self.sizes = [0] * ids.size
-        self.nbytes = 0
+        self.sizes = [0] * ids.size  # bytes read per sample (one entry: a batch read whole)
         self.finished = itertools.count(1)
         self.failures = itertools.count()
         self.done = threading.Lock()
@@ -66,7 +64,7 @@ class _Slot:
 
     def put_all(self, columns: Columns, nbytes: int) -> None:
         """The whole batch at once (``SampleReader.read_batch``)."""
-        self.samples, self.nbytes = columns, nbytes
+        self.samples, self.sizes = columns, [nbytes]
         self.done.release()
 
     def fail(self, error: BaseException) -> None:
@@ -74,11 +72,10 @@ class _Slot:
             self.error = error
             self.done.release()
 
-    def wait(self) -> None:
-        """Block until the batch is complete or failed; then its byte count is final."""
-        self.done.acquire()
-        if not self.nbytes:
-            self.nbytes = sum(self.sizes)
+    @property
+    def nbytes(self) -> int:
+        """Bytes read for the batch (final once ``done`` is released)."""
+        return sum(self.sizes)
 
 
 def build(plan: Plan, reader: SampleReader) -> NativeLoader:
@@ -131,8 +128,8 @@ class NativeLoader:
 
     def _submit(self, batch_ids: np.ndarray) -> _Slot:
         """Queue a batch: a whole-batch item for formats read a batch at once, else one item
-        per thread's share of it (consecutive samples), so up to ``read_threads`` samples of
-        one batch are read at once with a quarter of the hand-offs of one item per sample."""
+        per reader's share of it (consecutive samples), so up to ``read_threads`` samples of
+        one batch are read at once with one hand-off per reader instead of one per sample."""
         slot = _Slot(batch_ids)
         if self.reader.batched:
             self._work.put((slot, WHOLE, []))
@@ -163,17 +160,16 @@ class NativeLoader:
             while len(slots) < ahead and (following := next(upcoming, None)) is not None:
                 slots.append(self._submit(following))
 
-        top_up(max(1, self._ahead))
+        top_up(self._ahead)  # at least 1: there are readers
         try:
             while slots:
                 slot = slots.popleft()
-                slot.wait()
+                slot.done.acquire()  # released once: the batch is complete or failed
                 if slot.error is not None:
                     raise slot.error
                 top_up(self._ahead)
                 yield Batch(ids=slot.ids, nbytes=slot.nbytes,
                             data=slot.samples)  # type: ignore[arg-type]
-                top_up(1)  # the next batch is asked for (with no read-ahead, read only now)
         finally:
             for slot in slots:
                 slot.stale = True
