@@ -72,6 +72,11 @@ class _Slot:
             self.error = error
             self.done.release()
 
+    def take(self) -> list[np.ndarray | None] | Columns:
+        """The batch's data, handed over: the slot keeps no reference to it afterwards."""
+        samples, self.samples = self.samples, []
+        return samples
+
     @property
     def nbytes(self) -> int:
         """Bytes read for the batch (final once ``done`` is released)."""
@@ -168,8 +173,10 @@ class NativeLoader:
                 if slot.error is not None:
                     raise slot.error
                 top_up(self._ahead)
+                # taken, not referenced: while the generator waits at the yield, the frame
+                # keeps ``slot`` but no longer the samples the consumer drops
                 yield Batch(ids=slot.ids, nbytes=slot.nbytes,
-                            data=slot.samples)  # type: ignore[arg-type]
+                            data=slot.take())  # type: ignore[arg-type]
         finally:
             for slot in slots:
                 slot.stale = True
