@@ -184,6 +184,12 @@ class PosixBackend:
         """See ``Backend.read_range``."""
         return posix_io.read_range(self.path(key), offset, length, direct)
 
+    def read_wholes(self, keys: list[str],
+                    sizes: list[int]) -> list[tuple[memoryview, int] | None]:
+        """Several whole objects at once (``posix_io.read_wholes``): each as
+        ``read_range(key, 0, size)``, None for one that must be read again alone."""
+        return posix_io.read_wholes([self.path(key) for key in keys], sizes)
+
     def open_read(self, key: str, direct: bool = False,
                   sequential: bool = False) -> CountingReader:
         """A counted file object (O_DIRECT whole blocks with ``direct``; ``sequential``:
