@@ -209,7 +209,7 @@ def _write_all(plan: Plan, todo: FileBatch, manifest: Manifest, world: World,
         if pool is not None:  # journaled files are durable: their clean pages can drop
             log_.on_journal = lambda indices: evictions.append(evictor.submit(pool.evict,
                                                                               indices))
-        with progress.job_bar(desc, todo.payload_bytes if len(todo) else 0, show_progress,
+        with progress.job_bar(desc, todo.payload_bytes, show_progress,
                               world, comm) as advance:
             _wait_all(pending, log_, plan, manifest, world, advance, watchdog)
         watchdog.beat("evicting the files it wrote from the page cache")
@@ -244,36 +244,37 @@ def _folders(plan: Plan, indices: np.ndarray) -> set[str]:
 
 
 class Journaled:
-    """The journal records of the files written so far, and how many are journaled."""
+    """The journal records of the files written so far: those journaled and the fresh ones."""
 
     def __init__(self, dtype: np.dtype) -> None:
-        self.parts: list[np.ndarray] = []
-        self.count = 0
-        self.journaled = 0  # the first parts holding this many records are journaled
+        self.done: list[np.ndarray] = []
+        self.fresh: list[np.ndarray] = []
+        self.unjournaled = 0  # records in ``fresh``
         self._dtype = dtype
         self.on_journal: Callable[[np.ndarray], object] | None = None  # given their indices
 
     def add(self, records: np.ndarray) -> None:
         """Records of files just written."""
         if records.size:
-            self.parts.append(records)
-            self.count += records.size
+            self.fresh.append(records)
+            self.unjournaled += records.size
+
+    def pending(self) -> np.ndarray:
+        """The fresh records, sorted by file index (still fresh until ``journaled``)."""
+        out = np.concatenate(self.fresh) if self.fresh else np.empty(0, self._dtype)
+        out = np.sort(out, order="index")
+        self.fresh = [out] if out.size else []
+        return out
+
+    def journaled(self) -> None:
+        """The fresh records are in the journal now."""
+        self.done += self.fresh
+        self.fresh, self.unjournaled = [], 0
 
     def all(self) -> np.ndarray:
-        """Every record so far (one array: the parts are joined)."""
-        joined = np.concatenate(self.parts) if self.parts else np.empty(0, self._dtype)
-        self.parts = [joined] if joined.size else []
-        return joined
-
-    def new(self) -> np.ndarray:
-        """The records not journaled yet (sorted by file index)."""
-        done, i = 0, 0
-        while i < len(self.parts) and done + self.parts[i].size <= self.journaled:
-            done += self.parts[i].size
-            i += 1
-        rest = self.parts[i:]
-        out = np.concatenate(rest)[self.journaled - done:] if rest else np.empty(0, self._dtype)
-        return np.sort(out, order="index") if out.size else out
+        """Every record so far."""
+        parts = self.done + self.fresh
+        return np.concatenate(parts) if parts else np.empty(0, self._dtype)
 
 
 def _wait_all(pending: dict[Future[np.ndarray], FileBatch], log_: Journaled, plan: Plan,
@@ -298,7 +299,7 @@ def _wait_all(pending: dict[Future[np.ndarray], FileBatch], log_: Journaled, pla
                 advance(batch.payload_bytes)
                 watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
                               total)
-        due = log_.count - log_.journaled >= JOURNAL_EVERY_FILES
+        due = log_.unjournaled >= JOURNAL_EVERY_FILES
         if due or time.monotonic() - last > JOURNAL_EVERY_S:
             _journal(plan, manifest, world, log_)
             last = time.monotonic()
@@ -319,11 +320,11 @@ def _collect(future: Future[np.ndarray], log_: Journaled) -> None:
 def _journal(plan: Plan, manifest: Manifest, world: World, log_: Journaled) -> None:
     """Sync the storage, then journal the files written since: the manifest never runs ahead
     of what is durable."""
-    new = log_.new()
-    if not new.size:
+    if not log_.unjournaled:
         return
     plan.backend.sync()
+    new = log_.pending()
     manifest.append(world.rank, new)
-    log_.journaled = log_.count
+    log_.journaled()
     if log_.on_journal is not None:
         log_.on_journal(new["index"])
