@@ -12,6 +12,7 @@ import functools
 import io
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +179,7 @@ def reserve(path: str, nbytes: int) -> None:
         os.close(fd)
 
 
-def evict(paths: list[Path], flush: bool = True) -> None:
+def evict(paths: Sequence[str | Path], flush: bool = True) -> None:
     """Ask the kernel to drop these files' cached pages.
 
     Dirty pages cannot be dropped, so each file is flushed first unless ``flush`` is False
