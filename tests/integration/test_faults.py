@@ -235,7 +235,11 @@ def test_sigterm_while_copying_leaves_no_partial_copy(
     proc = subprocess.Popen([*cmd, "run", str(path), "--no-progress"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     _until(lambda: busy.exists() and sum(1 for _ in busy.glob(pattern)) > 0)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGSTOP)  # held while we look: the copy must still be under way
+    if interrupted == "staging":
+        assert sum(1 for _ in busy.glob(pattern)) < 3000, "staging ended before the signal"
+    proc.send_signal(signal.SIGTERM)  # delivered when it goes on
+    proc.send_signal(signal.SIGCONT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
     assert "Traceback" not in err
