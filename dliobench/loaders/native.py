@@ -45,10 +45,11 @@ class _Slot:
 
     __slots__ = ("done", "error", "failures", "finished", "ids", "samples", "sizes", "stale")
 
-    def __init__(self, ids: np.ndarray) -> None:
+    def __init__(self, ids: np.ndarray, whole: bool) -> None:
         self.ids = ids
-        self.samples: list[np.ndarray | None] | Columns = [None] * ids.size
-        self.sizes = [0] * ids.size  # bytes read per sample (one entry: a batch read whole)
+        parts = 1 if whole else ids.size  # a batch read whole fills one entry (put_all)
+        self.samples: list[np.ndarray | None] | Columns = [None] * parts
+        self.sizes = [0] * parts  # bytes read per sample (one entry: a batch read whole)
         self.finished = itertools.count(1)
         self.failures = itertools.count()
         self.done = threading.Lock()
@@ -130,7 +131,7 @@ class NativeLoader:
         """Queue a batch: a whole-batch item for formats read a batch at once, else one item
         per reader's share of it (consecutive samples), so up to ``read_threads`` samples of
         one batch are read at once with one hand-off per reader instead of one per sample."""
-        slot = _Slot(batch_ids)
+        slot = _Slot(batch_ids, self.reader.batched)
         if self.reader.batched:
             self._work.put((slot, WHOLE, []))
             return slot
