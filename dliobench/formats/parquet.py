@@ -344,22 +344,21 @@ def _column_arrays(batch: pa.RecordBatch) -> Columns:
 
 
 def _numpy(array: pa.Array) -> np.ndarray:
-    """A view of a fixed-width column without nulls (a fixed-size list: of its values, a
-    row of ``size`` per list) read straight off its data buffer; pyarrow's own ``to_numpy``
-    (which imports pandas, ~0.3 s, on first use, and copies a list column's values)
-    otherwise."""
+    """A fixed-width column as numpy, a row per entry (a fixed-size list: a row of its
+    ``size`` values, a null list's row whatever its slots hold): a view of Arrow's data buffer
+    (the slice's offset honoured), or pyarrow's own conversion where values are null (not in
+    files we write). Not ``to_numpy`` throughout: it imports pandas (~0.3 s) on first use."""
     width, values = 1, array
-    if pa.types.is_fixed_size_list(array.type) and not array.null_count:
-        width, values = array.type.list_size, array.values
+    if pa.types.is_fixed_size_list(array.type):
+        width = array.type.list_size
+        values = array.values.slice(array.offset * width, len(array) * width)
     if values.null_count or not (pa.types.is_integer(values.type)
                                  or pa.types.is_floating(values.type)):
-        if not pa.types.is_fixed_size_list(array.type):
-            return array.to_numpy(zero_copy_only=False)
-        return array.flatten().to_numpy(zero_copy_only=False).reshape(len(array), -1)
-    dtype = np.dtype(values.type.to_pandas_dtype())
-    start = values.offset + array.offset * width if width > 1 else array.offset
-    data = np.frombuffer(values.buffers()[1], dtype, len(array) * width,
-                         start * dtype.itemsize)
+        data = values.to_numpy(zero_copy_only=False)
+    else:
+        dtype = np.dtype(values.type.to_pandas_dtype())
+        data = np.frombuffer(values.buffers()[1], dtype, len(values),
+                             values.offset * dtype.itemsize)
     return data.reshape(len(array), width) if width > 1 else data
 
 
