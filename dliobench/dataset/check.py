@@ -75,10 +75,13 @@ def check_slice(plan: Plan, manifest: Manifest, world: World, verify: bool = Fal
         return good, not good
 
     threads = REMOTE_THREADS if remote and verify else (os.cpu_count() or 1) if verify else 1
-    missing, damaged, present = [], [], 0
+    held = np.flatnonzero(entries.size >= 0)  # files the manifest lacks are missing, unchecked
+    missing, damaged, present = ids[entries.size < 0].tolist(), [], 0
+    if advance is not None and missing:
+        advance(len(missing))
     with ThreadPoolExecutor(threads) as pool:
-        for first in range(0, ids.size, CHECK_CHUNK):  # a future per file only for a chunk:
-            rows = range(first, min(first + CHECK_CHUNK, ids.size))  # 2 GB at 10^6 files
+        for first in range(0, held.size, CHECK_CHUNK):  # a future per file only for a chunk:
+            rows = held[first:first + CHECK_CHUNK].tolist()  # 2 GB at 10^6 files
             states = pool.map(state, rows) if threads > 1 else map(state, rows)
             for row, (ok, bad) in zip(rows, states, strict=True):
                 size = max(int(entries.size[row]), 0)
@@ -90,7 +93,7 @@ def check_slice(plan: Plan, manifest: Manifest, world: World, verify: bool = Fal
                     damaged.append(int(ids[row]))
                 if advance is not None:
                     advance(1)
-    return SliceState(missing, damaged, present)
+    return SliceState(sorted(missing), damaged, present)
 
 
 def _size(backend: Backend, key: str) -> int | None:

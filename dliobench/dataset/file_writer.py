@@ -102,13 +102,18 @@ def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill)
     except OSError as exc:
         for writer in writers:
             writer.abort()
-        if exc.errno == errno.ENOSPC:
-            raise DatasetError(
-                f"the storage holding {backend.describe()} is full; free space or choose "
-                "another dataset.data_folder (complete files are kept; `dliobench generate` "
-                "resumes)") from None
-        raise DatasetError(f"cannot write {backend.describe(key)}: {exc.strerror}") from None
+        raise write_error(backend, key, exc) from None
     return Written(size, crc, tuple(side_entries), tuple(crcs))
+
+
+def write_error(backend: Backend, key: str, exc: OSError) -> DatasetError:
+    """The one sentence for a data file that could not be written."""
+    if exc.errno == errno.ENOSPC:
+        return DatasetError(
+            f"the storage holding {backend.describe()} is full; free space or choose "
+            "another dataset.data_folder (complete files are kept; `dliobench generate` "
+            "resumes)")
+    return DatasetError(f"cannot write {backend.describe(key)}: {exc.strerror}")
 
 
 def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill,

@@ -62,3 +62,43 @@ def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int,
         strides[:, 16:16 + zeros] = 0
         tail = flat[blocks * STAMP_EVERY:]
         tail[: min(zeros, tail.size)] = 0
+
+
+def fill_rows(out: np.ndarray, base: np.ndarray, seed: int, file_indices: np.ndarray,
+              compressibility: float = 0.0) -> None:
+    """Fill row k of the 2-D uint8 array ``out`` (rows contiguous) with the bytes of file
+    ``file_indices[k]``: the same bytes as ``fill``, for a batch of small files in a few numpy
+    calls instead of a few per file."""
+    rows, n = out.shape
+    idx = np.asarray(file_indices, dtype=np.int64)
+    size = base.size
+    starts = (idx % size) * ((7919 * 4096) % size) % size  # == (i * 7919 * 4096) % size
+    whole = starts + n <= size  # rows that wrap around the base buffer are filled one by one
+    windows = np.lib.stride_tricks.sliding_window_view(base, n) if n <= size else None
+    if windows is not None and whole.all():
+        out[...] = windows[starts]
+    else:
+        for r in range(rows):
+            if windows is not None and whole[r]:
+                out[r] = windows[starts[r]]
+            else:
+                fill(out[r], base, seed, int(idx[r]), compressibility)
+    blocks = n // STAMP_EVERY
+    if blocks:
+        stamps = np.lib.stride_tricks.as_strided(
+            out, (rows, blocks, 16), (out.strides[0], STAMP_EVERY, 1), writeable=True)
+        words = np.empty((rows, blocks, 2), dtype="<u8")
+        words[:, :, 0] = np.array([file_uid(seed, int(i)) for i in idx], dtype="<u8")[:, None]
+        words[:, :, 1] = np.arange(blocks, dtype="<u8")
+        stamps[...] = words.view(np.uint8).reshape(rows, blocks, 16)
+    zeros = int(compressibility * (STAMP_EVERY - 16))
+    if zeros and blocks:
+        after_stamps = out[:, 16:]
+        strides = np.lib.stride_tricks.as_strided(
+            after_stamps, (rows, blocks, zeros), (out.strides[0], STAMP_EVERY, 1),
+            writeable=True)
+        strides[...] = 0
+    if zeros:
+        tail = min(zeros, n - blocks * STAMP_EVERY)
+        if tail > 0:
+            out[:, blocks * STAMP_EVERY:blocks * STAMP_EVERY + tail] = 0

@@ -12,19 +12,20 @@ import contextlib
 import logging
 import queue
 import time
-from concurrent.futures import Future
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
+from dliobench.dataset import batch_writer, progress, space
 from dliobench.dataset import manifest as manifest_mod
-from dliobench.dataset import progress, space
 from dliobench.dataset import writer_pool as writers
+from dliobench.dataset.batch_writer import FileBatch
 from dliobench.dataset.check import SliceState, check_slice, share
-from dliobench.dataset.file_writer import Written
-from dliobench.dataset.layout import TRAIN, DataFile, data_files, sample_sizes
+from dliobench.dataset.layout import TRAIN, sample_sizes
 from dliobench.dataset.manifest import Manifest
 from dliobench.errors import DatasetError
 from dliobench.plan import Plan
@@ -142,12 +143,12 @@ def _generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: 
         watchdog.beat("sending the manifest to the other ranks")
     manifest = comm.bcast(manifest)
     start = time.perf_counter()
-    mine = missing[world.rank::world.size]
-    todo = data_files(dataset, plan.fmt.extension, mine, sizes) if mine else []
+    mine = np.asarray(missing[world.rank::world.size], dtype=np.int64)
+    todo = FileBatch(mine, sizes[mine], dataset.num_samples_per_file)
     desc = f"generating {len(missing)} {plan.fmt.name} files"
     written = _write_all(plan, todo, manifest, world, comm, desc, show_progress, watchdog)
     watchdog.beat("waiting for the other ranks to finish writing")
-    nbytes = sum(comm.allgather(sum(w.size for w in written.values())))
+    nbytes = sum(comm.allgather(int(written["size"].sum())))
     seconds = time.perf_counter() - start
     comm.barrier()
     watchdog.beat("recording the manifest" if world.is_root else
@@ -183,32 +184,37 @@ def _prepare_storage(plan: Plan, missing: list[int], sizes: np.ndarray) -> None:
         )
 
 
-def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: World,
-               comm: Comm, desc: str, show_progress: bool,
-               watchdog: Watchdog) -> dict[int, Written]:
-    """Write ``todo`` with a pool of writers, journaling the files as they become durable.
+def _write_all(plan: Plan, todo: FileBatch, manifest: Manifest, world: World,
+               comm: Comm, desc: str, show_progress: bool, watchdog: Watchdog) -> np.ndarray:
+    """Write ``todo`` with a pool of writers, journaling the files as they become durable;
+    the journal records of the files written.
 
     Every rank takes part in the job's progress bar, with or without files to write.
     """
-    written: dict[int, Written] = {}
-    journaled: set[int] = set()
-    pending: dict[Future[dict[int, Written]], list[DataFile]] = {}
+    log_ = Journaled(manifest.record_dtype())
+    pending: dict[Future[np.ndarray], FileBatch] = {}
     pool: writers.WriterPool | None = None
-    if todo:  # a rank may have none: more ranks than missing files
-        for folder in {f"{TRAIN}/{f.relpath}".rsplit("/", 1)[0] for f in todo}:
+    evictor = ThreadPoolExecutor(1, thread_name_prefix="evict")
+    if len(todo):  # a rank may have none: more ranks than missing files
+        for folder in _folders(plan, todo.indices):
             plan.backend.make_room(folder)
         pool = writers.pool_for(plan.fmt, plan.backend, todo, plan.config.dataset, world)
         # submitted before any progress thread starts: writer processes fork
         pending = {pool.executor.submit(pool.write, batch): batch
-                   for batch in writers.batches(todo, pool.workers)}
+                   for batch in batch_writer.batches(todo.indices, todo.sample_bytes,
+                                                     todo.num_samples, pool.workers)}
     failure: BaseException | None = None
     try:
-        with progress.job_bar(desc, sum(f.payload_bytes for f in todo), show_progress,
+        evictions: list[Future[None]] = []
+        if pool is not None:  # journaled files are durable: their clean pages can drop
+            log_.on_journal = lambda indices: evictions.append(evictor.submit(pool.evict,
+                                                                              indices))
+        with progress.job_bar(desc, todo.payload_bytes, show_progress,
                               world, comm) as advance:
-            _wait_all(pending, written, journaled, plan, manifest, world, advance, watchdog)
-        if pool is not None:  # the last journal synced the storage: clean pages can drop
-            watchdog.beat("evicting the files it wrote from the page cache")
-            pool.evict_all([k for i in written for k in plan.object_keys(i)])
+            _wait_all(pending, log_, plan, manifest, world, advance, watchdog)
+        watchdog.beat("evicting the files it wrote from the page cache")
+        for eviction in evictions:
+            eviction.result()
     except BaseException as exc:
         failure = exc
         for future in pending:
@@ -216,25 +222,69 @@ def _write_all(plan: Plan, todo: list[DataFile], manifest: Manifest, world: Worl
     finally:
         if pool is not None:
             pool.executor.shutdown(wait=True)
+        evictor.shutdown(wait=True, cancel_futures=True)
     if failure is not None:  # the pool has shut down: keep every batch that completed
+        log_.on_journal = None
         for future in pending:
             if future.done() and not future.cancelled():
                 with contextlib.suppress(Exception):  # the first error is the one to say
-                    _collect(future, written)
+                    _collect(future, log_)
         with contextlib.suppress(OSError, DatasetError):  # the first error is the one to say
-            _journal(plan, manifest, world, written, journaled)
+            _journal(plan, manifest, world, log_)
         raise failure
-    return written
+    return log_.all()
 
 
-def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
-              written: dict[int, Written], journaled: set[int], plan: Plan, manifest: Manifest,
-              world: World, advance: progress.Advance, watchdog: Watchdog) -> None:
+def _folders(plan: Plan, indices: np.ndarray) -> set[str]:
+    """The folders the files ``indices`` go in."""
+    subfolders = plan.config.dataset.num_subfolders_train
+    if subfolders:  # only the folder differs between files (``layout.relpath``)
+        indices = np.unique(indices % subfolders)
+    return {plan.keys[int(i)].rsplit("/", 1)[0] for i in indices[:subfolders or 1]}
+
+
+class Journaled:
+    """The journal records of the files written so far: those journaled and the fresh ones."""
+
+    def __init__(self, dtype: np.dtype) -> None:
+        self.done: list[np.ndarray] = []
+        self.fresh: list[np.ndarray] = []
+        self.unjournaled = 0  # records in ``fresh``
+        self._dtype = dtype
+        self.on_journal: Callable[[np.ndarray], object] | None = None  # given their indices
+
+    def add(self, records: np.ndarray) -> None:
+        """Records of files just written."""
+        if records.size:
+            self.fresh.append(records)
+            self.unjournaled += records.size
+
+    def pending(self) -> np.ndarray:
+        """The fresh records, sorted by file index (still fresh until ``journaled``)."""
+        out = np.concatenate(self.fresh) if self.fresh else np.empty(0, self._dtype)
+        out = np.sort(out, order="index")
+        self.fresh = [out] if out.size else []
+        return out
+
+    def journaled(self) -> None:
+        """The fresh records are in the journal now."""
+        self.done += self.fresh
+        self.fresh, self.unjournaled = [], 0
+
+    def all(self) -> np.ndarray:
+        """Every record so far."""
+        parts = self.done + self.fresh
+        return np.concatenate(parts) if parts else np.empty(0, self._dtype)
+
+
+def _wait_all(pending: dict[Future[np.ndarray], FileBatch], log_: Journaled, plan: Plan,
+              manifest: Manifest, world: World, advance: progress.Advance,
+              watchdog: Watchdog) -> None:
     """Collect the writers' results as they come, advancing the bar and journaling them;
     each batch written is progress for the ``watchdog``."""
     last = time.monotonic()
     total = len(pending)
-    finished: queue.SimpleQueue[Future[dict[int, Written]]] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[Future[np.ndarray]] = queue.SimpleQueue()
     for future in pending:  # O(1) per batch done (``wait`` would scan every pending one)
         future.add_done_callback(finished.put)
     watchdog.beat("writing its first batch of files")
@@ -245,39 +295,36 @@ def _wait_all(pending: dict[Future[dict[int, Written]], list[DataFile]],
                 done.append(finished.get())
             for future in done:
                 batch = pending.pop(future)
-                _collect(future, written)
-                advance(sum(f.payload_bytes for f in batch))
+                _collect(future, log_)
+                advance(batch.payload_bytes)
                 watchdog.beat("writing files (%d of %d batches written)", total - len(pending),
                               total)
-        due = len(written) - len(journaled) >= JOURNAL_EVERY_FILES
+        due = log_.unjournaled >= JOURNAL_EVERY_FILES
         if due or time.monotonic() - last > JOURNAL_EVERY_S:
-            _journal(plan, manifest, world, written, journaled)
+            _journal(plan, manifest, world, log_)
             last = time.monotonic()
-    _journal(plan, manifest, world, written, journaled)  # before waiting for the other ranks
+    _journal(plan, manifest, world, log_)  # before waiting for the other ranks
     watchdog.beat("waiting for the other ranks to finish writing")
 
 
-def _collect(future: Future[dict[int, Written]], written: dict[int, Written]) -> None:
-    """Add the files a writer batch wrote to ``written``; a batch that failed part way has
+def _collect(future: Future[np.ndarray], log_: Journaled) -> None:
+    """Add the records of the files a writer batch wrote; a batch that failed part way has
     its complete files added before its error is raised."""
     try:
-        written.update(future.result())
-    except writers.PartialBatch as part:
-        written.update(part.written)
+        log_.add(future.result())
+    except batch_writer.PartialBatch as part:
+        log_.add(part.records)
         raise part.error from None
 
 
-def _journal(plan: Plan, manifest: Manifest, world: World, written: dict[int, Written],
-             journaled: set[int]) -> None:
+def _journal(plan: Plan, manifest: Manifest, world: World, log_: Journaled) -> None:
     """Sync the storage, then journal the files written since: the manifest never runs ahead
     of what is durable."""
-    new: dict[int, manifest_mod.Entry] = {i: (w.size, w.crc, w.sides, w.sample_crcs)
-                                          for i, w in written.items() if i not in journaled}
-    if not new:
+    if not log_.unjournaled:
         return
     plan.backend.sync()
-    manifest.append(world.rank, manifest_mod.records(new, len(manifest.side_suffixes),
-                                                     manifest.sample_crcs))
-    journaled.update(new)
-
-
+    new = log_.pending()
+    manifest.append(world.rank, new)
+    log_.journaled()
+    if log_.on_journal is not None:
+        log_.on_journal(new["index"])

@@ -90,12 +90,3 @@ def dataset_files(dataset: DatasetConfig, extension: str) -> list[DataFile]:
         DataFile(i, relpath(dataset, i, extension), dataset.num_samples_per_file, int(sizes[i]))
         for i in range(dataset.num_files_train)
     ]
-
-
-def data_files(dataset: DatasetConfig, extension: str, indices: Sequence[int],
-               sizes: np.ndarray | None = None) -> list[DataFile]:
-    """The files ``indices``, to write them (``sizes``: ``sample_sizes(dataset)``, drawn for
-    all files, when the caller has it already)."""
-    sizes = sample_sizes(dataset) if sizes is None else sizes
-    return [DataFile(i, relpath(dataset, i, extension), dataset.num_samples_per_file,
-                     int(sizes[i])) for i in indices]

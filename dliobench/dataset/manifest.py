@@ -217,14 +217,24 @@ class Manifest:
         keys = [self.journal_key(r) for r in range(len(files_per_rank))]
         self.journals = sorted(set(self.journals) | set(keys))
         self.backend.make_room(keys[0].rsplit("/", 1)[0])
-        itemsize = record_dtype(len(self.side_suffixes), self.sample_crcs).itemsize
+        itemsize = self.record_dtype().itemsize
         with self._writing():
             for key, files in zip(keys, files_per_rank, strict=True):
                 self.backend.reserve(key, files * itemsize)
         self.save_header()
 
+    def record_dtype(self) -> np.dtype:
+        """The records of this manifest's journals."""
+        return record_dtype(len(self.side_suffixes), self.sample_crcs)
+
     def append(self, rank: int, records: np.ndarray) -> None:
-        """Append journal records (``record_dtype``) of durable files, durably."""
+        """Append journal records of durable files, durably (fields this manifest does not
+        keep, per-sample CRCs, are dropped; those it keeps and ``records`` lack are zero)."""
+        if records.dtype != self.record_dtype():
+            fitted = np.zeros(records.size, self.record_dtype())
+            for name in set(records.dtype.names or ()) & set(fitted.dtype.names or ()):
+                fitted[name] = records[name]
+            records = fitted
         if records.size:
             with self._writing():
                 self.backend.append(self.journal_key(rank), _with_checks(records).tobytes())
@@ -256,7 +266,7 @@ class Manifest:
 
     def _journal_records(self) -> np.ndarray:
         """Every whole, intact record of the open journals, later ones last."""
-        dtype = record_dtype(len(self.side_suffixes), self.sample_crcs)
+        dtype = self.record_dtype()
         parts = []
         for key in self.journals:
             data = read_whole(self.backend, key)

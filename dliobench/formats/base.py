@@ -245,6 +245,8 @@ TAIL_ROOM = 4096  # room after the samples for a contiguous format's tail (npz: 
 class ContiguousFormat(AssembledFormat):
     """A format whose data file is head bytes, the samples' bytes back to back, tail bytes."""
 
+    envelope_from_shape = False  # whether head and tail depend on the samples' shape only
+
     def head_size(self, num_samples: int, sample_bytes: int) -> int:
         """Bytes before the first sample (they may depend on the shape, not on the data)."""
         return 0

@@ -26,6 +26,7 @@ class NpyFormat(ContiguousFormat):
     lossy = False
     checksummed = False
     max_samples_per_file: int | None = None
+    envelope_from_shape = True
 
     def head_size(self, num_samples: int, sample_bytes: int) -> int:
         """numpy's header."""

@@ -163,6 +163,41 @@ class SampleReader:
                 where += f" at byte offset {layout[k].offset}"
             raise unreadable(str(src), exc, where.strip()) from None
 
+    def read_many(self, sample_ids: list[int]) -> list[tuple[np.ndarray, int]]:
+        """``read`` of each sample, in order; files read whole (one sample per file) are read
+        together where the backend can (``read_wholes``: one GIL release for all of them)."""
+        read_wholes = getattr(self.backend, "read_wholes", None)
+        if (read_wholes is None or self.samples_per_file != 1 or self.odirect
+                or self.fmt.reads_itself or len(sample_ids) < 2):
+            return [self.read(sample_id) for sample_id in sample_ids]
+        keys = [self.keys[i] for i in sample_ids]
+        try:
+            got = read_wholes(keys, [self.sizes[i] for i in sample_ids])
+        except OSError:  # the batch call itself failed: each file alone says what is wrong
+            return [self.read(sample_id) for sample_id in sample_ids]
+        out = []
+        for sample_id, key, whole in zip(sample_ids, keys, got, strict=True):
+            if whole is None:  # read it again alone: the error in words, or a late success
+                out.append(self.read(sample_id))
+                continue
+            src = Stored(self.backend, key)
+            sample = self._whole(src, sample_id, *whole)
+            if self.sample_crcs is not None:
+                self._verify(src, sample_id, 0, sample)
+            out.append((self._resize(sample), whole[1] + src.nbytes))
+        return out
+
+    def _whole(self, src: Stored, file_index: int, data: memoryview,
+               nbytes: int) -> np.ndarray:
+        """The sample of a one-sample file from the file's bytes."""
+        size = self.sizes[file_index]
+        if len(data) < size:
+            raise CorruptSampleError(str(src), len(data), "file is truncated: the manifest "
+                                     f"says {size} bytes")
+        if self.decode or not self.fmt.compressed_image:
+            return self.fmt.decode(src, data, whole_file=True)
+        return np.frombuffer(data, dtype=np.uint8)  # reader.decode=false: as read
+
     def _read(self, src: Stored, file_index: int, k: int) -> tuple[np.ndarray, int]:
         size = self.sizes[file_index]
         if self.fmt.reads_itself:  # the format's library does its own (counted) I/O
@@ -170,13 +205,7 @@ class SampleReader:
                                                   self.odirect)
         elif self.samples_per_file == 1:
             data, nbytes = self.backend.read_range(src.key, 0, size, self.odirect)
-            if len(data) < size:
-                raise CorruptSampleError(str(src), len(data), "file is truncated: the manifest "
-                                         f"says {size} bytes")
-            if self.decode or not self.fmt.compressed_image:
-                sample = self.fmt.decode(src, data, whole_file=True)
-            else:  # reader.decode=false: compute gets the encoded image as read
-                sample = np.frombuffer(data, dtype=np.uint8)
+            sample = self._whole(src, file_index, data, nbytes)
         else:
             ranges, nbytes = self._layout(file_index, src)
             rng = ranges[k]

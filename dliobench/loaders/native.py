@@ -6,10 +6,10 @@ batch compute is done with is released before waiting for the next. At most
 ``read_threads`` samples are being read at once (formats read a batch at once,
 ``SampleReader.batched``: parquet, one whole batch per work item, ``read_threads`` +
 ``prefetch_size`` batches in flight). Each batch is split into one work item per thread
-(its consecutive samples), which move through
-one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python); the consumer waits on one
-plain lock per batch. A Future per sample cost ~15 us; an item per sample and an Event per
-batch about a third of the consumer's time on 64 KiB samples.
+(its consecutive samples), which move through one ``queue.SimpleQueue`` (a C queue, no
+per-item lock in Python); the consumer waits on one plain lock per batch. A Future per
+sample cost ~15 us; an item per sample and an Event per batch about a third of the
+consumer's time on 64 KiB samples.
 """
 
 from __future__ import annotations
@@ -44,10 +44,12 @@ class _Slot:
     took about a third of the consumer's time on 64 KiB samples).
     """
 
-    __slots__ = ("done", "error", "failures", "finished", "ids", "samples", "sizes", "stale")
+    __slots__ = ("done", "error", "failures", "finished", "ids", "items", "samples", "sizes",
+                 "stale")
 
-    def __init__(self, ids: np.ndarray, whole: bool) -> None:
+    def __init__(self, ids: np.ndarray, items: int = 1, whole: bool = False) -> None:
         self.ids = ids
+        self.items = items  # work items the batch was split into
         parts = 1 if whole else ids.size  # a batch read whole fills one entry (put_all)
         self.samples: list[np.ndarray | None] | Columns = [None] * parts
         self.sizes = [0] * parts  # bytes read per sample (one entry: a batch read whole)
@@ -58,10 +60,12 @@ class _Slot:
         self.error: BaseException | None = None
         self.stale = False  # the epoch was left early: skip the remaining work
 
-    def put(self, position: int, sample: np.ndarray, nbytes: int) -> None:
-        self.samples[position] = sample  # type: ignore[index]  # a list until put_all
-        self.sizes[position] = nbytes
-        if next(self.finished) == len(self.sizes):
+    def put(self, start: int, results: list[tuple[np.ndarray, int]]) -> None:
+        """One work item's samples (and bytes read), at positions ``start`` on."""
+        for position, (sample, nbytes) in enumerate(results, start):
+            self.samples[position] = sample  # type: ignore[index]  # a list until put_all
+            self.sizes[position] = nbytes
+        if next(self.finished) == self.items:
             self.done.release()
 
     def put_all(self, columns: Columns, nbytes: int) -> None:
@@ -73,6 +77,11 @@ class _Slot:
         if next(self.failures) == 0:  # the first error wins; the batch is released once
             self.error = error
             self.done.release()
+
+    def take(self) -> list[np.ndarray | None] | Columns:
+        """The batch's data, handed over: the slot keeps no reference to it afterwards."""
+        samples, self.samples = self.samples, []
+        return samples
 
     @property
     def nbytes(self) -> int:
@@ -102,7 +111,10 @@ class NativeLoader:
         self.drop_last = drop_last
         self._work: queue.SimpleQueue[tuple[_Slot, int, list[int]] | None] = \
             queue.SimpleQueue()
-        self._share_of = max(1, read_threads)  # a batch is split into this many work items
+        # a batch is split into this many work items: as few as keep every reader busy with
+        # the prefetch depth's batches in flight (fewer hand-offs; one-sample files of an
+        # item are read in one call), more when the depth is below the readers
+        self._share_of = max(1, -(-read_threads // max(1, prefetch_size)))
         # batches being read while compute holds one: the prefetch depth, and enough to keep
         # every reader busy when a batch is fewer work items than there are readers (batch 1
         # of cosmoflow). A batch read whole (parquet) is one reader's: one per reader and the
@@ -120,7 +132,7 @@ class NativeLoader:
             thread.start()
 
     def _read_loop(self) -> None:
-        read = self.reader.read
+        read_many = self.reader.read_many
         while (item := self._work.get()) is not None:
             slot, start, sample_ids = item
             if slot.stale or slot.error is not None:
@@ -129,22 +141,26 @@ class NativeLoader:
                 if start == WHOLE:
                     slot.put_all(*self.reader.read_batch(slot.ids))
                     continue
-                for position, sample_id in enumerate(sample_ids, start):
-                    slot.put(position, *read(sample_id))  # no local keeps the sample alive
+                # the reader's share in one call: one-sample files are read together
+                results = read_many(sample_ids)
+                slot.put(start, results)
+                del results  # no local keeps a sample alive once handed over
             except BaseException as exc:  # handed to the consumer, which raises it
                 slot.fail(exc)
 
     def _submit(self, batch_ids: np.ndarray) -> _Slot:
         """Queue a batch: a whole-batch item for formats read a batch at once, else one item
-        per reader's share of it (consecutive samples), so up to ``read_threads`` samples of
-        one batch are read at once with one hand-off per reader instead of one per sample."""
-        slot = _Slot(batch_ids, self.reader.batched)
+        per share of it (consecutive samples, ``_share_of`` shares), one hand-off per share
+        instead of one per sample."""
         if self.reader.batched:
+            slot = _Slot(batch_ids, whole=True)
             self._work.put((slot, WHOLE, []))
             return slot
         ids = batch_ids.tolist()
         share = -(-len(ids) // self._share_of)
-        for start in range(0, len(ids), share):
+        starts = range(0, len(ids), share)
+        slot = _Slot(batch_ids, len(starts))
+        for start in starts:
             self._work.put((slot, start, ids[start:start + share]))
         return slot
 
@@ -176,8 +192,10 @@ class NativeLoader:
                 if slot.error is not None:
                     raise slot.error
                 top_up(self._ahead)
+                # taken, not referenced: while the generator waits at the yield, the frame
+                # keeps ``slot`` but no longer the samples the consumer drops
                 yield Batch(ids=slot.ids, nbytes=slot.nbytes,
-                            data=slot.samples)  # type: ignore[arg-type]
+                            data=slot.take())  # type: ignore[arg-type]
         finally:
             for slot in slots:
                 slot.stale = True

@@ -230,16 +230,21 @@ class PyTorchLoader:
         """Batches of ``ids`` through the DataLoader's workers."""
         assert self._loader is not None, "loader is closed"
         self._sampler.ids = self._batches.ids = np.asarray(ids, dtype=np.int64)
-        for out in self._loader:
-            if isinstance(out, DlioBenchError):  # a worker's read error, raised here
-                raise out
-            data, nbytes, batch_ids, requests = out
-            latency.merge(requests)  # a worker's reads join this rank's
-            if self._batched:  # a batch read whole stays its columns
-                samples: Any = tuple(t.numpy() for t in data)
-            else:
-                samples = data.unpack() if isinstance(data, Packed) else data
-            yield Batch(ids=batch_ids, nbytes=int(nbytes), data=samples)
+        # map keeps no reference to the batch it returned: while this generator waits at the
+        # yield, the batch the consumer dropped is freed (a ``for`` target would keep it)
+        yield from map(self._batch, self._loader)
+
+    def _batch(self, out: Any) -> Batch:
+        """A batch from what the DataLoader returned (a worker's read error is raised here)."""
+        if isinstance(out, DlioBenchError):
+            raise out
+        data, nbytes, batch_ids, requests = out
+        latency.merge(requests)  # a worker's reads join this rank's
+        if self._batched:  # a batch read whole stays its columns
+            samples: Any = tuple(t.numpy() for t in data)
+        else:
+            samples = data.unpack() if isinstance(data, Packed) else data
+        return Batch(ids=batch_ids, nbytes=int(nbytes), data=samples)
 
     def close(self) -> None:
         """Shut the worker processes down."""

@@ -152,6 +152,11 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
             ctx.watchdog.beat("reading the batch of step %d of epoch %d", step, epoch)
             batch = next(batches_iter)
             got = clock()
+            samples, nbytes = batch.samples, batch.nbytes
+            delivered.append(batch.ids)
+            # the accelerator takes the batch: like ``.to(device)`` in training, the host
+            # copy is released before compute (hold what training holds, not more)
+            del batch
             ctx.gradients.start()
             compute = ctx.accel.compute()
             comm = ctx.gradients.finish()  # only what did not overlap compute
@@ -161,9 +166,7 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
                 ckpt = ctx.checkpointer.run(epoch, step)
             ctx.global_step += 1
             ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
-                                batch.samples, batch.nbytes, comm=comm, ckpt=ckpt)
-            delivered.append(batch.ids)
-            del batch  # released before waiting for the next: hold what training holds
+                                samples, nbytes, comm=comm, ckpt=ckpt)
             ctx.advance(1)
     finally:
         batches_iter.close()

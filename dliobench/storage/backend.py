@@ -83,6 +83,11 @@ class Backend(Protocol):
         may then be seen in part before ``commit`` or after a crash, and ``abort`` removes
         it. Storage that commits objects whole anyway (S3) ignores it."""
 
+    def write_new(self, key: str, data: memoryview | bytes) -> None:
+        """Write the small object ``key`` whole, as ``open_write(key, atomic=False)``,
+        ``write`` and ``commit`` would, in as few calls as the storage allows (POSIX: open,
+        write, close); on an error nothing is left under ``key``."""
+
     def put(self, key: str, data: bytes, replace: bool = True) -> bool:
         """Store a small object atomically. With ``replace=False`` an existing object is
         kept and False returned (the first writer wins)."""

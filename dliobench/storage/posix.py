@@ -30,6 +30,7 @@ CHUNK = 64 << 20  # bytes per write call, whatever the object's size
 # 2.8 s against 3.0 s); below it the fadvise costs a call per file and gains nothing: the
 # pages are a block or two, written back with the rest at the next sync.
 WRITEBACK_MIN_BYTES = 64 << 10
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW  # in place: never through a link
 
 
 def _write_at(fd: int, view: memoryview, offset: int) -> None:
@@ -68,12 +69,11 @@ class PosixWriter:
             return self._open_flags(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         # in place, a new file: whatever held the name (a killed writer's partial file, a
         # FIFO, a symlink, a name hard-linked elsewhere) is unlinked, never written through
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         try:
-            fd = self._open_flags(self._final, flags)
+            fd = self._open_flags(self._final, NEW_FILE)
         except FileExistsError:
             os.unlink(self._final)
-            fd = self._open_flags(self._final, flags)
+            fd = self._open_flags(self._final, NEW_FILE)
         self._ours = True
         return fd
 
@@ -184,6 +184,12 @@ class PosixBackend:
         """See ``Backend.read_range``."""
         return posix_io.read_range(self.path(key), offset, length, direct)
 
+    def read_wholes(self, keys: list[str],
+                    sizes: list[int]) -> list[tuple[memoryview, int] | None]:
+        """Several whole objects at once (``posix_io.read_wholes``): each as
+        ``read_range(key, 0, size)``, None for one that must be read again alone."""
+        return posix_io.read_wholes([self.path(key) for key in keys], sizes)
+
     def open_read(self, key: str, direct: bool = False,
                   sequential: bool = False) -> CountingReader:
         """A counted file object (O_DIRECT whole blocks with ``direct``; ``sequential``:
@@ -207,6 +213,26 @@ class PosixBackend:
     def open_write(self, key: str, direct: bool = False, atomic: bool = True) -> PosixWriter:
         """See ``Backend.open_write`` (the key's folder must exist: ``make_room``)."""
         return PosixWriter(self.path(key), key, direct, atomic)
+
+    def write_new(self, key: str, data: memoryview | bytes) -> None:
+        """See ``Backend.write_new``: open (a new file, as ``PosixWriter`` in place makes it),
+        write, close; no fadvise (for files under ``WRITEBACK_MIN_BYTES``)."""
+        path = f"{self.root}/{key}"
+        try:
+            fd = os.open(path, NEW_FILE, 0o644)
+        except FileExistsError:  # a killed writer's file, a symlink, a name linked elsewhere
+            os.unlink(path)
+            fd = os.open(path, NEW_FILE, 0o644)
+        try:
+            view = memoryview(data).cast("B")
+            while view:
+                view = view[os.write(fd, view):]
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            raise
+        os.close(fd)
 
     def put(self, key: str, data: bytes, replace: bool = True) -> bool:
         """See ``Backend.put``: a temporary file, fsynced, renamed (or linked) into place."""
@@ -238,7 +264,7 @@ class PosixBackend:
 
     def evict(self, keys: list[str], flush: bool = True) -> None:
         """``posix_fadvise(DONTNEED)`` of each file (flushed first unless ``flush`` is False)."""
-        posix_io.evict([Path(self.path(k)) for k in keys], flush)
+        posix_io.evict([f"{self.root}/{k}" for k in keys], flush)
 
     def make_room(self, prefix: str) -> None:
         """Create the folder ``prefix`` (and its parents)."""

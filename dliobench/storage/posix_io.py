@@ -1,6 +1,8 @@
 """POSIX I/O: reads that count their bytes (buffered or O_DIRECT), fsync, page-cache eviction.
 
-Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them.
+Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them; a list of
+whole files is read with one release for all of them where the optional C extension
+``_readfiles`` is built (``read_wholes``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import functools
 import io
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,13 @@ import crc32c
 import numpy as np
 
 from dliobench.storage import buffers as bufferpool
+
+try:  # optional: built where a C compiler is (setup.py)
+    from dliobench.storage._readfiles import read_files as _read_files
+except ImportError:  # pragma: no cover - a build without the extension
+    _read_files = None
+
+BATCHED_READS = _read_files is not None
 
 ALIGN = 4096
 
@@ -38,6 +48,20 @@ def read_range(path: str | Path, offset: int, length: int,
     finally:
         os.close(fd)
     return buf[:got], got
+
+
+def read_wholes(paths: list[str], sizes: list[int]) -> list[tuple[memoryview, int] | None]:
+    """Each file's first ``size`` bytes (fewer at end of file) into fresh memory, as
+    ``read_range(path, 0, size)``, and the bytes read. With the C extension the whole list is
+    read with the GIL released once (a thread reading small files otherwise hands it over
+    around every system call); a file it could not read is None: the caller reads it again
+    with ``read_range``, which raises the error in words."""
+    if _read_files is None:
+        return [read_range(path, 0, size) for path, size in zip(paths, sizes, strict=True)]
+    buffers = [np.empty(size, dtype=np.uint8) for size in sizes]  # the reads overwrite them
+    got = _read_files(paths, buffers)
+    return [(buf.data[:n], n) if n >= 0 else None
+            for buf, n in zip(buffers, got, strict=True)]
 
 
 def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
@@ -155,7 +179,7 @@ def reserve(path: str, nbytes: int) -> None:
         os.close(fd)
 
 
-def evict(paths: list[Path], flush: bool = True) -> None:
+def evict(paths: Sequence[str | Path], flush: bool = True) -> None:
     """Ask the kernel to drop these files' cached pages.
 
     Dirty pages cannot be dropped, so each file is flushed first unless ``flush`` is False

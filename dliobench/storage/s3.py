@@ -168,6 +168,10 @@ class S3Backend:
         appear whole at commit, ``atomic`` or not)."""
         return S3Writer(self, key)
 
+    def write_new(self, key: str, data: memoryview | bytes) -> None:
+        """See ``Backend.write_new``: one PUT."""
+        self.put(key, bytes(data))
+
     def put(self, key: str, data: bytes, replace: bool = True) -> bool:
         """One PUT; with ``replace=False`` a conditional one (If-None-Match: *)."""
         client = self.client()

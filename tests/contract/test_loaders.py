@@ -7,7 +7,9 @@ the read call, in worker processes too; close() releases the workers.
 
 from __future__ import annotations
 
+import gc
 import importlib
+import weakref
 from dataclasses import replace
 from pathlib import Path
 
@@ -121,6 +123,26 @@ def test_resize_hands_compute_fixed_size_samples(tmp_path: Path, loader_name: st
     try:
         batch = next(iter(loader.epoch(rank_samples(plan.spec, 0))))
         assert [np.asarray(s).size for s in batch.data] == [1000, 1000]
+    finally:
+        loader.close()
+
+
+def test_a_dropped_batch_is_freed_while_the_loader_waits(tmp_path: Path,
+                                                         loader_name: str) -> None:
+    """The loop hands a batch to the accelerator and drops it (as ``.to(device)`` does in
+    training): nothing in the loader may keep its samples alive until the next batch."""
+    plan = dataset(tmp_path, f"reader.data_loader={loader_name}", "reader.prefetch_size=1")
+    loader = make_loader(plan)
+    try:
+        batches = loader.epoch(rank_samples(plan.spec, 0))
+        batch = next(batches)
+        samples = [weakref.ref(sample) for sample in batch.data]
+        assert samples
+        del batch
+        gc.collect()
+        assert [ref() for ref in samples] == [None] * len(samples)
+        assert next(batches).samples == 2  # the epoch goes on
+        batches.close()
     finally:
         loader.close()
 

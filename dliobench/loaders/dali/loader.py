@@ -81,8 +81,8 @@ class DaliLoader:
             self._finish(feed)
         feed.start(np.asarray(ids, dtype=np.int64))
         try:
-            while (batch := feed.next_batch()) is not None:
-                yield batch
+            # a callable's iterator keeps no reference to the batch it returned
+            yield from iter(feed.next_batch, None)
         except GeneratorExit:  # left early
             if feed.left() <= self._ahead:  # all read ahead already: finish between epochs
                 self._finish(feed)

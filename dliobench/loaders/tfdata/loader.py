@@ -150,7 +150,9 @@ class TFDataLoader:
                 in_order = False
                 self._reordered += 1
             position += batch.samples
-            yield batch
+            handed, samples = [batch], None
+            del batch
+            yield handed.pop()  # this frame keeps nothing of the batch while it waits
         failures.check()
 
     def _name_the_damage(self, ids: np.ndarray) -> None:

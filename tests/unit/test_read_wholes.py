@@ -1,0 +1,109 @@
+"""Whole files read as a list (``posix_io.read_wholes``, the optional C extension): the same
+bytes and counts as one ``read_range`` per file, errors left to the one-by-one path, and
+``SampleReader.read_many`` equal to ``read`` of each sample, errors worded the same."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.formats import npz
+from dliobench.loaders.base import SampleReader
+from dliobench.storage import posix_io
+
+BUILT = pytest.mark.skipif(not posix_io.BATCHED_READS,
+                           reason="the _readfiles extension is not built here")
+
+
+def _files(tmp_path: Path, sizes: list[int]) -> list[Path]:
+    rng = np.random.default_rng(7)
+    paths = []
+    for i, size in enumerate(sizes):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+        paths.append(path)
+    return paths
+
+
+@BUILT
+def test_the_extension_reads_what_read_range_reads(tmp_path: Path) -> None:
+    paths = _files(tmp_path, [0, 1, 4096, 65_537, 3 << 20])
+    names = [str(p) for p in paths]
+    asked = [0, 1, 4096, 65_537, 3 << 20]
+    got = posix_io.read_wholes(names, asked)
+    for name, size, whole in zip(names, asked, got, strict=True):
+        assert whole is not None
+        want, n = posix_io.read_range(name, 0, size)
+        assert whole[1] == n == len(whole[0])
+        assert bytes(whole[0]) == bytes(want)
+
+
+@BUILT
+def test_the_extension_reports_errors_per_file(tmp_path: Path) -> None:
+    good, short = _files(tmp_path, [100, 10])
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # open would block without O_NONBLOCK; it is not a regular file
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    names = [str(good), str(tmp_path / "gone"), str(fifo), str(folder), str(short)]
+    got = posix_io._read_files(names, [np.empty(100, np.uint8) for _ in names])  # type: ignore[misc]
+    assert got == [100, -errno.ENOENT, -errno.EINVAL, -errno.EINVAL, 10]
+    wholes = posix_io.read_wholes(names, [100] * len(names))
+    assert [w is None for w in wholes] == [False, True, True, True, False]
+    assert len(wholes[4][0]) == 10  # type: ignore[index]  # short: the caller says truncated
+    with pytest.raises(BufferError):
+        posix_io._read_files(names[:1], [b"read-only"])  # type: ignore[misc]
+    with pytest.raises(ValueError, match="as many buffers"):
+        posix_io._read_files(names, [])  # type: ignore[misc]
+
+
+def _npz_reader(tmp_path: Path, count: int) -> tuple[SampleReader, list[Path]]:
+    paths = []
+    for i in range(count):
+        path = tmp_path / f"s{i}.npz"
+        np.savez(path, x=np.full((1, 5000 + i), i, dtype=np.uint8))
+        paths.append(path)
+    sizes = [p.stat().st_size for p in paths]
+    return SampleReader.for_paths(npz.FORMAT, paths, sizes, 1), paths
+
+
+@pytest.mark.parametrize("built", [True, False])
+def test_read_many_is_read_of_each(tmp_path: Path, built: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    if built and not posix_io.BATCHED_READS:
+        pytest.skip("the _readfiles extension is not built here")
+    if not built:
+        monkeypatch.setattr(posix_io, "_read_files", None)
+    reader, _ = _npz_reader(tmp_path, 6)
+    ids = [4, 0, 5, 2]
+    many = reader.read_many(ids)
+    for sample_id, (sample, nbytes) in zip(ids, many, strict=True):
+        one, n = reader.read(sample_id)
+        assert nbytes == n
+        assert np.array_equal(sample, one)
+        assert sample.size == 5000 + sample_id and int(sample[0]) == sample_id
+
+
+@BUILT
+def test_read_many_words_errors_as_read_does(tmp_path: Path) -> None:
+    reader, paths = _npz_reader(tmp_path, 4)
+    paths[1].unlink()
+    with pytest.raises(DatasetError) as many:
+        reader.read_many([0, 1, 2])
+    with pytest.raises(DatasetError) as one:
+        reader.read(1)
+    assert str(many.value) == str(one.value)
+    assert "it is gone" in str(many.value)
+    data = bytearray(paths[3].read_bytes())
+    data[2000] ^= 0xFF  # a flipped byte in the member: the CRC-32 catches it
+    paths[3].write_bytes(bytes(data))
+    with pytest.raises(CorruptSampleError, match="CRC-32 mismatch"):
+        reader.read_many([2, 3])
+    paths[2].write_bytes(paths[2].read_bytes()[:200])  # shorter than the manifest says
+    with pytest.raises(CorruptSampleError, match="file is truncated"):
+        reader.read_many([0, 2])
