@@ -34,11 +34,20 @@ def _sample_bytes(config: Config) -> int:
     return max(read, d.record_length_bytes_resize)
 
 
+def batches_ahead(config: Config) -> int:
+    """Batches a rank's loader may have read beyond the one compute holds: the prefetch
+    depth, and one per reader besides where each reader reads a batch whole (parquet with
+    the native loader)."""
+    r = config.reader
+    whole = get_format(config.dataset.format).reads_rows and r.data_loader == "native"
+    return r.prefetch_size + (r.read_threads if whole else 0)
+
+
 def needs(config: Config, ranks: int, generating: bool) -> list[tuple[str, int]]:
     """(what, bytes) one of ``ranks`` ranks holds at its peak."""
     d, r = config.dataset, config.reader
-    out = [("the samples in flight",
-            (r.batch_size * (r.prefetch_size + 1) + r.read_threads) * _sample_bytes(config)),
+    out = [("the samples in flight", (r.batch_size * (batches_ahead(config) + 1)
+                                      + r.read_threads) * _sample_bytes(config)),
            ("its sample order", -(-config.total_samples // ranks) * ORDER_BYTES_PER_SAMPLE)]
     if generating:
         files = -(-d.num_files_train // ranks)

@@ -274,3 +274,9 @@ class ContiguousFormat(AssembledFormat):
         out[:head] = head_bytes
         out[head + nbytes:end] = tail
         return end
+
+
+def consecutive(ids: np.ndarray) -> bool:
+    """Whether ``ids`` count up by one."""
+    return bool(ids.size) and int(ids[-1]) - int(ids[0]) == ids.size - 1 and \
+        bool(ids.size < 2 or (ids[1:] - ids[:-1] == 1).all())

@@ -22,7 +22,9 @@ reads from memory, never to pass as storage speed), so reading row by row (``rea
 reads a row group per row; ``read_rows`` hands back many rows of one file as columns (an array
 per column read, as DLRM's pipelines hand label, dense and sparse features to the model),
 reading each row group they need once: the path of loaders that read a batch at once.
-Open files (their footers read and counted once) are kept per thread, one at a time.
+Open files (their footers read and counted once) are kept per thread, a few at a time.
+Columns are handed over as numpy views of Arrow's buffers (pyarrow's ``to_numpy`` would
+import pandas inside the first step and copy fixed-size lists' values).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 
 from dliobench.config.schema import ParquetColumn
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError, MissingExtraError
-from dliobench.formats.base import ByteRange, Columns, EncodedFormat, Stored
+from dliobench.formats.base import ByteRange, Columns, EncodedFormat, Stored, consecutive
 from dliobench.storage.backend import CountingReader
 
 try:
@@ -209,24 +211,25 @@ class ParquetFormat(EncodedFormat):
         """Rows ``indices`` of the file as its columns read (an array per column, in that
         order), and the bytes read from storage to get them (whole row groups, each once).
 
-        Consecutive rows (a file read in order) come as views of the decoded row group, or
-        one contiguous copy per column where they span row groups; others are gathered."""
+        Consecutive rows (a file read in order) come as views of one buffer per column that
+        pyarrow decoded the row groups they span into (no join, no copy); others are
+        gathered."""
         handle, nbytes = self._open(src, num_samples, odirect)
         size = self.row_group_size
-        if _consecutive(indices):  # one read of the row groups they span, then a slice
+        if consecutive(indices):  # one read of the row groups they span, then a slice
             first, last = int(indices[0]), int(indices[-1]) + 1
-            table, got = self._load(handle, src, list(range(first // size,
-                                                             (last - 1) // size + 1)))
+            batch, got = self._load(handle, src, num_samples, first // size,
+                                    (last - 1) // size)
             start = first - first // size * size
-            return tuple(_column_arrays(table.slice(start, last - first))), nbytes + got
+            return _column_arrays(batch.slice(start, last - first)), nbytes + got
         groups = indices // size
         order = np.argsort(groups, kind="stable")
         out: list[np.ndarray] = []
         for part in np.split(order, np.flatnonzero(np.diff(groups[order])) + 1):
             group = int(groups[part[0]])
-            table, got = self._load(handle, src, [group])
+            batch, got = self._load(handle, src, num_samples, group, group)
             nbytes += got
-            columns = _column_arrays(table)
+            columns = _column_arrays(batch)
             if not out:
                 out = [np.empty((indices.size, *c.shape[1:]), c.dtype) for c in columns]
             rows = indices[part] - group * size
@@ -275,19 +278,28 @@ class ParquetFormat(EncodedFormat):
         handles[key] = handle
         return handle, raw.nbytes if raw is not None else thread_bytes_read() - before
 
-    def _load(self, handle: _Open, src: Stored, groups: list[int]) -> tuple[pa.Table, int]:
-        """Row groups ``groups`` (their columns read) as one table, and the bytes read."""
+    def _load(self, handle: _Open, src: Stored, num_samples: int, first: int,
+              last: int) -> tuple[pa.RecordBatch, int]:
+        """Row groups ``first`` to ``last`` (their columns read) as one record batch, and the
+        bytes read.
+
+        One ``iter_batches`` batch as long as the groups: pyarrow decodes them straight into
+        one buffer per column (``read_row_groups`` hands a chunk per group, which a batch
+        spanning groups must then join: a copy of every value)."""
         if handle.raw is not None:
             handle.raw.forget()
         names = [c.name for c in self._file_columns(handle.pf) if c.read]
+        size = self.row_group_size
+        rows = min((last + 1) * size, num_samples) - first * size
         before = handle.bytes_read()
         try:  # in this thread (use_threads=False), so its read counters see every read
-            table = handle.pf.read_row_groups(groups, columns=names, use_threads=False)
-        except _ERRORS as exc:
-            which = ", ".join(map(str, groups))
+            batch = next(handle.pf.iter_batches(rows, list(range(first, last + 1)), names,
+                                                use_threads=False))
+        except (*_ERRORS, StopIteration) as exc:
+            which = f"{first}" if first == last else f"{first}-{last}"
             raise CorruptSampleError(str(src), 0, f"pyarrow cannot read row group {which} "
-                                     f"({exc})") from None
-        return table, handle.bytes_read() - before
+                                     f"({exc or 'no rows'})") from None
+        return batch, handle.bytes_read() - before
 
     def _file_columns(self, pf: pq.ParquetFile) -> tuple[ParquetColumn, ...]:
         if self.columns:
@@ -306,11 +318,11 @@ class ParquetFormat(EncodedFormat):
         try:
             pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
             names = [c.name for c in self._file_columns(pf) if c.read]
-            table = pf.read_row_group(0, columns=names)
-        except _ERRORS as exc:
+            batch = next(pf.iter_batches(pf.metadata.row_group(0).num_rows, [0], names))
+        except (*_ERRORS, StopIteration) as exc:
             raise CorruptSampleError(str(src), 0, f"pyarrow cannot read the file ({exc})") \
                 from None
-        return row_bytes(tuple(_column_arrays(table)))[0]
+        return row_bytes(_column_arrays(batch))[0]
 
     def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
         """The bytes of the columns read: what a read hands back."""
@@ -325,21 +337,29 @@ class ParquetFormat(EncodedFormat):
         return np.concatenate(parts)
 
 
-def _column_arrays(table: pa.Table) -> list[np.ndarray]:
-    """Each column of the table as a numpy array of its dtype, a row per table row (shape
-    (rows,) or (rows, size) for a fixed-size list); views of Arrow's memory, not copies, where
-    the column is one chunk."""
-    out = []
-    for column in table.columns:
-        # several chunks (row groups): joined in Arrow's memory pool, which reuses its
-        # buffers (a fresh numpy array per batch would fault in new pages every time)
-        array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-        if pa.types.is_fixed_size_list(array.type):
-            values = array.flatten().to_numpy(zero_copy_only=False)
-            out.append(values.reshape(len(array), array.type.list_size))
-        else:
-            out.append(array.to_numpy(zero_copy_only=False))
-    return out
+def _column_arrays(batch: pa.RecordBatch) -> Columns:
+    """Each column of the batch as a numpy array of its dtype, a row per batch row (shape
+    (rows,) or (rows, size) for a fixed-size list): views of Arrow's memory, not copies."""
+    return tuple(_numpy(column) for column in batch.columns)
+
+
+def _numpy(array: pa.Array) -> np.ndarray:
+    """A fixed-width column as numpy, a row per entry (a fixed-size list: a row of its
+    ``size`` values, a null list's row whatever its slots hold): a view of Arrow's data buffer
+    (the slice's offset honoured), or pyarrow's own conversion where values are null (not in
+    files we write). Not ``to_numpy`` throughout: it imports pandas (~0.3 s) on first use."""
+    width, values = 1, array
+    if pa.types.is_fixed_size_list(array.type):
+        width = array.type.list_size
+        values = array.values.slice(array.offset * width, len(array) * width)
+    if values.null_count or not (pa.types.is_integer(values.type)
+                                 or pa.types.is_floating(values.type)):
+        data = values.to_numpy(zero_copy_only=False)
+    else:
+        dtype = np.dtype(values.type.to_pandas_dtype())
+        data = np.frombuffer(values.buffers()[1], dtype, len(values),
+                             values.offset * dtype.itemsize)
+    return data.reshape(len(array), width) if width > 1 else data
 
 
 def row_bytes(columns: Columns) -> np.ndarray:
@@ -347,12 +367,6 @@ def row_bytes(columns: Columns) -> np.ndarray:
     bytes of each row as written (tests, single rows)."""
     parts = [np.ascontiguousarray(c).view(np.uint8).reshape(len(c), -1) for c in columns]
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-
-
-def _consecutive(ids: np.ndarray) -> bool:
-    """Whether ``ids`` count up by one."""
-    return bool(ids.size) and int(ids[-1]) - int(ids[0]) == ids.size - 1 and \
-        bool(ids.size < 2 or (np.diff(ids) == 1).all())
 
 
 FORMAT = ParquetFormat(row_group_size=1)

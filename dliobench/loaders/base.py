@@ -12,7 +12,7 @@ import numpy as np
 
 from dliobench.errors import ConfigError, CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
-from dliobench.formats.base import Columns, Stored
+from dliobench.formats.base import Columns, Stored, consecutive
 from dliobench.storage.backend import Backend
 from dliobench.storage.posix import PosixBackend
 
@@ -107,6 +107,10 @@ class SampleReader:
         order) and the bytes read: each file's rows in one ``read_rows`` call, no per-sample
         Python."""
         ids = np.asarray(sample_ids, dtype=np.int64)
+        first = int(ids[0]) // self.samples_per_file if ids.size else 0
+        if consecutive(ids) and int(ids[-1]) // self.samples_per_file == first:
+            # a run of one file's rows (an unshuffled batch): no per-row sorting or splitting
+            return self._read_rows(first, ids - first * self.samples_per_file)
         files, rows = np.divmod(ids, self.samples_per_file)
         order = np.argsort(files, kind="stable")
         out: list[np.ndarray] = []
@@ -114,14 +118,8 @@ class SampleReader:
         for part in np.split(order, np.flatnonzero(np.diff(files[order])) + 1):
             if not part.size:
                 continue
-            file_index = int(files[part[0]])
-            src = Stored(self.backend, self.keys[file_index])
-            try:
-                got, n = self.fmt.read_rows(src, self.sizes[file_index],
-                                            self.samples_per_file, rows[part], self.odirect)
-            except OSError as exc:
-                raise unreadable(str(src), exc, "") from None
-            nbytes += n + src.nbytes
+            got, n = self._read_rows(int(files[part[0]]), rows[part])
+            nbytes += n
             if part.size == ids.size:  # all rows from one file: read_rows put them in order
                 return got, nbytes
             if not out:
@@ -132,6 +130,16 @@ class SampleReader:
             for target, values in zip(out, got, strict=True):
                 target[where] = values
         return tuple(out), nbytes
+
+    def _read_rows(self, file_index: int, rows: np.ndarray) -> tuple[Columns, int]:
+        """Rows ``rows`` of one file as columns, and the bytes read for them."""
+        src = Stored(self.backend, self.keys[file_index])
+        try:
+            got, n = self.fmt.read_rows(src, self.sizes[file_index], self.samples_per_file,
+                                        rows, self.odirect)
+        except OSError as exc:
+            raise unreadable(str(src), exc, "") from None
+        return got, n + src.nbytes
 
     @property
     def num_files(self) -> int:

@@ -4,11 +4,12 @@ While compute holds a batch, ``prefetch_size`` batches after it are being read (
 that is too few to keep every reader busy), so reading overlaps the emulated compute; the
 batch compute is done with is released before waiting for the next. At most
 ``read_threads`` samples are being read at once (formats read a batch at once,
-``SampleReader.batched``: parquet, one whole batch per work item). Each
-batch is split into one work item per thread (its consecutive samples), which move through
-one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python); the consumer waits on one
-plain lock per batch. A Future per sample cost ~15 us; an item per sample and an Event per
-batch about a third of the consumer's time on 64 KiB samples.
+``SampleReader.batched``: parquet, one whole batch per work item, ``read_threads`` +
+``prefetch_size`` batches in flight). Each batch is split into one work item per thread
+(its consecutive samples), which move through one ``queue.SimpleQueue`` (a C queue, no
+per-item lock in Python); the consumer waits on one plain lock per batch. A Future per
+sample cost ~15 us; an item per sample and an Event per batch about a third of the
+consumer's time on 64 KiB samples.
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ class _Slot:
     __slots__ = ("done", "error", "failures", "finished", "ids", "items", "samples", "sizes",
                  "stale")
 
-    def __init__(self, ids: np.ndarray, items: int = 1) -> None:
+    def __init__(self, ids: np.ndarray, items: int = 1, whole: bool = False) -> None:
         self.ids = ids
         self.items = items  # work items the batch was split into
-        self.samples: list[np.ndarray | None] | Columns = [None] * ids.size
-        self.sizes = [0] * ids.size  # bytes read per sample (one entry: a batch read whole)
+        parts = 1 if whole else ids.size  # a batch read whole fills one entry (put_all)
+        self.samples: list[np.ndarray | None] | Columns = [None] * parts
+        self.sizes = [0] * parts  # bytes read per sample (one entry: a batch read whole)
         self.finished = itertools.count(1)
         self.failures = itertools.count()
         self.done = threading.Lock()
@@ -115,9 +117,15 @@ class NativeLoader:
         self._share_of = max(1, -(-read_threads // max(1, prefetch_size)))
         # batches being read while compute holds one: the prefetch depth, and enough to keep
         # every reader busy when a batch is fewer work items than there are readers (batch 1
-        # of cosmoflow; a parquet batch is one item)
-        items = 1 if reader.batched else min(batch_size, self._share_of)
-        self._ahead = max(prefetch_size, -(-read_threads // items))
+        # of cosmoflow). A batch read whole (parquet) is one reader's: one per reader and the
+        # prefetch depth besides, so a reader done while the oldest batch is still being read
+        # goes on to another (one per reader left readers blocked 15-20 % of the time, DLRM
+        # on 2 cores, more under load: each wait of the consumer idled them)
+        if reader.batched:
+            self._ahead = read_threads + prefetch_size
+        else:
+            self._ahead = max(prefetch_size,
+                              -(-read_threads // min(batch_size, self._share_of)))
         self._threads = [threading.Thread(target=self._read_loop, name=f"reader-{i}",
                                           daemon=True) for i in range(read_threads)]
         for thread in self._threads:
@@ -145,7 +153,7 @@ class NativeLoader:
         per share of it (consecutive samples, ``_share_of`` shares), one hand-off per share
         instead of one per sample."""
         if self.reader.batched:
-            slot = _Slot(batch_ids)
+            slot = _Slot(batch_ids, whole=True)
             self._work.put((slot, WHOLE, []))
             return slot
         ids = batch_ids.tolist()

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from dliobench.bounds import batches_ahead
 from dliobench.config.schema import Config
 from dliobench.results import metrics, provenance, sysinfo
 from dliobench.results.files import config_dict
@@ -116,7 +117,7 @@ def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
     odirect = config.reader.odirect
     # MLPerf Storage's rule: a dataset of at least 5x host memory keeps the cache marginal.
     small = dataset_bytes < 5 * host_memory
-    readahead = max(1, config.reader.prefetch_size) + 1
+    readahead = max(1, batches_ahead(config)) + 1
     share = min(1.0, readahead / min_counted_steps) if min_counted_steps else None
     return {
         "readahead_share": share,

@@ -120,6 +120,31 @@ def test_a_batch_holds_the_columns_pyarrow_reads_at_its_rows(tmp_path: Path) -> 
     assert np.array_equal(one, row_bytes(reader.read_batch(np.array([205]))[0])[0])
 
 
+def test_columns_with_nulls_or_offsets_come_out_as_pyarrow_converts_them() -> None:
+    """Columns are handed over as views of Arrow's buffers (a slice's offset honoured); a
+    column with nulls (not ours, another tool's file) as pyarrow's own conversion of it."""
+    import numpy as np
+    import pyarrow as pa
+
+    from dliobench.formats.parquet import _column_arrays
+
+    flat = pa.array(np.arange(40, dtype=np.int16))
+    lists = pa.FixedSizeListArray.from_arrays(flat, 4)
+    holes = pa.FixedSizeListArray.from_arrays(flat, 4, mask=pa.array([False, True] * 5))
+    batch = pa.record_batch([pa.array(np.arange(10.0)), lists, holes,
+                             pa.array([1.0, None] * 5)], names=["a", "b", "c", "d"])
+    for part in (batch, batch.slice(3, 5)):
+        got = _column_arrays(part)
+        assert [g.shape for g in got] == [(len(part),), (len(part), 4), (len(part), 4),
+                                          (len(part),)]
+        for g, column in zip(got, part.columns, strict=True):
+            rows = column.to_pylist()
+            assert [row for row, want in zip(g.tolist(), rows, strict=True)
+                    if want is not None] == [want for want in rows if want is not None]
+        assert np.isnan(got[3][np.array(part.column(3).is_null())]).all()
+        assert got[1].dtype == np.int16 and np.shares_memory(got[1], flat.to_numpy())
+
+
 def test_a_local_file_pyarrow_reads_itself_counts_what_the_seam_would(tmp_path: Path) -> None:
     """Buffered local files are read by pyarrow's own file and counted by the thread's read
     counters: the same bytes as the backend's counting file object records for the same
