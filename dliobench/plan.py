@@ -216,6 +216,13 @@ class FileSizes(Sequence[int]):
         """Bytes of the files held."""
         return int(self._sizes[self._sizes >= 0].sum())
 
+    def uniform(self) -> int | None:
+        """The size all files held have, when they have one, else None."""
+        held = self._sizes[self._sizes >= 0]
+        if not held.size or held.min() != held.max():
+            return None
+        return int(held[0])
+
 
 class FileRows:
     """Per-sample values (checksums) of some files, looked up by file index."""

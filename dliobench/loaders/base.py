@@ -14,6 +14,7 @@ from dliobench.errors import ConfigError, CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
 from dliobench.formats.base import Columns, Stored, consecutive
 from dliobench.storage.backend import Backend
+from dliobench.storage.buffers import SampleBuffers
 from dliobench.storage.posix import PosixBackend
 
 
@@ -141,6 +142,11 @@ class SampleReader:
             raise unreadable(str(src), exc, "") from None
         return got, n + src.nbytes
 
+    def uniform_file_size(self) -> int | None:
+        """The size every file has, when all do (a reused-buffer pool fits them), else None."""
+        uniform = getattr(self.sizes, "uniform", None)
+        return uniform() if uniform is not None else None
+
     @property
     def num_files(self) -> int:
         """Files the reader can read."""
@@ -163,16 +169,18 @@ class SampleReader:
                 where += f" at byte offset {layout[k].offset}"
             raise unreadable(str(src), exc, where.strip()) from None
 
-    def read_many(self, sample_ids: list[int]) -> list[tuple[np.ndarray, int]]:
+    def read_many(self, sample_ids: list[int],
+                  pool: SampleBuffers | None = None) -> list[tuple[np.ndarray, int]]:
         """``read`` of each sample, in order; files read whole (one sample per file) are read
-        together where the backend can (``read_wholes``: one GIL release for all of them)."""
+        together where the backend can (``read_wholes``: one GIL release for all of them),
+        files of ``pool``'s size into its reused memory."""
         read_wholes = getattr(self.backend, "read_wholes", None)
         if (read_wholes is None or self.samples_per_file != 1 or self.odirect
-                or self.fmt.reads_itself or len(sample_ids) < 2):
+                or self.fmt.reads_itself):
             return [self.read(sample_id) for sample_id in sample_ids]
         keys = [self.keys[i] for i in sample_ids]
         try:
-            got = read_wholes(keys, [self.sizes[i] for i in sample_ids])
+            got = read_wholes(keys, [self.sizes[i] for i in sample_ids], pool)
         except OSError:  # the batch call itself failed: each file alone says what is wrong
             return [self.read(sample_id) for sample_id in sample_ids]
         out = []

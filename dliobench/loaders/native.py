@@ -26,12 +26,14 @@ import numpy as np
 from dliobench.dataset.sharding import batches
 from dliobench.formats.base import Columns
 from dliobench.loaders.base import Batch, SampleReader
+from dliobench.storage.buffers import SampleBuffers
 
 if TYPE_CHECKING:
     from dliobench.plan import Plan
 
 
 WHOLE = -1  # a work item's start meaning: read the slot's whole batch
+POOL_MIN_BYTES = 1 << 20  # one-sample files this large are read into reused memory
 
 
 class _Slot:
@@ -40,8 +42,9 @@ class _Slot:
     No Python lock per batch: each sample has its own position, ``next`` on an
     ``itertools.count`` is atomic under the GIL and tells the thread that finishes the last
     work item (a share of the batch's samples, or the whole batch), and ``done`` is a plain
-    lock the consumer blocks on until that thread releases it (an ``Event`` is a Condition and two locks built in Python: creating one per batch
-    took about a third of the consumer's time on 64 KiB samples).
+    lock the consumer blocks on until that thread releases it (an ``Event`` is a Condition
+    and two locks built in Python: creating one per batch took about a third of the
+    consumer's time on 64 KiB samples).
     """
 
     __slots__ = ("done", "error", "failures", "finished", "ids", "items", "samples", "sizes",
@@ -126,13 +129,25 @@ class NativeLoader:
         else:
             self._ahead = max(prefetch_size,
                               -(-read_threads // min(batch_size, self._share_of)))
+        self._pool = self._sample_pool(batch_size)
         self._threads = [threading.Thread(target=self._read_loop, name=f"reader-{i}",
                                           daemon=True) for i in range(read_threads)]
         for thread in self._threads:
             thread.start()
 
+    def _sample_pool(self, batch_size: int) -> SampleBuffers | None:
+        """Reused memory for one-sample files of one size, when they are large enough for
+        fresh memory's cost to show (``POOL_MIN_BYTES``): as many free blocks as the samples
+        in flight (the batches being read and the one handed over)."""
+        if self.reader.batched or self.reader.samples_per_file != 1:
+            return None
+        size = self.reader.uniform_file_size()
+        if size is None or size < POOL_MIN_BYTES:
+            return None
+        return SampleBuffers(size, keep=(self._ahead + 1) * batch_size)
+
     def _read_loop(self) -> None:
-        read_many = self.reader.read_many
+        read_many, pool = self.reader.read_many, self._pool
         while (item := self._work.get()) is not None:
             slot, start, sample_ids = item
             if slot.stale or slot.error is not None:
@@ -142,7 +157,7 @@ class NativeLoader:
                     slot.put_all(*self.reader.read_batch(slot.ids))
                     continue
                 # the reader's share in one call: one-sample files are read together
-                results = read_many(sample_ids)
+                results = read_many(sample_ids, pool)
                 slot.put(start, results)
                 del results  # no local keeps a sample alive once handed over
             except BaseException as exc:  # handed to the consumer, which raises it

@@ -15,6 +15,9 @@ from __future__ import annotations
 import mmap
 import sys
 import threading
+import weakref
+
+import numpy as np
 
 BLOCK = 4096  # O_DIRECT transfers whole blocks
 GRANULE = 1 << 20  # pool sizes round up to this, so samples of nearby sizes share buffers
@@ -100,3 +103,33 @@ class BufferPool:
 
 
 POOL = BufferPool()  # one per process (each loader worker process has its own)
+
+
+class SampleBuffers:
+    """Memory for samples of one size, reused: each sample is lent out as a fresh array over
+    a block, and the block comes back when the last view of that array is gone (the loop
+    drops a batch when compute starts), through a ``weakref.finalize`` on the array.
+
+    Fresh memory for a large sample costs the kernel's zeroing and its page faults (on this
+    project's VM, also the host's: freed pages go back to it after ~2 s); a read into reused
+    memory is only the copy. At most ``keep`` free blocks are kept: the samples in flight.
+    """
+
+    def __init__(self, size: int, keep: int) -> None:
+        self.size = size
+        self._keep = keep
+        self._free: list[np.ndarray] = []  # append and pop are atomic under the GIL
+
+    def take(self) -> np.ndarray:
+        """An array of ``size`` bytes (contents undefined) over a free or a new block."""
+        try:
+            block = self._free.pop()
+        except IndexError:
+            block = np.empty(self.size, dtype=np.uint8)
+        lent = block[:]  # views made of it (memoryviews, np.frombuffer) keep it alive
+        weakref.finalize(lent, self._give_back, block)
+        return lent
+
+    def _give_back(self, block: np.ndarray) -> None:
+        if len(self._free) < self._keep:
+            self._free.append(block)

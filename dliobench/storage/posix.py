@@ -22,7 +22,7 @@ from typing import Any
 from dliobench.storage import fsinfo, posix_io
 from dliobench.storage.atomic import write_atomic
 from dliobench.storage.backend import CountingReader, ObjectStat
-from dliobench.storage.buffers import BLOCK, aligned_map
+from dliobench.storage.buffers import BLOCK, SampleBuffers, aligned_map
 
 TMP_MARK = ".tmp-"  # writers' temporary files: ``.<name>.tmp-<pid>-<thread>``
 CHUNK = 64 << 20  # bytes per write call, whatever the object's size
@@ -184,11 +184,11 @@ class PosixBackend:
         """See ``Backend.read_range``."""
         return posix_io.read_range(self.path(key), offset, length, direct)
 
-    def read_wholes(self, keys: list[str],
-                    sizes: list[int]) -> list[tuple[memoryview, int] | None]:
+    def read_wholes(self, keys: list[str], sizes: list[int],
+                    pool: SampleBuffers | None = None) -> list[tuple[memoryview, int] | None]:
         """Several whole objects at once (``posix_io.read_wholes``): each as
         ``read_range(key, 0, size)``, None for one that must be read again alone."""
-        return posix_io.read_wholes([self.path(key) for key in keys], sizes)
+        return posix_io.read_wholes([self.path(key) for key in keys], sizes, pool)
 
     def open_read(self, key: str, direct: bool = False,
                   sequential: bool = False) -> CountingReader:

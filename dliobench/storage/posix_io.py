@@ -50,15 +50,20 @@ def read_range(path: str | Path, offset: int, length: int,
     return buf[:got], got
 
 
-def read_wholes(paths: list[str], sizes: list[int]) -> list[tuple[memoryview, int] | None]:
+def read_wholes(paths: list[str], sizes: list[int],
+                pool: bufferpool.SampleBuffers | None = None,
+                ) -> list[tuple[memoryview, int] | None]:
     """Each file's first ``size`` bytes (fewer at end of file) into fresh memory, as
-    ``read_range(path, 0, size)``, and the bytes read. With the C extension the whole list is
+    ``read_range(path, 0, size)``, and the bytes read (files of ``pool``'s size into its reused
+    memory). With the C extension the whole list is
     read with the GIL released once (a thread reading small files otherwise hands it over
     around every system call); a file it could not read is None: the caller reads it again
     with ``read_range``, which raises the error in words."""
     if _read_files is None:
         return [read_range(path, 0, size) for path, size in zip(paths, sizes, strict=True)]
-    buffers = [np.empty(size, dtype=np.uint8) for size in sizes]  # the reads overwrite them
+    # the reads overwrite them; ``pool``: reused memory for samples of its size
+    buffers = [pool.take() if pool is not None and size == pool.size
+               else np.empty(size, dtype=np.uint8) for size in sizes]
     got = _read_files(paths, buffers)
     return [(buf.data[:n], n) if n >= 0 else None
             for buf, n in zip(buffers, got, strict=True)]

@@ -5,16 +5,21 @@ bytes and counts as one ``read_range`` per file, errors left to the one-by-one p
 from __future__ import annotations
 
 import errno
+import gc
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dliobench.dataset.sharding import rank_samples
 from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import npz
+from dliobench.loaders import make_loader, sample_reader
 from dliobench.loaders.base import SampleReader
 from dliobench.storage import posix_io
+from dliobench.storage.buffers import SampleBuffers
+from tests.contract.test_loaders import dataset
 
 BUILT = pytest.mark.skipif(not posix_io.BATCHED_READS,
                            reason="the _readfiles extension is not built here")
@@ -107,3 +112,65 @@ def test_read_many_words_errors_as_read_does(tmp_path: Path) -> None:
     paths[2].write_bytes(paths[2].read_bytes()[:200])  # shorter than the manifest says
     with pytest.raises(CorruptSampleError, match="file is truncated"):
         reader.read_many([0, 2])
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def test_a_pool_block_comes_back_only_when_every_view_is_gone() -> None:
+    pool = SampleBuffers(1 << 20, keep=2)
+    first = pool.take()
+    where = _address(first)
+    view = np.frombuffer(first.data[100:], dtype=np.uint8)  # as a format's decode makes one
+    del first
+    gc.collect()
+    second = pool.take()
+    assert _address(second) != where  # the view still holds the first block
+    del view
+    gc.collect()
+    assert _address(pool.take()) == where  # back, and lent again
+    held = [pool.take() for _ in range(4)]
+    del held, second
+    gc.collect()
+    assert len(pool._free) == 2  # no more free blocks than ``keep``
+
+
+@BUILT
+def test_read_many_into_a_pool_reads_the_same_samples(tmp_path: Path) -> None:
+    _npz_reader(tmp_path, 4)
+    same = list(tmp_path.glob("s*.npz"))
+    for i, path in enumerate(sorted(same)):
+        np.savez(path, x=np.full((1, 5000), i, dtype=np.uint8))
+    size = same[0].stat().st_size
+    reader = SampleReader.for_paths(npz.FORMAT, sorted(same), [size] * 4, 1)
+    pool = SampleBuffers(size, keep=4)
+    for _ in range(3):  # blocks come back between rounds and are read into again
+        got = reader.read_many([3, 1, 0, 2], pool)
+        assert [int(sample[0]) for sample, _ in got] == [3, 1, 0, 2]
+        assert all(np.array_equal(sample, reader.read(i)[0])
+                   for i, (sample, _) in zip([3, 1, 0, 2], got, strict=True))
+        del got
+        gc.collect()
+    assert len(pool._free) == 4
+
+
+@BUILT
+def test_the_native_loader_reads_large_samples_into_reused_memory(tmp_path: Path) -> None:
+    plan = dataset(tmp_path, "reader.data_loader=native", "dataset.num_samples_per_file=1",
+                   "dataset.record_length_bytes=1100000", "reader.prefetch_size=1")
+    loader = make_loader(plan)
+    fresh = sample_reader(plan)
+    try:
+        assert loader._pool is not None and loader._pool.size == plan.sizes[0]  # type: ignore[attr-defined]
+        seen = []
+        for epoch in range(2):
+            for batch in loader.epoch(rank_samples(plan.spec, epoch)):
+                for sample_id, sample in zip(batch.ids, batch.data, strict=True):
+                    assert np.array_equal(sample, fresh.read(int(sample_id))[0])
+                seen.extend(batch.ids.tolist())
+                del batch, sample
+        assert sorted(seen) == sorted(list(range(6)) * 2)
+        assert loader._pool._free  # type: ignore[attr-defined]  # blocks came back
+    finally:
+        loader.close()
