@@ -1,6 +1,7 @@
 """Each loader against the raw-read ceiling on the same page-cached dataset (compute 0).
 
 Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
+       [--epochs 2] [--shapes "64 KiB" "16 MiB"]
        [--format npz|npy|tfrecord] [--loaders native pytorch idiomatic-pytorch dali ...]
 
 For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfrecord shows
@@ -38,6 +39,7 @@ LOADERS = ["native", "pytorch", "idiomatic-pytorch", "floor-pytorch", "dali", "d
            "idiomatic-dali", "tensorflow"]
 DEFAULT_LOADERS = [name for name in LOADERS if name != "dali-reader"]  # npz: as dali
 FORMAT = ["npz"]
+EPOCHS = [2]  # --epochs: passes over the files by every contender, the raw read too
 IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
 
 
@@ -53,7 +55,7 @@ def common(folder: Path, size: int, files: int, threads: int) -> list[str]:
             f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
             f"dataset.format={FORMAT[0]}", "reader.batch_size=8",
             f"reader.read_threads={threads}", "reader.prefetch_size=4",
-            "train.computation_time=0", "train.epochs=2", "--no-progress"]
+            "train.computation_time=0", f"train.epochs={EPOCHS[0]}", "--no-progress"]
 
 
 def warm(train: Path) -> list[Path]:
@@ -80,21 +82,23 @@ def ceiling(paths: list[Path], threads: int) -> Rates:
 
     start, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(threads) as pool:
-        total = sum(pool.map(read, paths))
-    seconds = time.perf_counter() - start
-    return len(paths) / seconds, total / seconds, (time.process_time() - cpu) / len(paths)
+        total = sum(pool.map(read, paths * EPOCHS[0]))
+    seconds, reads = time.perf_counter() - start, len(paths) * EPOCHS[0]
+    return reads / seconds, total / seconds, (time.process_time() - cpu) / reads
 
 
 def delivered(train: Path) -> int:
-    """Samples a run of ``common``'s settings delivers: 2 epochs of whole batches of 8."""
+    """Samples a run of ``common``'s settings delivers: ``EPOCHS`` epochs of whole batches
+    of 8."""
     files = sum(1 for _ in train.rglob(f"*.{FORMAT[0]}"))
-    return files // 8 * 8 * 2
+    return files // 8 * 8 * EPOCHS[0]
 
 
 def idiomatic_run(library: str, train: Path, threads: int) -> Rates:
     """(samples/s, bytes/s) of the user's own pipeline with the settings of ``common``."""
     proc = subprocess.run([sys.executable, str(IDIOMATIC), library, str(train), "--batch", "8",
-                           "--workers", str(threads), "--prefetch", "4", "--epochs", "2"],
+                           "--workers", str(threads), "--prefetch", "4",
+                           "--epochs", str(EPOCHS[0])],
                           capture_output=True, text=True, check=True)
     rates = json.loads(proc.stdout.splitlines()[-1])
     return rates["samples_per_s"], rates["bytes_per_s"], rates["cpu_s"] / delivered(train)
@@ -152,11 +156,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="read threads / workers")
     parser.add_argument("--root", type=Path, default=Path("/work/bench-loaders"))
     parser.add_argument("--format", default="npz", choices=("npz", "npy", "tfrecord"))
+    parser.add_argument("--epochs", type=int, default=2,
+                        help="passes over the files (default 2: 160 files of 16 MiB are then "
+                             "about half a second of reading, where start-up weighs)")
+    parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--loaders", nargs="+", choices=LOADERS,
                         help=f"default: {' '.join(DEFAULT_LOADERS)} (npy, tfrecord: and "
                         "dali-reader; tfrecord: no idiomatic ones)")
     args = parser.parse_args()
     FORMAT[0] = args.format
+    EPOCHS[0] = args.epochs
     LOADERS[:] = args.loaders or [name for name in LOADERS if (
         name != "dali-reader" or args.format != "npz") and (
         not name.startswith(("idiomatic", "floor")) or args.format != "tfrecord")]
@@ -164,12 +173,12 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"# loaders vs raw read, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
           f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
-          f"{args.format}\n")
+          f"{args.format}, {args.epochs} epochs\n")
     print("| sample | reader | samples/s | MB/s | ratio to raw read | ratio to idiomatic | "
           "CPU ms/sample |")
     print("|---|---|---|---|---|---|---|")
     try:
-        for shape in SHAPES:
+        for shape in args.shapes:
             for row in measure(shape, args.root, args.reps, args.threads):
                 print(row, flush=True)
     finally:
