@@ -144,7 +144,9 @@ def test_ctrl_c_during_a_dali_run_ends_it_as_interrupted(
                              "--no-progress"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     reports = workdir / "reports"
-    first_epoch = f"{FOLDER_PREFIX}{proc.pid}-*/epoch-0.npy"  # the workers are started
+    # the workers are started once an epoch's ids are published (epoch-0.npy is removed two
+    # epochs later: a short epoch can pass between two looks, so any epoch's file counts)
+    first_epoch = f"{FOLDER_PREFIX}{proc.pid}-*/epoch-*.npy"
     deadline = time.monotonic() + 60
     while not list(Path("/dev/shm").glob(first_epoch)) and time.monotonic() < deadline:
         time.sleep(0.02)
