@@ -87,24 +87,31 @@ def workers_ignore_interrupts() -> Iterator[None]:
     Ctrl-C (and a batch system's SIGTERM) reach the whole process group: workers that took
     them printed their tracebacks and died, and the run then failed with DALI's "Sending
     tasks to workers failed" (or, spawned, hung in DALI's close) instead of ending as
-    interrupted. The two signals are ignored while the workers start, so the workers inherit
-    that (fork and spawn alike); the run stops them in ``release`` (and ``die_with_parent``
-    when it is killed). Blocked meanwhile, a signal that came is delivered to the run once
-    the workers are started, not lost. Only the main thread takes signals; elsewhere (thread ranks
-    in tests) nothing changes.
+    interrupted. The two signals are blocked while the workers start, so the workers inherit
+    the blocked mask (fork and spawn alike) and never take them; the run stops them in
+    ``release`` (and ``die_with_parent`` when it is killed). Meanwhile the run's own handlers
+    are replaced by one that notes the signal, and a noted signal is raised again once the
+    workers are started: the kernel may hand a process-wide signal to another thread of the
+    run (a reader, the watchdog, DALI's), which does not block it, and ignoring it there
+    (SIG_IGN, as before) lost a Ctrl-C now and then. Only the main thread takes signals;
+    elsewhere (thread ranks in tests) nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     both = (signal.SIGINT, signal.SIGTERM)
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, both)  # held, not lost, meanwhile
-    handlers = [signal.signal(signum, signal.SIG_IGN) for signum in both]
+    came: list[int] = []
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, both)  # the workers inherit the mask
+    handlers = [signal.signal(signum, lambda signum, _frame: came.append(signum))
+                for signum in both]
     try:
         yield
     finally:
         for signum, handler in zip(both, handlers, strict=True):
             signal.signal(signum, handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # one held in this thread comes
+        for noted in dict.fromkeys(came):  # one another thread took: raised again, once
+            signal.raise_signal(noted)
 
 
 def release(pipe: Any) -> None:

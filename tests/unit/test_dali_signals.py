@@ -1,0 +1,54 @@
+"""While DALI's workers start, SIGINT and SIGTERM are held for the run, not lost: a signal the
+kernel hands to another thread of the run (one that does not block it) comes back to the
+main thread once the workers are started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dliobench.loaders.dali.base import workers_ignore_interrupts
+
+
+def _blocked(pid: int) -> int:
+    """The SigBlk mask of a thread or process."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigBlk:"):
+            return int(line.split()[1], 16)
+    raise AssertionError("no SigBlk line")
+
+
+def test_a_ctrl_c_another_thread_takes_during_the_start_is_raised_after_it() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)  # blocks nothing: takes the signal
+    other.start()
+    try:
+        with pytest.raises(KeyboardInterrupt), workers_ignore_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)  # process-wide: the main thread blocks it
+            time.sleep(0.2)  # the noting handler runs here, in the main thread
+    finally:
+        stop.set()
+        other.join()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_process_started_in_the_window_blocks_both_signals() -> None:
+    pid = 0
+    with workers_ignore_interrupts():
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child only waits to be looked at
+            time.sleep(5)
+            os._exit(0)
+        mask = _blocked(pid)
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            assert mask & (1 << (signum - 1))
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert not _blocked(os.getpid()) & (1 << (signal.SIGINT - 1))
