@@ -140,8 +140,14 @@ def test_ctrl_c_during_a_dali_run_ends_it_as_interrupted(
     path = write_workload(tiny_workload(reader={"data_loader": "dali"},
                                         train={"epochs": 2000, "computation_time": 0.002}))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "dliobench", "run", str(path),
-                             "--no-progress"], stdout=subprocess.DEVNULL,
+    # as a shell starts a command: Ctrl-C's disposition at its default (a process that
+    # inherits SIGINT ignored keeps it ignored, and the test harness's own state must not
+    # decide this test), then exec'd, so the pid is the run's
+    shell_like = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "signal.pthread_sigmask(signal.SIG_SETMASK, []); "
+                  "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+    proc = subprocess.Popen([sys.executable, "-c", shell_like, "-m", "dliobench", "run",
+                             str(path), "--no-progress"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     reports = workdir / "reports"
     # the workers are started once an epoch's ids are published (epoch-0.npy is removed two
