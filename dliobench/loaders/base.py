@@ -189,14 +189,13 @@ class SampleReader:
                 out.append(self.read(sample_id))
                 continue
             src = Stored(self.backend, key)
-            sample = self._whole(src, sample_id, *whole)
+            sample = self._whole(src, sample_id, whole[0])
             if self.sample_crcs is not None:
                 self._verify(src, sample_id, 0, sample)
             out.append((self._resize(sample), whole[1] + src.nbytes))
         return out
 
-    def _whole(self, src: Stored, file_index: int, data: memoryview,
-               nbytes: int) -> np.ndarray:
+    def _whole(self, src: Stored, file_index: int, data: memoryview) -> np.ndarray:
         """The sample of a one-sample file from the file's bytes."""
         size = self.sizes[file_index]
         if len(data) < size:
@@ -213,7 +212,7 @@ class SampleReader:
                                                   self.odirect)
         elif self.samples_per_file == 1:
             data, nbytes = self.backend.read_range(src.key, 0, size, self.odirect)
-            sample = self._whole(src, file_index, data, nbytes)
+            sample = self._whole(src, file_index, data)
         else:
             ranges, nbytes = self._layout(file_index, src)
             rng = ranges[k]

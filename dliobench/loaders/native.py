@@ -5,9 +5,11 @@ that is too few to keep every reader busy), so reading overlaps the emulated com
 batch compute is done with is released before waiting for the next. At most
 ``read_threads`` samples are being read at once (formats read a batch at once,
 ``SampleReader.batched``: parquet, one whole batch per work item, ``read_threads`` +
-``prefetch_size`` batches in flight). Each batch is split into one work item per thread
-(its consecutive samples), which move through one ``queue.SimpleQueue`` (a C queue, no
-per-item lock in Python); the consumer waits on one plain lock per batch. A Future per
+``prefetch_size`` batches in flight). Each batch is split into as few work items (its
+consecutive samples) as keep every reader busy, ``ceil(read_threads / prefetch_size)``;
+items move through one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python), a
+reader reads an item's one-sample files in one call (``SampleReader.read_many``), and the
+consumer waits on one plain lock per batch. A Future per
 sample cost ~15 us; an item per sample and an Event per batch about a third of the
 consumer's time on 64 KiB samples.
 """

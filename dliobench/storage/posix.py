@@ -14,7 +14,7 @@ import errno
 import fcntl
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,17 @@ CHUNK = 64 << 20  # bytes per write call, whatever the object's size
 # pages are a block or two, written back with the rest at the next sync.
 WRITEBACK_MIN_BYTES = 64 << 10
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW  # in place: never through a link
+
+
+def _create_new(path: str, open_file: Callable[[str, int], int]) -> int:
+    """A new file at ``path`` (``NEW_FILE``): whatever held the name (a killed writer's
+    partial file, a FIFO, a symlink, a name hard-linked elsewhere) is unlinked, never written
+    through."""
+    try:
+        return open_file(path, NEW_FILE)
+    except FileExistsError:
+        os.unlink(path)
+        return open_file(path, NEW_FILE)
 
 
 def _write_at(fd: int, view: memoryview, offset: int) -> None:
@@ -67,13 +78,7 @@ class PosixWriter:
     def _open(self) -> int:
         if self._tmp != self._final:
             return self._open_flags(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        # in place, a new file: whatever held the name (a killed writer's partial file, a
-        # FIFO, a symlink, a name hard-linked elsewhere) is unlinked, never written through
-        try:
-            fd = self._open_flags(self._final, NEW_FILE)
-        except FileExistsError:
-            os.unlink(self._final)
-            fd = self._open_flags(self._final, NEW_FILE)
+        fd = _create_new(self._final, self._open_flags)
         self._ours = True
         return fd
 
@@ -218,11 +223,7 @@ class PosixBackend:
         """See ``Backend.write_new``: open (a new file, as ``PosixWriter`` in place makes it),
         write, close; no fadvise (for files under ``WRITEBACK_MIN_BYTES``)."""
         path = f"{self.root}/{key}"
-        try:
-            fd = os.open(path, NEW_FILE, 0o644)
-        except FileExistsError:  # a killed writer's file, a symlink, a name linked elsewhere
-            os.unlink(path)
-            fd = os.open(path, NEW_FILE, 0o644)
+        fd = _create_new(path, lambda name, flags: os.open(name, flags, 0o644))
         try:
             view = memoryview(data).cast("B")
             while view:

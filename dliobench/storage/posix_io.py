@@ -53,12 +53,11 @@ def read_range(path: str | Path, offset: int, length: int,
 def read_wholes(paths: list[str], sizes: list[int],
                 pool: bufferpool.SampleBuffers | None = None,
                 ) -> list[tuple[memoryview, int] | None]:
-    """Each file's first ``size`` bytes (fewer at end of file) into fresh memory, as
-    ``read_range(path, 0, size)``, and the bytes read (files of ``pool``'s size into its reused
-    memory). With the C extension the whole list is
-    read with the GIL released once (a thread reading small files otherwise hands it over
-    around every system call); a file it could not read is None: the caller reads it again
-    with ``read_range``, which raises the error in words."""
+    """Each file's first ``size`` bytes (fewer at end of file) and the bytes read, as
+    ``read_range(path, 0, size)``. With the C extension the whole list is read with the GIL
+    released once (a thread reading small files otherwise hands it over around every system
+    call), files of ``pool``'s size into its reused memory; a file it could not read is None:
+    the caller reads it again with ``read_range``, which raises the error in words."""
     if _read_files is None:
         return [read_range(path, 0, size) for path, size in zip(paths, sizes, strict=True)]
     # the reads overwrite them; ``pool``: reused memory for samples of its size
