@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dliobench import interrupts
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.dataset import batch_writer, progress, space
@@ -210,8 +211,8 @@ def _write_all(plan: Plan, todo: FileBatch, manifest: Manifest, world: World,
             log_.on_journal = lambda indices: evictions.append(evictor.submit(pool.evict,
                                                                               indices))
         with progress.job_bar(desc, todo.payload_bytes, show_progress,
-                              world, comm) as advance:
-            _wait_all(pending, log_, plan, manifest, world, advance, watchdog)
+                              world, comm) as advance, interrupts.deferred() as check:
+            _wait_all(pending, log_, plan, manifest, world, advance, watchdog, check)
         watchdog.beat("evicting the files it wrote from the page cache")
         for eviction in evictions:
             eviction.result()
@@ -279,9 +280,10 @@ class Journaled:
 
 def _wait_all(pending: dict[Future[np.ndarray], FileBatch], log_: Journaled, plan: Plan,
               manifest: Manifest, world: World, advance: progress.Advance,
-              watchdog: Watchdog) -> None:
+              watchdog: Watchdog, check: Callable[[], None]) -> None:
     """Collect the writers' results as they come, advancing the bar and journaling them;
-    each batch written is progress for the ``watchdog``."""
+    each batch written is progress for the ``watchdog``. A noted Ctrl-C or SIGTERM is taken
+    between waits (``check``), never inside a future's locking or a journal write."""
     last = time.monotonic()
     total = len(pending)
     finished: queue.SimpleQueue[Future[np.ndarray]] = queue.SimpleQueue()
@@ -289,6 +291,7 @@ def _wait_all(pending: dict[Future[np.ndarray], FileBatch], log_: Journaled, pla
         future.add_done_callback(finished.put)
     watchdog.beat("writing its first batch of files")
     while pending:
+        check()
         with contextlib.suppress(queue.Empty):
             done = [finished.get(timeout=0.5)]
             while not finished.empty():

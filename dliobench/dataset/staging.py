@@ -9,13 +9,17 @@ GB/s are reported beside the training figures.
 
 from __future__ import annotations
 
+import queue
 import shutil
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dliobench import interrupts
 from dliobench.comm.world import Comm, World
 from dliobench.dataset.sharding import rank_samples
 from dliobench.errors import DatasetError
@@ -24,6 +28,7 @@ from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 
 COPY_CHUNK = 64 << 20
+WAIT_S = 0.2  # longest a Ctrl-C or SIGTERM waits to be taken
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,20 @@ def _node_ranks(world: World, comm: Comm) -> list[int]:
     return [r for r, h in enumerate(hosts) if h == world.host]
 
 
-def _copy(src: Backend, dst: Backend, key: str) -> int:
-    """Stream one object from ``src`` to ``dst`` (durable, then evicted); its bytes."""
+class _Stopped(Exception):
+    """The staging was given up (an interrupt or another copy's error): stop copying."""
+
+
+def _copy(src: Backend, dst: Backend, key: str, stop: threading.Event) -> int:
+    """Stream one object from ``src`` to ``dst`` (durable, then evicted); its bytes. A copy
+    under way when ``stop`` is set ends at its next chunk, leaving nothing behind."""
     dst.make_room(key.rsplit("/", 1)[0])
     writer = dst.open_write(key)
     offset = 0
     try:
         while True:
+            if stop.is_set():
+                raise _Stopped
             data, _ = src.read_range(key, offset, COPY_CHUNK)
             if not len(data):
                 break
@@ -95,18 +107,44 @@ def stage(plan: Plan, world: World, comm: Comm, run_id: str) -> Staged:
         src.evict(keys, flush=False)
     comm.barrier()
     start = time.perf_counter()
-    pool = ThreadPoolExecutor(max(1, config.reader.read_threads))
+    nbytes = _copy_all(src, dst, keys, config.reader.read_threads, folder, world)
+    seconds = time.perf_counter() - start
+    comm.barrier()
+    return Staged(plan.reading_from(dst), folder, len(mine), nbytes, seconds)
+
+
+def _copy_all(src: Backend, dst: Backend, keys: list[str], threads: int, folder: Path,
+              world: World) -> int:
+    """Copy ``keys`` with ``threads`` threads; the bytes copied. A Ctrl-C or SIGTERM is taken
+    between waits (``interrupts.deferred``), never inside the pool's own locking; on it or
+    on a failed copy the copies under way stop and the staged folder is removed (a partial
+    copy is of no use)."""
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="stage")
     try:
-        nbytes = sum(pool.map(lambda key: _copy(src, dst, key), keys))
-    except BaseException:  # a failed or interrupted copy is of no use: none is left behind
+        with interrupts.deferred() as check:
+            finished: queue.SimpleQueue[Future[int]] = queue.SimpleQueue()
+            for key in keys:  # O(1) per copy done (``wait`` would scan every pending one)
+                pool.submit(_copy, src, dst, key, stop).add_done_callback(finished.put)
+            nbytes = sum(_next_done(finished, check).result() for _ in keys)  # failures raise
+    except BaseException:
+        stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
         if world.local_rank == 0:
             shutil.rmtree(folder, ignore_errors=True)
         raise
     pool.shutdown()
-    seconds = time.perf_counter() - start
-    comm.barrier()
-    return Staged(plan.reading_from(dst), folder, len(mine), nbytes, seconds)
+    return nbytes
+
+
+def _next_done(finished: queue.SimpleQueue[Future[int]], check: Callable[[], None]) -> Future[int]:
+    """The next copy to finish, taking a noted interrupt (``check``) every ``WAIT_S``."""
+    while True:
+        check()
+        try:
+            return finished.get(timeout=WAIT_S)
+        except queue.Empty:
+            continue
 
 
 def summary(parts: list[Staged]) -> dict[str, Any]:

@@ -1,0 +1,51 @@
+"""Ctrl-C and SIGTERM taken where the run chooses, not wherever the main thread happens to be.
+
+The run's handlers raise (``KeyboardInterrupt``, ``errors.Terminated``) in the main thread at
+whatever line it is on. Inside Python's own thread-pool and lock code that can leave a lock
+taken that nobody will release: a SIGTERM while staging once left a run hung for an hour in
+``ThreadPoolExecutor.shutdown``, its copy threads waiting on a lock the interrupted main
+thread had taken. Around such waits, ``deferred`` only notes the two signals; the waiting
+loop calls ``check()`` between waits, where the run's own handler is called again and raises
+at a line of ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[Callable[[], None]]:
+    """Inside, SIGINT and SIGTERM are noted, not acted on; the ``check`` yielded hands a noted
+    one to the handler it was meant for (which raises there), and leaving the block does the
+    same for one noted after the last check. Outside the main thread (thread ranks in tests)
+    nothing changes: only the main thread takes Python's signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    noted: list[int] = []
+    handlers = {signum: signal.signal(signum, lambda signum, _frame: noted.append(signum))
+                for signum in SIGNALS}
+
+    def restore() -> None:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+    def check() -> None:
+        if noted:
+            restore()
+            came = list(dict.fromkeys(noted))
+            noted.clear()
+            for signum in came:  # the handler runs (and raises) inside raise_signal
+                signal.raise_signal(signum)
+
+    try:
+        yield check
+    finally:
+        restore()
+        check()

@@ -1,0 +1,94 @@
+"""Ctrl-C and SIGTERM are taken where the run checks for them, not inside Python's locking."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dliobench import interrupts
+from dliobench.comm.world import World
+from dliobench.dataset import staging
+from dliobench.errors import Terminated
+from dliobench.storage import backend_for
+from dliobench.storage.posix import PosixBackend
+
+
+@pytest.fixture
+def terminate_raises() -> Iterator[None]:
+    """SIGTERM raises ``Terminated``, as the run's handler does (restored afterwards)."""
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated("terminated by SIGTERM")
+
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_signal_inside_is_taken_at_the_check(terminate_raises: None) -> None:
+    reached = []
+    with pytest.raises(Terminated), interrupts.deferred() as check:
+        os.kill(os.getpid(), signal.SIGTERM)
+        reached.append("after the signal")  # only noted: this line runs
+        check()
+        reached.append("after the check")
+    assert reached == ["after the signal"]
+
+
+def test_a_signal_after_the_last_check_is_taken_on_leaving(terminate_raises: None) -> None:
+    handler = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), interrupts.deferred() as check:
+        check()  # nothing noted: nothing happens
+        os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGTERM) is handler  # the run's handlers are back
+
+
+def test_no_signal_changes_nothing(terminate_raises: None) -> None:
+    handlers = [signal.getsignal(s) for s in interrupts.SIGNALS]
+    with interrupts.deferred() as check:
+        check()
+    assert [signal.getsignal(s) for s in interrupts.SIGNALS] == handlers
+
+
+class SignalsOnFirstRead(PosixBackend):
+    """A folder whose first read (in a copy thread, while the main thread waits) sends this
+    process SIGTERM."""
+
+    signalled = threading.Event()
+
+    def read_range(self, key: str, offset: int, length: int,
+                   direct: bool = False) -> tuple[memoryview, int]:
+        if not self.signalled.is_set():
+            self.signalled.set()
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super().read_range(key, offset, length, direct)
+
+
+def test_sigterm_while_staging_is_raised_in_our_code_and_leaves_no_copy(
+        tmp_path: Path, terminate_raises: None) -> None:
+    """The signal arrives while the main thread waits for the copy threads. Before, the
+    handler raised inside ``concurrent.futures``/``threading`` waits, where an exception can
+    leave a lock taken (a run once hung for an hour in the pool's shutdown); now it is
+    raised by ``interrupts.check``, no copy is left and the copy threads are gone."""
+    source = tmp_path / "source"
+    source.mkdir()
+    keys = [f"f{i}.bin" for i in range(400)]
+    for key in keys:
+        (source / key).write_bytes(os.urandom(4096))
+    staged = tmp_path / "staged"
+    src, dst = SignalsOnFirstRead(str(source)), backend_for(str(staged))
+    with pytest.raises(Terminated) as caught:
+        staging._copy_all(src, dst, keys, 2, staged, World.single())
+    frames = [frame.filename for frame in traceback.extract_tb(caught.value.__traceback__)]
+    assert not [f for f in frames if f.endswith(("threading.py", "_base.py", "thread.py"))], \
+        frames
+    assert any(f.endswith("interrupts.py") for f in frames), frames
+    assert not staged.exists()
+    assert not [t for t in threading.enumerate() if t.name.startswith("stage")]
