@@ -54,15 +54,18 @@ PRESET = REPO / "workloads" / "llama3_8b.yaml"
 DD_RATE = re.compile(r"(\d+) bytes .* copied, ([\d.e+-]+) s")
 
 
-SETTLE_S = [5.0]  # --settle: seconds between the cache drop and each contender
+SETTLE_S = [20.0]  # --settle: seconds between the cache drop and each contender
 
 
 def fresh_memory() -> None:
     """Drop the page cache, then wait ``--settle`` seconds. This VM hands freed memory back to
-    its host about 2 s after it is freed (virtio-balloon free page reporting) and page cache
-    built on handed-back pages costs host faults: fio, writing 0.2 s after the drop, reused
-    the dropped pages and wrote 1.35x faster (1 job) than 5 s later, while dliobench's ranks
-    start writing 2-4 s after it (Python, MPI). Waiting puts every contender in one state."""
+    its host from about 2 s after it is freed on (virtio-balloon free page reporting, a share
+    of the free pages at a time) and page cache built on handed-back pages costs host faults:
+    fio, writing 0.2 s after the drop, reused the dropped pages and wrote 1.35x faster (1 job)
+    than 5 s later, while dliobench's ranks start writing 2-4 s after it (Python, MPI). 5 s
+    was not enough either: 8 plain Python writer processes, starting 1.3 s after fio would,
+    took 2.2-2.5 s where fio's 8 jobs took 1.2-2.0 s; 20 s after the drop both took 3.7-3.9
+    s. Waiting puts every contender in one state."""
     benchinfo.drop_caches()
     time.sleep(SETTLE_S[0])
 
@@ -326,7 +329,7 @@ def main() -> None:
     parser.add_argument("--dlio-venv", default="", help="also compare with DLIO 2.0.0's "
                         "training-time checkpoint (../shared/tools/install-dlio-peer.sh VENV)")
     parser.add_argument("--only-dlio", action="store_true", help="skip fio/dd")
-    parser.add_argument("--settle", type=float, default=5.0,
+    parser.add_argument("--settle", type=float, default=20.0,
                         help="seconds to wait after each cache drop (see fresh_memory)")
     args = parser.parse_args()
     SETTLE_S[0] = args.settle
