@@ -3,9 +3,10 @@
 Formats that lay their files out themselves (npz, npy, indexed_binary, tfrecord:
 ``AssembledFormat``) are assembled in one page-aligned buffer per thread, reused from file
 to file, with the samples filled in place, and handed to the backend's writer at once
-(O_DIRECT on POSIX); the CRC-32C comes from the bytes in memory. Other formats (hdf5,
-images) write their file themselves into the writer's spool file and are read back for the
-CRC.
+(O_DIRECT on POSIX); the CRC-32C comes from the bytes in memory. Parquet
+(``StreamedFormat``) is filled, encoded and written a slice of rows at a time, its CRC-32C
+kept as the bytes pass. Other formats (hdf5, images) write their file themselves into the
+writer's spool file, or build it in memory, and are checksummed from there.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.dataset.layout import DataFile
 from dliobench.errors import DatasetError
 from dliobench.formats import Format
-from dliobench.formats.base import AssembledFormat, EncodedFormat, FileFormat
+from dliobench.formats.base import AssembledFormat, EncodedFormat, FileFormat, StreamedFormat
 from dliobench.storage import posix_io as storage
 from dliobench.storage.backend import Backend, Writer
 from dliobench.storage.buffers import AlignedBuffer
@@ -53,10 +54,13 @@ class Fill:
                    dataset.compressibility, dataset.write_odirect, dataset.sample_checksums)
 
     def samples(self, fmt: Format | FileFormat, f: DataFile, out: np.ndarray,
-                crcs: list[int]) -> None:
-        """Fill file ``f``'s (num_samples, bytes) array ``out``; with ``sample_crcs`` append
-        the CRC-32C of what the format keeps of each sample to ``crcs``."""
-        datafill.fill(out, self.base, self.seed, f.index, self.compressibility)
+                crcs: list[int], first: int = 0) -> None:
+        """Fill file ``f``'s (num_samples, bytes) array ``out`` (or its rows from ``first``
+        on, at a byte offset that is a multiple of ``datafill.STAMP_EVERY``); with
+        ``sample_crcs`` append the CRC-32C of what the format keeps of each sample to
+        ``crcs``."""
+        datafill.fill(out, self.base, self.seed, f.index, self.compressibility,
+                      first * f.sample_bytes)
         if self.sample_crcs:
             crcs.extend(crc32c.crc32c(np.ascontiguousarray(fmt.stored_bytes(row)).data)
                         for row in out)
@@ -88,6 +92,8 @@ def write_file(fmt: Format, backend: Backend, key: str, f: DataFile, fill: Fill)
         if assembled is not None and bound is not None:
             size, crc, sides = _write_assembled(assembled, backend, key, f, fill, bound,
                                                 writers, crcs)
+        elif isinstance(fmt, StreamedFormat) and not fmt.side_suffixes:
+            size, crc, sides = _write_streamed(fmt, backend, key, f, fill, writers, crcs)
         else:
             size, crc, sides = _write_spooled(fmt, backend, key, f, fill, writers, crcs)
         side_entries = []
@@ -137,6 +143,44 @@ def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: F
     for path in fmt.side_files(spool):
         path.unlink()
     return os.stat(spool).st_size, storage.file_crc32c(spool), sides
+
+
+class _CountingSink:
+    """A storage writer as the file object a library streams into: the bytes' count and
+    running CRC-32C are kept as they pass."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer, self.size, self.crc, self.closed = writer, 0, 0, False
+
+    def write(self, data: memoryview | bytes) -> int:
+        view = memoryview(data).cast("B")
+        self.writer.write(view)
+        self.crc = crc32c.crc32c(view, self.crc)
+        self.size += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _write_streamed(fmt: StreamedFormat, backend: Backend, key: str, f: DataFile, fill: Fill,
+                    writers: list[Writer],
+                    crcs: list[int]) -> tuple[int, int, dict[str, bytes]]:
+    """A format written a slice of samples at a time (parquet): each slice filled, encoded and
+    written before the next; the CRC-32C kept as the bytes pass."""
+    writer = backend.open_write(key, atomic=False)
+    writers.append(writer)
+    sink = _CountingSink(writer)
+    fmt.stream(sink, f.num_samples, f.sample_bytes,
+               lambda rows, first: fill.samples(fmt, f, rows, crcs, first),
+               datafill.STAMP_EVERY)
+    return sink.size, sink.crc, {}
 
 
 def _write_assembled(fmt: AssembledFormat, backend: Backend, key: str, f: DataFile, fill: Fill,

@@ -29,20 +29,24 @@ def file_uid(seed: int, file_index: int) -> int:
 
 
 def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int,
-         compressibility: float = 0.0) -> None:
-    """Fill the uint8 array ``out`` with the bytes of file ``file_index``, in C order.
+         compressibility: float = 0.0, offset: int = 0) -> None:
+    """Fill the uint8 array ``out`` with the bytes of file ``file_index``, in C order, from
+    byte ``offset`` of them on (a multiple of ``STAMP_EVERY``: a file filled piece by piece
+    gets the same bytes as at once).
 
     ``compressibility`` c zeroes the first c of every 2 KiB stride after its stamp, so a
     compressor shrinks the data by about c (fio's buffer_compress_percentage / 100).
     """
+    if offset % STAMP_EVERY:
+        raise ValueError(f"fill offset {offset} is not a multiple of {STAMP_EVERY}")
     if not out.flags.c_contiguous:  # e.g. samples between record framing: fill, then place
         dense = np.empty(out.shape, dtype=np.uint8)
-        fill(dense, base, seed, file_index, compressibility)
+        fill(dense, base, seed, file_index, compressibility, offset)
         out[...] = dense
         return
     flat = out.reshape(-1)
     n = flat.size
-    start = (file_index * 7919 * 4096) % base.size
+    start = (file_index * 7919 * 4096 + offset) % base.size
     pos = 0
     while pos < n:
         take = min(n - pos, base.size - start)
@@ -54,7 +58,8 @@ def fill(out: np.ndarray, base: np.ndarray, seed: int, file_index: int,
         stamps = flat[: blocks * STAMP_EVERY].reshape(blocks, STAMP_EVERY)[:, :16]
         words = np.empty((blocks, 2), dtype="<u8")
         words[:, 0] = file_uid(seed, file_index)
-        words[:, 1] = np.arange(blocks, dtype="<u8")
+        words[:, 1] = np.arange(offset // STAMP_EVERY, offset // STAMP_EVERY + blocks,
+                                dtype="<u8")
         stamps[:] = words.view(np.uint8).reshape(blocks, 16)
     zeros = int(compressibility * (STAMP_EVERY - 16))
     if zeros:

@@ -9,7 +9,8 @@ the page codec. Without columns a row is one uint8 column of ``record_length_byt
 
 Generation is vectorised: the generator's (rows, row bytes) array of fill bytes is cut into
 columns, each viewed as its dtype and handed to Arrow as one buffer (no per-row Python), and
-the file is built in memory and written through the storage backend (``EncodedFormat``).
+the file is written through the storage backend a slice of row groups at a time
+(``StreamedFormat``), each slice filled just before it is encoded.
 
 Reading goes through the storage seam: a file with a local path (POSIX, buffered) is read by
 pyarrow's own file, in the reading thread, and counted by that thread's read counters
@@ -30,6 +31,7 @@ import pandas inside the first step and copy fixed-size lists' values).
 from __future__ import annotations
 
 import io
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -39,7 +41,15 @@ import numpy as np
 
 from dliobench.config.schema import ParquetColumn
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError, MissingExtraError
-from dliobench.formats.base import ByteRange, Columns, EncodedFormat, Stored, consecutive
+from dliobench.formats.base import (
+    ByteRange,
+    Columns,
+    RowFill,
+    Sink,
+    Stored,
+    StreamedFormat,
+    consecutive,
+)
 from dliobench.storage.backend import CountingReader
 
 try:
@@ -51,6 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
 
+STREAM_BYTES = 32 << 20  # rows filled and encoded at a time when generating
 CODECS = ("none", "snappy", "gzip", "lz4", "zstd", "brotli")
 DEFAULT_COLUMN = "data"
 _ERRORS = (OSError, ValueError, pa.ArrowException)
@@ -137,7 +148,7 @@ class _Open:
             self.raw.close()
 
 
-class ParquetFormat(EncodedFormat):
+class ParquetFormat(StreamedFormat):
     """Rows of fixed-width columns in row groups; uncompressed by default."""
 
     name = "parquet"
@@ -177,27 +188,38 @@ class ParquetFormat(EncodedFormat):
     def _columns(self, width: int) -> tuple[ParquetColumn, ...]:
         return self.columns or (ParquetColumn(DEFAULT_COLUMN, "uint8", width),)
 
-    def encode(self, samples: np.ndarray) -> memoryview:
-        """The parquet file whose rows hold ``samples``' bytes, column by column."""
-        rows = np.ascontiguousarray(samples, dtype=np.uint8).reshape(len(samples), -1)
-        columns = self._columns(rows.shape[1])
-        if sum(c.width for c in columns) != rows.shape[1]:
+    def stream(self, sink: Sink, num_samples: int, sample_bytes: int, fill: RowFill,
+               fill_unit: int) -> None:
+        """The parquet file of ``num_samples`` rows, column by column, written to ``sink`` a
+        slice of whole row groups at a time (``STREAM_BYTES`` or so): the same bytes as the
+        file built at once."""
+        columns = self._columns(sample_bytes)
+        if sum(c.width for c in columns) != sample_bytes:
             # only the free-space probe's small files (``configured`` checks the dataset's
             # rows against the columns): one column of their width costs about the same
-            columns = (ParquetColumn(DEFAULT_COLUMN, "uint8", rows.shape[1]),)
-        arrays, start = [], 0
-        for col in columns:
-            values = np.ascontiguousarray(rows[:, start:start + col.width]).view(col.dtype)
-            start += col.width
-            flat = pa.array(values.reshape(-1))
-            arrays.append(flat if col.size == 1 else
-                          pa.FixedSizeListArray.from_arrays(flat, col.size))
-        table = pa.Table.from_arrays(arrays, names=[c.name for c in columns])
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, row_group_size=self.row_group_size,
-                       compression=self.compression, write_statistics=False,
-                       use_dictionary=False)
-        return memoryview(sink.getvalue())
+            columns = (ParquetColumn(DEFAULT_COLUMN, "uint8", sample_bytes),)
+        slice_rows = self._slice_rows(sample_bytes, fill_unit)
+        writer: pq.ParquetWriter | None = None
+        try:
+            for first in range(0, max(num_samples, 1), slice_rows):
+                rows = np.empty((min(slice_rows, num_samples - first), sample_bytes), np.uint8)
+                fill(rows, first)
+                table = _table(rows, columns)
+                del rows
+                if writer is None:
+                    writer = pq.ParquetWriter(sink, table.schema, compression=self.compression,
+                                              write_statistics=False, use_dictionary=False)
+                writer.write_table(table, row_group_size=self.row_group_size)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    def _slice_rows(self, sample_bytes: int, fill_unit: int) -> int:
+        """Rows per slice: whole row groups, starting at byte offsets that are multiples of
+        ``fill_unit``, about ``STREAM_BYTES`` in all."""
+        unit = fill_unit // math.gcd(fill_unit, max(sample_bytes, 1))  # rows per fill unit
+        step = self.row_group_size * unit // math.gcd(self.row_group_size, unit)
+        return step * max(1, STREAM_BYTES // max(1, step * sample_bytes))
 
     def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:
@@ -335,6 +357,17 @@ class ParquetFormat(EncodedFormat):
                 parts.append(flat[start:start + col.width])
             start += col.width
         return np.concatenate(parts)
+
+
+def _table(rows: np.ndarray, columns: tuple[ParquetColumn, ...]) -> pa.Table:
+    """The (rows, row bytes) uint8 ``rows`` cut into ``columns``, each one Arrow buffer."""
+    arrays, start = [], 0
+    for col in columns:
+        values = np.ascontiguousarray(rows[:, start:start + col.width]).view(col.dtype)
+        start += col.width
+        flat = pa.array(values.reshape(-1))
+        arrays.append(flat if col.size == 1 else pa.FixedSizeListArray.from_arrays(flat, col.size))
+    return pa.Table.from_arrays(arrays, names=[c.name for c in columns])
 
 
 def _column_arrays(batch: pa.RecordBatch) -> Columns:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dliobench.dataset import fill as datafill
 
@@ -51,3 +52,20 @@ def test_a_strided_view_gets_the_bytes_a_dense_array_gets() -> None:
     datafill.fill(framed[:, 6:3006], base, 3, 11)
     assert np.array_equal(framed[:, 6:3006], dense)
     assert not framed[:, :6].any() and not framed[:, 3006:].any()
+
+
+def test_a_file_filled_piece_by_piece_gets_the_same_bytes() -> None:
+    """Streamed formats fill a slice of rows at a time, from offsets that are multiples of
+    the stamp stride; the pieces, beyond the base buffer's end too, are the file's bytes."""
+    base = datafill.base_buffer(5)
+    size = datafill.BASE_BYTES + 3 * datafill.STAMP_EVERY + 123
+    for compressibility in (0.0, 0.4):
+        whole = np.empty(size, dtype=np.uint8)
+        datafill.fill(whole, base, 5, 17, compressibility)
+        pieces = np.empty(size, dtype=np.uint8)
+        step = 37 * datafill.STAMP_EVERY
+        for offset in range(0, size, step):
+            datafill.fill(pieces[offset:offset + step], base, 5, 17, compressibility, offset)
+        assert np.array_equal(whole, pieces)
+    with pytest.raises(ValueError, match="multiple"):
+        datafill.fill(np.empty(10, np.uint8), base, 5, 17, offset=100)

@@ -121,3 +121,40 @@ def test_writer_processes_write_the_same_bytes(tmp_path: Path) -> None:
             datafill.fill(samples, base, 4, f.index)
             fmt.write(tmp_path / "ref", samples)
             assert on_disk == (tmp_path / "ref").read_bytes()
+
+
+def test_parquet_streamed_in_slices_is_the_file_built_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parquet is generated a slice of row groups at a time (``STREAM_BYTES``, made small
+    here: 6 slices, the last one short); the file is byte for byte the one pyarrow writes from
+    the whole table, and each sample's CRC is recorded in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dliobench.formats import parquet
+
+    monkeypatch.setattr(parquet, "STREAM_BYTES", 64 << 10)
+    rows, width = 2000, 160
+    cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", "dataset.format=parquet",
+                         "dataset.num_files_train=1", f"dataset.num_samples_per_file={rows}",
+                         f"dataset.record_length_bytes={width}", "dataset.generation_seed=4",
+                         "dataset.sample_checksums=true", "dataset.parquet.row_group_size=64",
+                         "dataset.parquet.columns=[{name: a, dtype: float32, size: 1}, "
+                         "{name: b, dtype: float32, size: 39}]"])
+    fmt = format_for(cfg.dataset)
+    assert 5 * fmt._slice_rows(width, datafill.STAMP_EVERY) < rows  # type: ignore[attr-defined]
+    generate(resolve(cfg, World.single(), LocalComm()), World.single(), LocalComm(),
+             show_progress=False)
+    f = next(iter(dataset_files(cfg.dataset, fmt.extension)))
+    on_disk = (train_dir(cfg.dataset) / f.relpath).read_bytes()
+    samples = np.empty((rows, width), dtype=np.uint8)
+    datafill.fill(samples, datafill.base_buffer(4), 4, f.index)
+    table = pa.table({"a": samples[:, :4].copy().view(np.float32).reshape(-1),
+                      "b": pa.FixedSizeListArray.from_arrays(
+                          samples[:, 4:].copy().view(np.float32).reshape(-1), 39)})
+    reference = pa.BufferOutputStream()
+    pq.write_table(table, reference, row_group_size=64, compression="none",
+                   write_statistics=False, use_dictionary=False)
+    assert on_disk == reference.getvalue().to_pybytes()
+    assert manifest_files(tmp_path / "data")[Path(f.relpath).name] == (
+        len(on_disk), crc32c.crc32c(on_disk))
