@@ -146,27 +146,16 @@ def _write_spooled(fmt: Format, backend: Backend, key: str, f: DataFile, fill: F
 
 
 class _CountingSink:
-    """A storage writer as the file object a library streams into: the bytes' count and
-    running CRC-32C are kept as they pass."""
+    """A storage writer that keeps the count and running CRC-32C of the bytes it passes on."""
 
     def __init__(self, writer: Writer) -> None:
-        self.writer, self.size, self.crc, self.closed = writer, 0, 0, False
+        self.writer, self.size, self.crc = writer, 0, 0
 
-    def write(self, data: memoryview | bytes) -> int:
+    def write(self, data: memoryview | bytes) -> None:
         view = memoryview(data).cast("B")
         self.writer.write(view)
         self.crc = crc32c.crc32c(view, self.crc)
         self.size += len(view)
-        return len(view)
-
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def _write_streamed(fmt: StreamedFormat, backend: Backend, key: str, f: DataFile, fill: Fill,

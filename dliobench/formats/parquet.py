@@ -30,6 +30,7 @@ import pandas inside the first step and copy fixed-size lists' values).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -199,6 +200,7 @@ class ParquetFormat(StreamedFormat):
             # rows against the columns): one column of their width costs about the same
             columns = (ParquetColumn(DEFAULT_COLUMN, "uint8", sample_bytes),)
         slice_rows = self._slice_rows(sample_bytes, fill_unit)
+        guarded = _Guarded(sink)
         writer: pq.ParquetWriter | None = None
         try:
             for first in range(0, max(num_samples, 1), slice_rows):
@@ -207,12 +209,18 @@ class ParquetFormat(StreamedFormat):
                 table = _table(rows, columns)
                 del rows
                 if writer is None:
-                    writer = pq.ParquetWriter(sink, table.schema, compression=self.compression,
+                    writer = pq.ParquetWriter(guarded, table.schema,
+                                              compression=self.compression,
                                               write_statistics=False, use_dictionary=False)
                 writer.write_table(table, row_group_size=self.row_group_size)
-        finally:
+        except BaseException:
+            guarded.shut = True  # the writer's footer (at close or collection) goes nowhere
             if writer is not None:
-                writer.close()
+                with contextlib.suppress(Exception):
+                    writer.close()
+            raise
+        if writer is not None:
+            writer.close()
 
     def _slice_rows(self, sample_bytes: int, fill_unit: int) -> int:
         """Rows per slice: whole row groups, starting at byte offsets that are multiples of
@@ -357,6 +365,31 @@ class ParquetFormat(StreamedFormat):
                 parts.append(flat[start:start + col.width])
             start += col.width
         return np.concatenate(parts)
+
+
+class _Guarded:
+    """The sink as pyarrow's file object, shut on an error: a ParquetWriter writes its footer
+    when closed or collected, and must not reach a storage writer that was aborted (a write
+    there would create the file again)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink, self.shut, self.closed, self.size = sink, False, False, 0
+
+    def write(self, data: memoryview | bytes) -> int:
+        if not self.shut:
+            self.sink.write(data)
+        nbytes = memoryview(data).nbytes
+        self.size += nbytes
+        return nbytes
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _table(rows: np.ndarray, columns: tuple[ParquetColumn, ...]) -> pa.Table:

@@ -75,6 +75,34 @@ def test_full_disk_stops_generation_cleanly(small_fs: Path, write_workload: Call
             assert data["x" if fmt == "npz" else "records"].shape == (1, size)
 
 
+def test_full_disk_while_streaming_parquet_leaves_only_complete_files(
+        small_fs: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parquet goes out a slice of row groups at a time (4 slices a file here): the disk
+    fills up part way through a file; the one sentence, no partial file (the writer's footer
+    does not create it again), and every file on disk reads whole."""
+    import pyarrow.parquet as pq
+
+    from dliobench.formats import parquet
+
+    monkeypatch.setattr(parquet, "STREAM_BYTES", 16 << 10)
+    doc = tiny_workload(dataset={"data_folder": str(small_fs / "data"), "num_files_train": 40,
+                                 "num_samples_per_file": 64, "record_length_bytes": 1024,
+                                 "format": "parquet", "parquet": {"row_group_size": 8},
+                                 "check_free_space": False})
+    assert run_cli("generate", str(write_workload(doc)), "--no-progress") == 1
+    err = capsys.readouterr().err
+    assert "is full" in err and err.count("\n") == 1 and "Traceback" not in err
+    train = small_fs / "data/train"
+    on_disk = sorted(train.glob("img_*.parquet"))
+    recorded = manifest_files(small_fs / "data")
+    assert on_disk and len(on_disk) < 40
+    assert sorted(recorded) == [p.name for p in on_disk]
+    for path in on_disk:
+        assert pq.ParquetFile(path).metadata.num_rows == 64
+        assert path.stat().st_size == recorded[path.name][0]
+
+
 def test_not_enough_space_is_said_before_writing(small_fs: Path,
                                                  write_workload: Callable[..., Path],
                                                  run_cli: Callable[..., int],
