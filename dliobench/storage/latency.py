@@ -5,7 +5,8 @@ percentiles without keeping each request.
 Bins are 1/100 of a decade wide (from 1 µs up; shorter and longer go to the end bins), so a
 percentile is known to within 1.2 % of its value; the maxima are exact. A process keeps one
 log (``RECORDER``) that the timed backend records into; a loader worker ``take``s its part
-with each batch and the rank ``merge``s it into its own.
+with each batch (PyTorch's) or sample (DALI's, as integers beside it) and the rank ``merge``s
+it into its own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import os
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +78,27 @@ class LatencyLog:
         self.total.update(other.total)
         self.first_byte_max_s = max(self.first_byte_max_s, other.first_byte_max_s)
         self.total_max_s = max(self.total_max_s, other.total_max_s)
+
+    def as_ints(self) -> list[int]:
+        """The log as integers (maxima in ns), to travel beside a sample out of a loader
+        worker whose only way back is arrays (DALI's): ``from_ints`` reads it."""
+        out = [self.count, round(self.first_byte_max_s * 1e9), round(self.total_max_s * 1e9)]
+        for bins in (self.first_byte, self.total):
+            out.append(len(bins))
+            for index, count in bins.items():
+                out += [index, count]
+        return out
+
+    @classmethod
+    def from_ints(cls, values: Sequence[int]) -> LatencyLog:
+        """The log ``as_ints`` wrote."""
+        it = iter(int(v) for v in values)
+        log = cls(next(it), first_byte_max_s=next(it) / 1e9, total_max_s=next(it) / 1e9)
+        for bins in (log.first_byte, log.total):
+            for _ in range(next(it)):
+                index = next(it)
+                bins[index] = next(it)
+        return log
 
     def summary(self) -> dict[str, Any]:
         """``requests``, ``first_byte_p50_s`` .. ``total_max_s`` (None without requests)."""

@@ -54,3 +54,17 @@ def test_a_process_log_is_taken_once() -> None:
     got = latency.take()
     assert got is not None and got.count == 1 and got.total_max_s == 0.004
     assert latency.take() is None
+
+
+def test_a_log_travels_as_integers_and_merges_the_same() -> None:
+    """A DALI worker sends its requests as integers beside a sample; read back, they merge
+    into the same figures as the log itself (maxima to the nanosecond)."""
+    log = LatencyLog()
+    for first, total in ((0.0012, 0.004), (0.0007, 0.0301), (2e-7, 3e-7), (0.5, 1.25)):
+        log.record(first, total)
+    back = LatencyLog.from_ints(log.as_ints())
+    assert back == log
+    merged, direct = LatencyLog(), LatencyLog()
+    merged.merge(back)
+    direct.merge(log)
+    assert merged.summary() == direct.summary()

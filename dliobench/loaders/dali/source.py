@@ -1,7 +1,8 @@
 """The DALI loader's default feed: ``fn.external_source`` fed by dliobench's SampleReader.
 
-Each sample leaves the source as its bytes plus an int64 ``[id, bytes read, *shape]``; each
-epoch's ids reach DALI's worker processes through a small file. See ``dali`` for the modes.
+Each sample leaves the source as its bytes plus an int64 ``[id, bytes read, ndim, *shape]``
+(and, from a worker process, its object-store requests); each epoch's ids reach DALI's worker
+processes through a small file. See ``dali`` for the modes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from dliobench.loaders.dali.base import (
     worker_error,
     workers_ignore_interrupts,
 )
+from dliobench.storage import latency
 from dliobench.storage.atomic import write_atomic
+from dliobench.storage.latency import LatencyLog
 
 FOLDER_PREFIX = "dliobench-dali-"  # + the pid of the run: /dev/shm/dliobench-dali-<pid>-<random>
 LEFTOVER_PATTERN = rf"{FOLDER_PREFIX}(?P<pid>\d+)-.*"
@@ -38,7 +41,9 @@ _PLACEHOLDER = (np.empty(0, dtype=np.uint8), np.array([PAD_ID, 0, 0], dtype=np.i
 
 
 def pack(reader: SampleReader, sample_id: int, in_worker: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Read one sample: its bytes (flat uint8) and int64 ``[id, bytes read, *shape]``."""
+    """Read one sample: its bytes (flat uint8) and int64 ``[id, bytes read, ndim, *shape]``,
+    then, in a worker process, the object-store requests it made (``LatencyLog.as_ints``):
+    arrays are a DALI worker's only way back, and the rank merges them in ``to_batch``."""
     try:
         sample, nbytes = reader.read(sample_id)
     except DlioBenchError as exc:
@@ -48,8 +53,11 @@ def pack(reader: SampleReader, sample_id: int, in_worker: bool) -> tuple[np.ndar
     sample = np.ascontiguousarray(sample)
     if sample.dtype != np.uint8:  # every format decodes to uint8; keep others as raw bytes
         sample = sample.reshape(-1).view(np.uint8)
-    meta = np.array([sample_id, nbytes, *sample.shape], dtype=np.int64)
-    return sample.reshape(-1), meta
+    meta = [sample_id, nbytes, sample.ndim, *sample.shape]
+    requests = latency.take() if in_worker else None
+    if requests is not None:
+        meta += requests.as_ints()
+    return sample.reshape(-1), np.array(meta, dtype=np.int64)
 
 
 def epoch_length(samples: int, batch_size: int, drop_last: bool) -> int:
@@ -119,9 +127,15 @@ def to_batch(data: Any, meta: Any) -> Batch:
     metas = [np.array(m) for m in meta]
     keep = [i for i, m in enumerate(metas) if m[0] != PAD_ID]
     samples = host_samples(data)
+    shapes = []
+    for i in keep:
+        end = 3 + int(metas[i][2])
+        shapes.append(tuple(metas[i][3:end]))
+        if metas[i].size > end:  # a worker's requests for this sample join this rank's
+            latency.merge(LatencyLog.from_ints(metas[i][end:].tolist()))
     return Batch(ids=np.array([metas[i][0] for i in keep], dtype=np.int64),
                  nbytes=sum(int(metas[i][1]) for i in keep),
-                 data=[samples[i].reshape(tuple(metas[i][2:])) for i in keep])
+                 data=[samples[i].reshape(shape) for i, shape in zip(keep, shapes, strict=True)])
 
 
 def source_depth(per_sample: bool, read_threads: int, prefetch_size: int) -> int:
