@@ -32,9 +32,13 @@ def deferred() -> Iterator[Callable[[], None]]:
     handlers = {signum: signal.signal(signum, lambda signum, _frame: noted.append(signum))
                 for signum in SIGNALS}
 
-    def restore() -> None:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    restored: list[bool] = []
+
+    def restore() -> None:  # once: a handler that ran may have changed its own signal since
+        if not restored:  # (the run's SIGTERM handler ignores a second one during clean-up)
+            restored.append(True)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
 
     def check() -> None:
         if noted:

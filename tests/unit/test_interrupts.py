@@ -92,3 +92,20 @@ def test_sigterm_while_staging_is_raised_in_our_code_and_leaves_no_copy(
     assert any(f.endswith("interrupts.py") for f in frames), frames
     assert not staged.exists()
     assert not [t for t in threading.enumerate() if t.name.startswith("stage")]
+
+
+def test_a_handler_that_ignores_its_signal_afterwards_is_not_undone() -> None:
+    """The run's SIGTERM handler ignores a second SIGTERM while it cleans up; leaving the
+    block must not put the handler back over that."""
+    def terminate(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated("terminated by SIGTERM")
+
+    before = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with pytest.raises(Terminated), interrupts.deferred() as check:
+            os.kill(os.getpid(), signal.SIGTERM)
+            check()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
