@@ -106,8 +106,7 @@ class LeaseLock:
     def _drop_leftovers(self, owner: str) -> None:
         """A holder that died may have been writing: abort its unfinished multipart uploads
         (held now, the lock keeps every other writer out of the folder)."""
-        drop = getattr(self.backend, "drop_leftovers", None)
-        aborted = drop() if drop is not None else 0
+        aborted = self.backend.drop_leftovers()
         if aborted:
             log.warning("aborted %d unfinished multipart upload(s) under %s left by %s",
                         aborted, self.backend.describe(), owner)

@@ -114,6 +114,10 @@ class Backend(Protocol):
     def make_room(self, prefix: str) -> None:
         """Prepare the namespace under ``prefix`` for new objects (folders, striping)."""
 
+    def drop_leftovers(self, prefix: str = "") -> int:
+        """Remove what writers killed part way left invisible under ``prefix`` (an object
+        store's unfinished multipart uploads, stored and billed until aborted); how many."""
+
     def local_path(self, key: str) -> Path | None:
         """A local path of the object, for libraries that open files themselves (DALI's
         readers, tf.data), or None when the storage has none."""

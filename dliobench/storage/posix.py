@@ -300,6 +300,10 @@ class PosixBackend:
         """The file system's fragment size, at most 64 KiB (some report stripe-sized blocks)."""
         return max(1, min(os.statvfs(_existing(self.root)).f_frsize, 64 << 10))
 
+    def drop_leftovers(self, prefix: str = "") -> int:
+        """None here: a killed writer's temporary file is visible, and swept by name."""
+        return 0
+
     def list(self, prefix: str = "") -> Iterator[str]:
         """Every file below ``prefix`` (writers' temporary files left out), sorted per folder."""
         top = self.path(prefix)

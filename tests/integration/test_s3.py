@@ -203,9 +203,16 @@ def test_a_killed_generation_resumes_and_a_run_lists_nothing(
 
 
 def test_checkpoint_only_runs_write_and_read_in_s3(
-        workdir: Path, run_cli: Callable[..., int], s3_env: S3Server) -> None:
+        workdir: Path, run_cli: Callable[..., int], s3_env: S3Server,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A checkpoint-only run in a bucket; unfinished uploads a killed run left under the
+    same checkpoints are aborted first (and said), others' are left alone."""
     pytest.importorskip("torch")
     bucket = s3_env.bucket("ckpt-only")
+    client = s3_env.client()
+    left = {key: client.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+            for key in ("ckpt/llama3_8b/checkpoint-0000/mp_rank_00_model_states.pt",
+                        "ckpt/other_model/checkpoint-0000/x.pt")}
     preset = Path(__file__).resolve().parents[2] / "workloads" / "llama3_8b.yaml"
     assert run_cli("run", str(preset), "checkpoint.scale=0.0001",
                    "checkpoint.time_between_checkpoints=0", "checkpoint.num_checkpoints_write=1",
@@ -217,6 +224,10 @@ def test_checkpoint_only_runs_write_and_read_in_s3(
     assert ckpt["write"]["count"] == 1 and ckpt["read"]["count"] == 1
     assert ckpt["files_per_checkpoint"] == 16 and result["storage"]["fs_type"] == "s3"
     assert s3_env.client().list_objects_v2(Bucket=bucket)["KeyCount"] == 0  # not kept
+    uploads = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert [(u["Key"], u["UploadId"]) for u in uploads] == [
+        ("ckpt/other_model/checkpoint-0000/x.pt", left["ckpt/other_model/checkpoint-0000/x.pt"])]
+    assert "aborted 1 unfinished multipart upload(s) under" in caplog.text
 
 
 def test_a_generation_killed_during_multipart_uploads_leaves_no_parts_behind(
