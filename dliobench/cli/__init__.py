@@ -1,5 +1,15 @@
-"""The command line: argv parsing and one function per subcommand."""
+"""The command line: argv parsing and one function per subcommand.
 
-from dliobench.cli.main import main
+numpy's OpenBLAS starts a thread per core that waits, spinning at times, for work dliobench
+never gives it (no linear algebra): one thread is enough. A 16 MiB npy native read on 2 cores
+(benchmarks/RESULTS.md, "OpenBLAS threads") ran at 540-611 samples/s with one thread against
+320-607 with the default. Set before numpy loads; a value the user set is kept.
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from dliobench.cli.main import main  # after the variable: it imports numpy
 
 __all__ = ["main"]

@@ -300,7 +300,10 @@ def test_a_stopped_rank_ends_a_generation_and_the_files_written_stay_recorded(
         workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     """SIGSTOP rank 1 of a 2-rank generation: rank 0 writes its share, waits for rank 1 for
     the stall timeout, ends the job saying so; the next generate writes only what is missing."""
-    shape = ["dataset.num_files_train=4000", "dataset.record_length_bytes=4KiB",
+    # 10,000 files a rank: its first journal record comes after 1,000 of them, and small
+    # files are written at ~20,000/s, so the rest leave time to stop it (2,000 a rank did not
+    # under a loaded full run: rank 1 finished first)
+    shape = ["dataset.num_files_train=20000", "dataset.record_length_bytes=4KiB",
              "train.stall_timeout_s=2"]
     path = write_workload(tiny_workload(), "genstall.yaml")
     folder = workdir / "data/stalled"
@@ -329,12 +332,12 @@ def test_a_stopped_rank_ends_a_generation_and_the_files_written_stay_recorded(
             proc.kill()
     time.sleep(0.2)
     held = manifest_files(folder)
-    assert len(held) >= 2000, (err, sorted((folder / "dliobench-manifest").rglob("*")))
+    assert 10000 <= len(held) < 20000, (err, sorted((folder / "dliobench-manifest").rglob("*")))
     done = subprocess.run([sys.executable, "-m", "dliobench", "generate", str(path),
                            "--no-progress", f"dataset.data_folder={folder}", *shape],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert f"wrote {4000 - len(held)} of 4000 files" in done.stdout
+    assert f"wrote {20000 - len(held)} of 20000 files" in done.stdout
 
 
 def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
