@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from dliobench.errors import DatasetError
-from dliobench.storage.backend import Backend
+from dliobench.storage.backend import Backend, drop_leftovers
 
 log = logging.getLogger(__name__)
 LEASE_S = 60.0  # a holder that stops renewing loses the lock this long after its last renewal
@@ -86,7 +86,9 @@ class LeaseLock:
                                                  name="lock-lease")
                 self._renewer.start()
                 if taken_from is not None:
-                    self._drop_leftovers(taken_from)
+                    # a holder that died may have been writing: its unfinished uploads go
+                    # (held now, the lock keeps every other writer out of the folder)
+                    drop_leftovers(self.backend, "", taken_from)
                 return
             held = self._held()
             if held is None or held.gone():
@@ -102,14 +104,6 @@ class LeaseLock:
                 "wait until it has finished or use another dataset.data_folder")
         raise DatasetError(f"the lock {self.backend.describe(self.key)} changed hands while "
                            "it was taken; try again")
-
-    def _drop_leftovers(self, owner: str) -> None:
-        """A holder that died may have been writing: abort its unfinished multipart uploads
-        (held now, the lock keeps every other writer out of the folder)."""
-        aborted = self.backend.drop_leftovers()
-        if aborted:
-            log.warning("aborted %d unfinished multipart upload(s) under %s left by %s",
-                        aborted, self.backend.describe(), owner)
 
     def share(self) -> None:
         """Say the folder is being read now (the writing is over)."""

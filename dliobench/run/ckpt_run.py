@@ -11,7 +11,6 @@ own files; before each read the files are dropped from this client's page cache
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from dataclasses import dataclass
 
@@ -24,8 +23,8 @@ from dliobench.results.measured import CheckpointOp
 from dliobench.run import ckpt_files
 from dliobench.run.ckpt_layout import Layout, ShardFile, layout_for
 from dliobench.storage import Backend, backend_for
+from dliobench.storage.backend import drop_leftovers
 
-log = logging.getLogger(__name__)
 MEMORY_SHARE = 0.8  # of host memory the ranks' torch tensors may take
 
 
@@ -127,8 +126,9 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
     writes, reads = max(0, cfg.num_checkpoints_write), max(0, cfg.num_checkpoints_read)
     done.file_format, done.files_per_checkpoint = rank.fmt, len(rank.files)
     ops = done.ops
-    if world.rank == 0 and writes:  # before the first write's barrier
-        _drop_leftovers(rank.backend, config.name)
+    if world.rank == 0 and writes:  # before the first write's barrier; a run writing the
+        # same folder at the same time would clash on every key anyway
+        drop_leftovers(rank.backend, config.name, "an earlier run")
     try:
         for index in range(writes):
             _pause(cfg.time_between_checkpoints, index)
@@ -154,17 +154,6 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
         comm.barrier()
         if world.local_rank == 0:
             _remove_folders(rank, writes)
-
-
-def _drop_leftovers(backend: Backend, prefix: str) -> None:
-    """A run killed while it wrote these checkpoints to an object store left unfinished
-    multipart uploads under the same keys (invisible, but stored and billed): abort them
-    before writing there again. A run writing the same folder at the same time would clash
-    on every key anyway."""
-    aborted = backend.drop_leftovers(prefix)
-    if aborted:
-        log.warning("aborted %d unfinished multipart upload(s) under %s left by an earlier "
-                    "run", aborted, backend.describe(prefix))
 
 
 def _pause(seconds: float, done: int) -> None:

@@ -13,10 +13,13 @@ rely on; ``tests/contract/test_backends.py`` checks it for every backend.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 
 class Writer(Protocol):
@@ -163,3 +166,12 @@ class ObjectStat:
 
     size: int
     version: tuple[int, ...]
+
+
+def drop_leftovers(backend: Backend, prefix: str, left_by: str) -> None:
+    """Abort what writers killed part way left under ``prefix`` (``Backend.drop_leftovers``)
+    and say how many, and whose."""
+    aborted = backend.drop_leftovers(prefix)
+    if aborted:
+        log.warning("aborted %d unfinished multipart upload(s) under %s left by %s", aborted,
+                    backend.describe(prefix), left_by)
