@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dliobench import interrupts
 from dliobench.errors import DatasetError, DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch
 
@@ -91,27 +92,20 @@ def workers_ignore_interrupts() -> Iterator[None]:
     the blocked mask (fork and spawn alike) and never take them; the run stops them in
     ``release`` (and ``die_with_parent`` when it is killed). Meanwhile the run's own handlers
     are replaced by one that notes the signal, and a noted signal is raised again once the
-    workers are started: the kernel may hand a process-wide signal to another thread of the
-    run (a reader, the watchdog, DALI's), which does not block it, and ignoring it there
-    (SIG_IGN, as before) lost a Ctrl-C now and then. Only the main thread takes signals;
-    elsewhere (thread ranks in tests) nothing changes.
+    workers are started (``interrupts.deferred``): the kernel may hand a process-wide signal
+    to another thread of the run (a reader, the watchdog, DALI's), which does not block it,
+    and ignoring it there (SIG_IGN, as before) lost a Ctrl-C now and then. Only the main
+    thread takes signals; elsewhere (thread ranks in tests) nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    both = (signal.SIGINT, signal.SIGTERM)
-    came: list[int] = []
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, both)  # the workers inherit the mask
-    handlers = [signal.signal(signum, lambda signum, _frame: came.append(signum))
-                for signum in both]
-    try:
-        yield
-    finally:
-        for signum, handler in zip(both, handlers, strict=True):
-            signal.signal(signum, handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # one held in this thread comes
-        for noted in dict.fromkeys(came):  # one another thread took: raised again, once
-            signal.raise_signal(noted)
+    with interrupts.deferred():  # noted, then handed to the run's handlers on leaving
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # inherited
+        try:
+            yield
+        finally:  # one held for this thread arrives now, and is noted too
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def release(pipe: Any) -> None:
