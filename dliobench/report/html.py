@@ -19,6 +19,7 @@ from dliobench.report import ckpt_plot, plots
 from dliobench.report.tables import (
     RunSet,
     fmt_value,
+    label_keys,
     label_parts,
     load_runs,
     plural,
@@ -70,7 +71,7 @@ COLUMNS: dict[str, tuple[str, Fmt | None]] = {
     "samples_per_file": ("samples per file", None), "subfolders": ("subfolders", None),
     "file_access": ("file access", None), "read_threads": ("read threads", None),
     "batch": ("batch", None),
-    "page_cache_possible": ("page cache possible", None),
+    "reads_from_storage": ("reads from storage", None),
     "run_id": ("run id", None), "dliobench_version": ("dliobench", None),
     "commit": ("commit", None), "hosts": ("host(s)", None),
 }
@@ -81,6 +82,7 @@ RESULT_COLUMNS = ("label", "au", "verdict", "samples_per_s", "mb_per_s", "wait_p
 SHOWN_AS = {"train.computation_time", "reader.data_loader", "dataset.format",
             "dataset.num_samples_per_file", "dataset.num_subfolders_train", "reader.file_access",
             "reader.read_threads", "reader.batch_size", "train.accelerator", "metric.au"}
+HIDDEN = {"page_cache_possible"}  # runs.csv only: "reads from storage" says it in words
 
 
 def _text(column: str, value: Any) -> str:
@@ -105,7 +107,7 @@ def _cell(column: str, value: Any) -> str:
 def table_html(table: pd.DataFrame) -> str:
     """The runs table with units in every number; differing config keys after the headline."""
     cols = [c for c in COLUMNS if c in table]
-    cols += [str(c) for c in table if c not in COLUMNS and c not in SHOWN_AS]
+    cols += [str(c) for c in table if c not in COLUMNS and c not in SHOWN_AS | HIDDEN]
     head = "".join(f"<th>{html.escape(COLUMNS.get(c, (c, None))[0])}</th>" for c in cols)
     body = []
     for _, row in table.iterrows():
@@ -153,6 +155,27 @@ def differing_html(rs: RunSet) -> str:
     return f'<ul class="settings">{"".join(items)}</ul>'
 
 
+def legend_html(rs: RunSet) -> str:
+    """What each run's label stands for: a row per run with its values of the settings that
+    name the differing factors; the values its label names in bold."""
+    t, named = rs.table, label_keys(rs)
+    keys = [k for f in rs.factors for k in dict.fromkeys(
+        [*telling_keys(f), *(k for run in named for k in run if k in f)]) if k in t]
+    if not keys:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ("run", "run id", *keys))
+    rows = []
+    for i, (_, row) in enumerate(t.iterrows()):
+        cells = "".join(f"<td><b>{html.escape(_text(k, row[k]))}</b></td>" if k in named[i]
+                        else f"<td>{html.escape(_text(k, row[k]))}</td>" for k in keys)
+        rows.append(f"<tr><td>{html.escape(str(row['label']))}</td>"
+                    f"<td>{html.escape(str(row['run_id']))}</td>{cells}</tr>")
+    return (f'<h2>Run labels</h2><p class="meta">Each label names only what tells its run '
+            f"apart (in bold), shortest first; the settings that name each difference:</p>"
+            f'<div class="scroll" id="legend"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
 def notes(rs: RunSet) -> list[str]:
     """Warnings a reader must see before comparing the numbers."""
     t, out = rs.table, []
@@ -165,9 +188,10 @@ def notes(rs: RunSet) -> list[str]:
     if any(str(c).endswith("-dirty") for c in t["commit"]):
         out.append("Some runs were made with uncommitted changes (commit ends in -dirty).")
     cached = t.loc[t["page_cache_possible"] == True, "label"].tolist()  # noqa: E712
-    if cached:
+    if cached:  # the same answer as each run's console line "reads from storage"
         out.append(f"{len(cached)} of {len(t)} run(s) may have read from the page cache (RAM), "
-                   "not storage: their throughput is not a storage figure.")
+                   "not storage: their throughput is not a storage figure (column \"reads "
+                   "from storage\").")
     partial = t.loc[t["status"] != "complete", "run_id"].tolist()
     if partial:
         out.append(f"Not complete (status partial): {', '.join(partial)}.")
@@ -200,6 +224,7 @@ rates are summed over ranks. MB = 10<sup>6</sup> bytes actually read. Wait = tim
 blocked on the loader. The verdict says what limited a run below its AU floor.</p>
 <h2>Settings that differ</h2>
 {differing_html(rs)}
+{legend_html(rs)}
 {"".join(_figure(p) for p in figures)}
 </body></html>
 """

@@ -18,12 +18,13 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from dliobench.report.tables import (
     Run,
     RunSet,
-    counted_steps,
+    counted_mask,
     factor_text,
     label_parts,
     load_timeline,
@@ -83,6 +84,24 @@ def _spans_decades(values: pd.Series) -> bool:
     return len(positive) > 1 and positive.max() >= 100 * positive.min()
 
 
+DEMAND = "demand at the AU floor: ranks x batch x floor / compute per batch"
+
+
+def _demand(g: pd.DataFrame, col: str) -> pd.Series | None:
+    """What a group's ranks must consume to run at the AU floor, per rank count: samples/s,
+    or MB/s at the bytes per sample the runs actually read. None without emulated compute."""
+    row = g.iloc[0]
+    compute, floor, batch = row["compute_s_per_batch"], row["au_floor"], row["batch"]
+    if not compute or compute != compute or floor != floor or not batch:
+        return None
+    ranks = np.array(sorted(g["ranks"].unique()), dtype=float)
+    samples = pd.Series(ranks * float(batch) * float(floor) / float(compute), index=ranks)
+    if col == "samples_per_s":
+        return samples
+    per_sample = (g["mb_per_s"] / g["samples_per_s"]).mean()  # MB actually read per sample
+    return None if per_sample != per_sample else samples * per_sample
+
+
 def scaling(rs: RunSet, out: Path) -> Plot:
     """AU, samples/s and MB/s against ranks, one line per group of otherwise equal runs."""
     title = "Scaling with the number of ranks"
@@ -96,6 +115,7 @@ def scaling(rs: RunSet, out: Path) -> Plot:
     varying = [f for f in rs.factors if len({str(g[f[0]].iloc[0]) for g in groups}) > 1]
     fig = Figure(figsize=(13, 4.6), layout="constrained")
     axes = fig.subplots(1, 3)
+    demand_drawn = False
     for n, g in enumerate(groups):
         named = {str(v) for v in g.get("user_label", pd.Series(dtype=str)) if v}
         label = (named.pop() if len(named) == 1 else  # the sweep's own name for the series
@@ -112,6 +132,11 @@ def scaling(rs: RunSet, out: Path) -> Plot:
                 ax.plot(by.index, by[col].iloc[0] * scale * by.index / first, linestyle=":",
                         color=line.get_color(), linewidth=1,
                         label="ideal: linear from the fewest ranks" if n == 0 else None)
+                need = _demand(g, col)
+                if need is not None:
+                    ax.plot(need.index, need * scale, linestyle="-.", color=line.get_color(),
+                            linewidth=1.2, alpha=0.8, label=DEMAND if not demand_drawn else None)
+                    demand_drawn = True
     ranks = sorted(int(r) for r in t["ranks"].unique())
     for ax, (col, ylabel, _) in zip(axes, METRICS, strict=True):
         ax.set_xlabel("ranks (emulated accelerators)")
@@ -133,12 +158,14 @@ def scaling(rs: RunSet, out: Path) -> Plot:
     axes[2].set_title("bytes read per second")
     handles, labels = axes[0].get_legend_handles_labels()
     ideal = [(h, lab) for h, lab in zip(*axes[1].get_legend_handles_labels(), strict=True)
-             if lab.startswith("ideal")]
+             if lab.startswith("ideal") or lab == DEMAND]
     handles, labels = handles + [h for h, _ in ideal], labels + [lab for _, lab in ideal]
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)))
     repeated = any(g["ranks"].duplicated().any() for g in groups)
     fig.suptitle(title + (" (mean of repeated runs)" if repeated else ""))
-    note = f"{len(groups)} line(s); runs equal in everything but the rank count share a line."
+    note = (f"{len(groups)} line(s); runs equal in everything but the rank count share a line. "
+            "Dotted: linear from the fewest ranks; dash-dotted: the demand at the AU floor "
+            "(what the ranks must consume to meet it; MB/s at the bytes per sample read).")
     return Plot("scaling", title, _save(fig, out, "scaling"), note)
 
 
@@ -193,62 +220,79 @@ def _order(t: pd.DataFrame, bar: str) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def comparison(rs: RunSet, out: Path) -> Plot:
-    """One bar chart per metric (AU with its floor, samples/s, MB/s, wait p99): a group of
-    bars per value of the setting with most values, a bar per value of the other settings,
-    named by the sweep's labels or the short description of what sets each apart."""
-    title = "Comparison of the runs"
-    t = rs.table.copy()
+def _comparison_rows(rs: RunSet) -> tuple[pd.DataFrame | None, str]:
+    """The runs the comparison draws (those with a training figure; AU only where compute
+    was emulated), each with its group and bar; or None and why nothing is drawn."""
     if not rs.factors:
-        why = ("there is only one run" if len(rs.runs) == 1 else
-               "the runs do not differ in any setting but the rank count")
-        return Plot("comparison", title, None, f"Not drawn: {why}.")
-    computes = t["compute_s_per_batch"].fillna(0) > 0
-    t.loc[~computes, "au"] = np.nan  # AU means nothing without emulated compute
+        return None, ("there is only one run" if len(rs.runs) == 1 else
+                      "the runs do not differ in any setting but the rank count")
+    t = rs.table.copy()
+    t.loc[~(t["compute_s_per_batch"].fillna(0) > 0), "au"] = np.nan  # no compute: no AU
     t["group"], t["bar"] = _groups_and_bars(rs)
+    measured = t[[c for c, *_ in BARS]].notna().any(axis=1)
+    left_out = "" if measured.all() else (
+        f"{plural(int((~measured).sum()), 'run')} without training figures (checkpoint-only: "
+        "see the checkpoint figure) left out. ")
+    t = t[measured]
+    if len(t) < 2:
+        return None, (f"{'no run' if t.empty else 'only one run'} read training data (the "
+                      "checkpoint figure shows checkpoint-only runs)")
+    return t, left_out
+
+
+def _panel(ax: Any, t: pd.DataFrame, points: pd.DataFrame, bars: list[str],
+           spec: tuple[str, str, str, float, int]) -> None:
+    """One metric's bars: a group per value of the outer setting, a bar per other value."""
+    col, panel, ylabel, scale, digits = spec
+    groups = list(dict.fromkeys(t["group"]))
+    x = np.arange(len(groups))
+
+    def per_group(bar: str, column: str, factor: float) -> np.ndarray:
+        return np.array([points.loc[(g, bar), column] * factor if (g, bar) in points.index
+                         else np.nan for g in groups])
+    # bars with no value anywhere (AU of read-bound runs) leave no empty slot
+    shown = [b for b in bars if not np.isnan(per_group(b, col, scale)).all()] or bars
+    slot = 0.8 / len(shown)
+    for k, bar in enumerate(shown):
+        values = per_group(bar, col, scale)
+        below = (col == "au") & (values < 100 * np.nan_to_num(per_group(bar, "au_floor", 1)))
+        colors: Any = f"C{bars.index(bar) % 10}"  # the same colour in every panel
+        if len(bars) == 1:
+            colors = ["#d62728" if b else "#2ca02c" for b in below] if col == "au" \
+                else "#1f77b4"
+        drawn = ax.bar(x + (k - (len(shown) - 1) / 2) * slot, np.nan_to_num(values),
+                       width=slot * 0.92, color=colors,
+                       hatch=["//" if b and len(bars) > 1 else "" for b in below],
+                       edgecolor="white", label=bar or None)
+        ax.bar_label(drawn, [f"{v:,.{digits}f}" if v == v else "n/a" for v in values],
+                     fontsize=7 if len(shown) > 2 else 8, padding=2)
+    if col == "au":
+        _floors(ax, t[t["au"].notna()])
+        ax.set_ylim(0, 112)
+    ax.set_xticks(x, [_wrap(g, 16) for g in groups], fontsize=9)
+    ax.set_title(panel, fontsize=10)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.margins(y=0.15)
+
+
+def comparison_figure(rs: RunSet) -> tuple[Figure | None, str]:
+    """The comparison's figure and caption, or None and why it is not drawn. A panel per
+    metric some run has a value of: no panel of n/a bars only."""
+    t, left_out = _comparison_rows(rs)
+    if t is None:
+        return None, f"Not drawn: {left_out}."
     cols = [c for c, *_ in BARS] + ["au_floor"]
     points = t.groupby(["group", "bar"], sort=False)[cols].mean()
     groups = list(dict.fromkeys(t["group"]))
     bars = sorted(dict.fromkeys(t["bar"]), key=lambda b: _order(t, b))
-    panels = [b for b in BARS if computes.any() or b[0] != "au"]
+    panels = [b for b in BARS if t[b[0]].notna().any()]
     width = max(8.0, 1.0 + (1.6 if len(bars) == 1 else 0.55 * len(bars) + 0.6) * len(groups))
     fig = Figure(figsize=(width, 2.7 * len(panels) + 0.8 + 0.25 * (len(bars) > 1)),
                  layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-    x = np.arange(len(groups))
-    for ax, (col, panel, ylabel, scale, digits) in zip(axes, panels, strict=True):
-        values_of = {bar: np.array([points.loc[(g, bar), col] * scale
-                                    if (g, bar) in points.index else np.nan for g in groups])
-                     for bar in bars}
-        floors_of = {bar: np.array([points.loc[(g, bar), "au_floor"]
-                                    if (g, bar) in points.index else np.nan for g in groups])
-                     for bar in bars}
-        # bars with no value anywhere (AU of read-bound runs) leave no empty slot
-        shown = [b for b in bars if not np.isnan(values_of[b]).all()] or bars
-        slot = 0.8 / len(shown)
-        for k, bar in enumerate(shown):
-            j = bars.index(bar)  # the same colour in every panel
-            values = values_of[bar]
-            below = (col == "au") & (values < 100 * np.nan_to_num(floors_of[bar]))
-            if len(bars) == 1:
-                colors: Any = (["#d62728" if b else "#2ca02c" for b in below] if col == "au"
-                               else "#1f77b4")
-            else:
-                colors = f"C{j % 10}"
-            drawn = ax.bar(x + (k - (len(shown) - 1) / 2) * slot, np.nan_to_num(values),
-                           width=slot * 0.92, color=colors,
-                           hatch=["//" if b and len(bars) > 1 else "" for b in below],
-                           edgecolor="white", label=bar or None)
-            ax.bar_label(drawn, [f"{v:,.{digits}f}" if v == v else "n/a" for v in values],
-                         fontsize=7 if len(shown) > 2 else 8, padding=2)
-        if col == "au":
-            _floors(ax, t[computes])
-            ax.set_ylim(0, 112)
-        ax.set_xticks(x, [_wrap(g, 16) for g in groups], fontsize=9)
-        ax.set_title(panel, fontsize=10)
-        ax.set_ylabel(ylabel)
-        ax.grid(axis="y", alpha=0.3)
-        ax.margins(y=0.15)
+    for ax, spec in zip(axes, panels, strict=True):
+        _panel(ax, t, points, bars, spec)
     # one legend under the figure: the bars' names (several per group) and the AU floors
     handles, labels = axes[-1].get_legend_handles_labels() if len(bars) > 1 else ([], [])
     if panels[0][0] == "au":
@@ -258,16 +302,31 @@ def comparison(rs: RunSet, out: Path) -> Plot:
     if labels:
         fig.legend(handles, labels, loc="outside lower center", fontsize=9,
                    ncols=min(4, len(labels)))
-    fig.suptitle(title)
-    floor_rule = ("AU bars hatched below the AU floor." if len(bars) > 1 else
+    fig.suptitle("Comparison of the runs")
+    return fig, left_out + _comparison_note(t, len(bars))
+
+
+def _comparison_note(t: pd.DataFrame, bars: int) -> str:
+    computes = t["au"].notna()
+    floor_rule = ("AU bars hatched below the AU floor." if bars > 1 else
                   "AU bars green at or above the AU floor, red below it.")
     note = ("A group of bars per value of the setting with the most values, a bar per value "
-            "of the others; " if len(bars) > 1 else "A bar per run; ")
+            "of the others; " if bars > 1 else "A bar per run; ")
     note += "runs with the same name averaged. "
-    note += (floor_rule + (" No AU for runs without emulated compute (n/a)."
-                           if not computes.all() else "") if computes.any() else
-             "No AU panel: the runs emulate no compute (0 s per batch), so they measure the "
-             "storage and client alone.")
+    return note + (floor_rule + (" No AU for runs without emulated compute (n/a)."
+                                 if not computes.all() else "") if computes.any() else
+                   "No AU panel: the runs emulate no compute (0 s per batch), so they measure "
+                   "the storage and client alone.")
+
+
+def comparison(rs: RunSet, out: Path) -> Plot:
+    """One bar chart per metric (AU with its floor, samples/s, MB/s, wait p99): a group of
+    bars per value of the setting with most values, a bar per value of the other settings,
+    named by the sweep's labels or the short description of what sets each apart."""
+    title = "Comparison of the runs"
+    fig, note = comparison_figure(rs)
+    if fig is None:
+        return Plot("comparison", title, None, note)
     return Plot("comparison", title, _save(fig, out, "comparison"), note)
 
 
@@ -275,9 +334,7 @@ def _counted_waits(run: Run) -> np.ndarray | None:
     timeline = load_timeline(run)
     if timeline is None or timeline.empty:
         return None
-    start = int(run.config("metric.exclude_start_steps", 1))
-    end = int(run.config("metric.exclude_end_steps", 0))
-    return counted_steps(timeline, start, end)["wait_s"].to_numpy() * 1e3
+    return timeline.loc[counted_mask(run, timeline), "wait_s"].to_numpy() * 1e3
 
 
 def wait_cdf(rs: RunSet, out: Path) -> Plot:
@@ -320,40 +377,73 @@ def wait_cdf(rs: RunSet, out: Path) -> Plot:
     return Plot("wait_cdf", title, _save(fig, out, "wait_cdf"), note)
 
 
-def _draw_timeline(ax: Any, timeline: pd.DataFrame, hosts: dict[int, str]) -> None:
+UNCOUNTED = "steps not counted (pale, hatched: metric.exclude_start_steps / exclude_end_steps)"
+
+
+def _spans(ax: Any, rows: pd.DataFrame, y: int, present: set[str], counted: bool,
+           first: bool) -> None:
+    """One rank's steps as wait, then compute, comm and checkpoint spans; the steps the
+    metrics leave out pale and hatched, so their waits do not read as counted ones."""
+    begin = rows["t_start_s"].to_numpy()
+    for col, label, color in SPANS:
+        dur = rows[col].to_numpy()
+        keep = dur > 0
+        if col in present and keep.any():
+            style: dict[str, Any] = ({"facecolors": color, "label": label if first else None}
+                                     if counted else
+                                     {"facecolors": color, "alpha": 0.3, "hatch": "////",
+                                      "edgecolor": "grey", "linewidth": 0})
+            ax.broken_barh(list(zip(begin[keep], dur[keep], strict=True)), (y - 0.4, 0.8),
+                           gid=f"{col}:{'counted' if counted else 'uncounted'}", **style)
+        begin = begin + dur
+
+
+def _draw_timeline(ax: Any, timeline: pd.DataFrame, counted: pd.Series,
+                   hosts: dict[int, str]) -> list[Any]:
+    """A row per rank; returns the legend's handles (a span kind each, then uncounted)."""
     ranks = sorted(timeline["rank"].unique())
     present = {col for col, _, _ in SPANS if (timeline[col] > 0).any()}
     for y, rank in enumerate(ranks):
-        rows = timeline[timeline["rank"] == rank]
-        begin = rows["t_start_s"].to_numpy()
-        for col, label, color in SPANS:
-            dur = rows[col].to_numpy()
-            keep = dur > 0
-            if col in present:
-                ax.broken_barh(list(zip(begin[keep], dur[keep], strict=True)), (y - 0.4, 0.8),
-                               color=color, label=label if y == 0 else None)
-            begin = begin + dur
+        mine = timeline["rank"] == rank
+        _spans(ax, timeline[mine & counted], y, present, True, first=True)
+        _spans(ax, timeline[mine & ~counted], y, present, False, first=False)
     ax.set_yticks(range(len(ranks)), [f"rank {r} ({hosts.get(int(r), '?')})" for r in ranks],
                   fontsize=10 if len(ranks) <= 24 else 6)
     ax.invert_yaxis()
+    handles = {h.get_label(): h for h in ax.get_legend_handles_labels()[0]}
+    out = [handles[label] for _, label, _ in SPANS if label in handles]
+    if not counted.all():
+        out.append(Patch(facecolor="#dddddd", hatch="////", edgecolor="grey", label=UNCOUNTED))
+    return out
 
 
-def timeline(rs: RunSet, out: Path, run_id: str | None = None) -> Plot:
-    """Stacked wait / compute / comm / checkpoint spans along time, a row per rank."""
-    run = rs.runs[-1] if run_id is None else next(r for r in rs.runs if r.run_id == run_id)
-    title = f"Step timeline of {run.run_id}"
-    data = load_timeline(run)
-    if data is None or data.empty:
-        return Plot("timeline", title, None, f"Not drawn: {run.run_id} has no timeline.csv.")
+def timeline_figure(run: Run, data: pd.DataFrame) -> Figure:
+    """The timeline of ``run`` (its timeline.csv as ``data``) as a figure."""
     hosts = {int(r["rank"]): str(r.get("host", "?")) for r in run.result.get("ranks") or []}
     n = data["rank"].nunique()
     fig = Figure(figsize=(13, 1.8 + min(0.45 * n, 14)), layout="constrained")
     ax = fig.subplots()
-    _draw_timeline(ax, data, hosts)
+    handles = _draw_timeline(ax, data, counted_mask(run, data), hosts)
     for t in data[data["step"] == 0].groupby("epoch")["t_start_s"].min():
         ax.axvline(t, color="black", linewidth=0.8, alpha=0.5)
     ax.set_xlabel("seconds since the start of training (vertical lines: epoch starts)")
-    fig.legend(loc="outside lower center", ncols=4)
-    ax.set_title(f"{title} ({plural(n, 'rank')})")
-    note = "Each step is drawn as its wait, then compute, comm and checkpoint time."
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(5, len(handles)))
+    ax.set_title(f"Step timeline of {run.run_id} ({plural(n, 'rank')})")
+    return fig
+
+
+def timeline(rs: RunSet, out: Path, run_id: str | None = None) -> Plot:
+    """Stacked wait / compute / comm / checkpoint spans along time, a row per rank."""
+    if run_id is None:  # the last run that has steps (checkpoint-only runs have none)
+        stepped = [r for r in rs.runs if (r.path / "timeline.csv").is_file()] or rs.runs
+        run = stepped[-1]
+    else:
+        run = next(r for r in rs.runs if r.run_id == run_id)
+    title = f"Step timeline of {run.run_id}"
+    data = load_timeline(run)
+    if data is None or data.empty:
+        return Plot("timeline", title, None, f"Not drawn: {run.run_id} has no timeline.csv.")
+    fig = timeline_figure(run, data)
+    note = ("Each step is drawn as its wait, then compute, comm and checkpoint time; the "
+            "steps the metrics leave out (timeline.csv column counted = 0) pale and hatched.")
     return Plot("timeline", title, _save(fig, out, "timeline"), note)

@@ -22,6 +22,7 @@ from dliobench.errors import DlioBenchError, InputError
 from dliobench.report.factors import PATH_KEYS, differing_keys, factors_of, flatten
 from dliobench.results.files import read_result
 from dliobench.results.schema import RunResult
+from dliobench.results.storage_reads import made_storage_reads_by, page_cache_possible
 from dliobench.results.verdict import verdict_words
 
 log = logging.getLogger(__name__)
@@ -156,10 +157,20 @@ def _row(run: Run) -> dict[str, Any]:
         "samples_per_s": m.get("samples_per_s"), "mb_per_s": _mb(m.get("bytes_per_s")),
         "wait_p50_ms": _ms(m.get("wait_p50_s")), "wait_p99_ms": _ms(m.get("wait_p99_s")),
         **_checkpoint_rates(res.get("checkpoint") or {}),
-        "page_cache_possible": (res.get("honesty") or {}).get("page_cache_possible"),
+        "page_cache_possible": page_cache_possible(res),
+        "reads_from_storage": _storage_words(res),
         "dliobench_version": res.get("dliobench_version"), "commit": res.get("commit"),
         "hosts": " ".join(machine.get("hosts") or [machine.get("host") or ""]).strip(),
     }
+
+
+def _storage_words(result: RunResult) -> str:
+    """The run's console line "reads from storage": ``yes (evicted)``, ``not ensured``, or
+    empty when it measured no reads."""
+    possible = page_cache_possible(result)
+    if possible is None:
+        return ""
+    return "not ensured" if possible else f"yes ({made_storage_reads_by(result)})"
 
 
 def _checkpoint_rates(ckpt: dict[str, Any]) -> dict[str, float | None]:
@@ -235,27 +246,71 @@ def label_parts(table: pd.DataFrame, factor: tuple[str, ...]) -> list[str] | Non
     return None
 
 
-def describe(row: pd.Series, table: pd.DataFrame, factors: list[tuple[str, ...]]) -> str:
-    """What sets this run apart: the factors where it departs from the most common value."""
-    parts = []
-    for factor in factors:
-        mode = table[factor[0]].map(str).mode().iloc[0]
-        distinct = table[factor[0]].map(str).nunique() == len(table)
-        if str(row[factor[0]]) != mode or distinct or "workload" in factor:
-            parts.append(factor_text(factor, row))
-    return "; ".join(parts)
+def _differ(table: pd.DataFrame, i: int, j: int, keys: Iterable[str]) -> bool:
+    return any(str(table[k].iloc[i]) != str(table[k].iloc[j]) for k in keys)
+
+
+def _part_keys(table: pd.DataFrame, i: int, factor: tuple[str, ...], apart: set[int]) -> list[str]:
+    """The factor's telling keys, plus (shortest name first) the keys needed to tell run
+    ``i`` from the runs in ``apart``, which the telling keys alone do not."""
+    keys = [k for k in telling_keys(factor) if k in table]
+    for j in sorted(apart):
+        if not _differ(table, i, j, keys):
+            keys.append(min((k for k in factor if k in table and _differ(table, i, j, [k])),
+                            key=lambda k: (k in PATH_KEYS, len(short(k)), k)))
+    return keys
+
+
+def _factor_part(table: pd.DataFrame, i: int, factor: tuple[str, ...], apart: set[int]) -> str:
+    """``key=value`` of the keys that name run ``i``'s value of ``factor``."""
+    return ", ".join(f"{short(k)}={fmt_value(k, table[k].iloc[i])}"
+                     for k in _part_keys(table, i, factor, apart))
+
+
+def label_keys(rs: RunSet) -> list[list[str]]:
+    """Per run, the config keys its label names (none for a sweep's own label)."""
+    table = rs.table.reset_index(drop=True)
+    return [[] if str(table["user_label"].iloc[i] or "") else
+            [k for f, apart in label_factors(table, rs.factors, i).items()
+             for k in _part_keys(table, i, f, apart)] for i in range(len(table))]
+
+
+def label_factors(table: pd.DataFrame, factors: list[tuple[str, ...]],
+                  i: int) -> dict[tuple[str, ...], set[int]]:
+    """The factors that tell run ``i`` from every other run, each with the runs it tells it
+    from: greedily the factor telling it from most of the runs left, the shorter on a tie."""
+    left, chosen = set(range(len(table))) - {i}, {}
+    while left:
+        options = [(f, {j for j in left if _differ(table, i, j, [k for k in f if k in table])})
+                   for f in factors if f not in chosen]
+        options = [o for o in options if o[1]]
+        if not options:
+            break  # equal in every setting: the rank count or the run id tells them apart
+        factor, apart = max(options, key=lambda o: (len(o[1]),
+                                                    -len(_factor_part(table, i, *o))))
+        chosen[factor] = apart
+        left -= apart
+    return chosen
+
+
+def describe(table: pd.DataFrame, factors: list[tuple[str, ...]], i: int) -> str:
+    """Run ``i`` named by only what differs: the fewest factors that tell it from every other
+    run, shortest first (``read_threads=1; format=npy, batch_size=2``)."""
+    parts = [_factor_part(table, i, f, apart)
+             for f, apart in label_factors(table, factors, i).items()]
+    return "; ".join(sorted(parts, key=len))
 
 
 def _labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]:
-    """A short, unique name per run: what sets it apart, its rank count, else its id."""
+    """A short, unique name per run: the sweep's label, else what sets it apart, with its
+    rank count when runs differ in it; its id when nothing else tells it apart."""
     labels = []
     many_ranks = table["ranks"].nunique() > 1
-    for _, row in table.iterrows():
-        text = str(row.get("user_label") or "") or describe(row, table, factors)
+    table = table.reset_index(drop=True)
+    for i, (_, row) in enumerate(table.iterrows()):
+        text = str(row.get("user_label") or "") or describe(table, factors, i)
         if many_ranks:
             text = "; ".join(p for p in (text, plural(row["ranks"], "rank")) if p)
-        if not text and len(table) > 1:  # the baseline: its own values of what differs
-            text = "; ".join(factor_text(f, row) for f in factors)
         labels.append(text or str(row["run_id"]))
     counts = pd.Series(labels).value_counts()
     return [lab if counts[lab] == 1 else f"{lab} [{rid[-6:]}]"
@@ -285,6 +340,18 @@ def load_timeline(run: Run) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     return pd.read_csv(path)
+
+
+def counted_mask(run: Run, timeline: pd.DataFrame) -> pd.Series:
+    """Which rows of the run's timeline the metrics count: its ``counted`` column, or for
+    timelines written before it existed, the steps left after the run's exclusions."""
+    if "counted" in timeline:
+        return timeline["counted"].astype(bool)
+    start = int(run.config("metric.exclude_start_steps", 1))
+    end = int(run.config("metric.exclude_end_steps", 0))
+    mask = pd.Series(False, index=timeline.index)
+    mask[counted_steps(timeline, start, end).index] = True
+    return mask
 
 
 def counted_steps(timeline: pd.DataFrame, exclude_start: int, exclude_end: int) -> pd.DataFrame:

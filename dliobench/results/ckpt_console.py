@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.results.schema import RunResult
+from dliobench.results.storage_reads import made_storage_reads_by
 from dliobench.units import size_text
 
 
@@ -57,9 +58,8 @@ def print_checkpoint_summary(result: RunResult, run_dir: str,
     for op in ("write", "read"):
         if ckpt.get(op):
             table.add_row(op, _op_line(ckpt[op]))
-    honesty = ckpt["read_honesty"]
     if ckpt.get("read"):
-        how = honesty["made_honest_by"]
+        how = made_storage_reads_by(result)
         table.add_row("reads from storage", f"yes ({how})" if how else
                       "[red]NOT ensured[/]: may have come from the page cache")
     console.print(table)

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.results.schema import RunResult
+from dliobench.results.storage_reads import page_cache_possible
 from dliobench.results.verdict import verdict_words
 from dliobench.units import size_text
 
@@ -145,7 +146,7 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "[yellow]note:[/] an object store: this host's page cache does not apply, but the "
             "server may keep objects in its memory; a dataset larger than the server's memory "
             "measures its storage rather than its cache.")
-    if honesty["page_cache_possible"]:
+    if page_cache_possible(result):
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
             f"than 5 x this host's memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "
