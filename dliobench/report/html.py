@@ -161,6 +161,7 @@ def legend_html(rs: RunSet) -> str:
     t, named = rs.table, label_keys(rs)
     keys = [k for f in rs.factors for k in dict.fromkeys(
         [*telling_keys(f), *(k for run in named for k in run if k in f)]) if k in t]
+    keys += ["ranks"] if any("ranks" in run for run in named) else []
     if not keys:
         return ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ("run", "run id", *keys))

@@ -262,16 +262,24 @@ def _part_keys(table: pd.DataFrame, i: int, factor: tuple[str, ...], apart: set[
 
 
 def _factor_part(table: pd.DataFrame, i: int, factor: tuple[str, ...], apart: set[int]) -> str:
-    """``key=value`` of the keys that name run ``i``'s value of ``factor``."""
-    return ", ".join(f"{short(k)}={fmt_value(k, table[k].iloc[i])}"
+    """``key=value`` of the keys that name run ``i``'s value of ``factor`` (``2 ranks``)."""
+    return ", ".join(plural(table[k].iloc[i], "rank") if k == "ranks" else
+                     f"{short(k)}={fmt_value(k, table[k].iloc[i])}"
                      for k in _part_keys(table, i, factor, apart))
+
+
+def _with_ranks(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The factors a label may name: the differing settings, and the rank count when the
+    runs differ in it (named only where it tells a run apart)."""
+    return [*factors, ("ranks",)] if table["ranks"].nunique() > 1 else factors
 
 
 def label_keys(rs: RunSet) -> list[list[str]]:
     """Per run, the config keys its label names (none for a sweep's own label)."""
     table = rs.table.reset_index(drop=True)
+    factors = _with_ranks(table, rs.factors)
     return [[] if str(table["user_label"].iloc[i] or "") else
-            [k for f, apart in label_factors(table, rs.factors, i).items()
+            [k for f, apart in label_factors(table, factors, i).items()
              for k in _part_keys(table, i, f, apart)] for i in range(len(table))]
 
 
@@ -308,10 +316,11 @@ def _labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]:
     many_ranks = table["ranks"].nunique() > 1
     table = table.reset_index(drop=True)
     for i, (_, row) in enumerate(table.iterrows()):
-        text = str(row.get("user_label") or "") or describe(table, factors, i)
-        if many_ranks:
-            text = "; ".join(p for p in (text, plural(row["ranks"], "rank")) if p)
-        labels.append(text or str(row["run_id"]))
+        text = str(row.get("user_label") or "")
+        if text and many_ranks:  # a sweep's label names its point, not its rank count
+            text = f"{text}; {plural(row['ranks'], 'rank')}"
+        labels.append(text or describe(table, _with_ranks(table, factors), i)
+                      or str(row["run_id"]))
     counts = pd.Series(labels).value_counts()
     return [lab if counts[lab] == 1 else f"{lab} [{rid[-6:]}]"
             for lab, rid in zip(labels, table["run_id"], strict=True)]

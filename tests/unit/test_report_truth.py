@@ -1,0 +1,176 @@
+"""`dliobench report` tells the truth about real runs: no empty comparison for checkpoint-only
+runs, no page-cache banner where the runs read from storage, labels that name only what
+differs, uncounted steps drawn apart, and the demand at the AU floor on the scaling plot."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from matplotlib.figure import Figure
+from rich.console import Console
+
+from dliobench.cli.main import main
+from dliobench.comm.world import ThreadGroup, World
+from dliobench.config.load import load
+from dliobench.report import plots
+from dliobench.report.html import render
+from dliobench.report.tables import RunSet, load_runs, load_timeline, run_set
+from dliobench.results.ckpt_console import print_checkpoint_summary
+from dliobench.run import session as benchmark
+
+PRESET = Path(__file__).resolve().parents[2] / "workloads" / "llama3_8b.yaml"
+BANNER = "may have read from the page cache"
+
+
+def _train(root: Path, folder: str, *overrides: str, ranks: int = 1) -> None:
+    """A tiny training run (16 files of 64 KiB, one epoch) with ``ranks`` thread ranks."""
+    cfg, warnings = load(None, [f"dataset.data_folder={root / 'data'}", "train.epochs=1",
+                                f"output.folder={root / folder}", "dataset.num_files_train=16",
+                                "dataset.record_length_bytes=65536",
+                                "dataset.record_length_bytes_stdev=0",
+                                "dataset.record_length_bytes_resize=65536",
+                                "reader.batch_size=2", "train.computation_time=0.002",
+                                *overrides])
+    comms = ThreadGroup(ranks).comms()
+
+    def one(rank: int) -> None:
+        world = World(rank=rank, size=ranks, local_rank=rank, local_size=ranks, host="h")
+        benchmark.run(cfg, world, comms[rank], warnings, show_progress=False)
+
+    with ThreadPoolExecutor(ranks) as pool:
+        list(pool.map(one, range(ranks)))
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real runs: two checkpoint-only ones (reads after eviction), a training run that dropped
+    the cache, and plain training runs with 1 and 2 ranks and with 2 read threads."""
+    root = tmp_path_factory.mktemp("truth")
+    for writes in (1, 2):
+        assert main(["run", str(PRESET), "checkpoint.scale=0.0001", "checkpoint.file_format=raw",
+                     "checkpoint.time_between_checkpoints=0", "checkpoint.num_checkpoints_read=1",
+                     f"checkpoint.num_checkpoints_write={writes}", "--no-progress",
+                     f"checkpoint.checkpoint_folder={root / 'ckpt'}",
+                     "--output", str(root / "ckpt_runs")]) == 0
+    _train(root, "evicted", "storage.drop_cache=true")
+    _train(root, "train")
+    _train(root, "train", ranks=2)
+    _train(root, "train", "reader.read_threads=2")
+    return root
+
+
+def _set(root: Path, *folders: str) -> RunSet:
+    return run_set(load_runs([root / f for f in folders]))
+
+
+def _report(root: Path, name: str, *folders: str) -> str:
+    assert main(["report", *(str(root / f) for f in folders), "-o", str(root / name)]) == 0
+    return (root / name / "report.html").read_text()
+
+
+def test_a_checkpoint_only_report_draws_no_empty_comparison(root: Path) -> None:
+    page = _report(root, "ckpt_page", "ckpt_runs")
+    assert not (root / "ckpt_page/comparison.png").exists()
+    assert "Not drawn: no run read training data" in page
+    assert (root / "ckpt_page/checkpoints.png").is_file()
+    fig, note = plots.comparison_figure(_set(root, "ckpt_runs", "train"))
+    assert fig is not None and "2 runs without training figures" in note
+    for ax in fig.axes:  # no panel of n/a bars: every bar has its value
+        texts = [t.get_text() for t in ax.texts]
+        assert len(texts) == 3 and "n/a" not in texts, (ax.get_title(), texts)
+
+
+def _page(rs: RunSet) -> str:
+    """The report's page without its figures: banner, runs table, settings, label legend."""
+    return render(rs, [], ["runs"])
+
+
+def test_runs_that_read_from_storage_get_no_page_cache_banner(root: Path) -> None:
+    """The banner agrees with each run's own console line "reads from storage"."""
+    rs = _set(root, "ckpt_runs", "evicted")
+    page = _page(rs)
+    assert BANNER not in page
+    for run in (r for r in rs.runs if "llama3_8b" in r.run_id):
+        out = io.StringIO()
+        print_checkpoint_summary(run.result, str(run.path), Console(file=out, width=300))
+        assert re.search(r"reads from storage\s*│\s*yes \(evicted\)", out.getvalue())
+    assert list(rs.table["reads_from_storage"]) == ["yes (evicted)"] * 3
+    assert page.count("<td>yes (evicted)</td>") == 3
+    mixed = _page(_set(root, "ckpt_runs", "evicted", "train"))
+    assert f"3 of 6 run(s) {BANNER}" in mixed  # the three plain runs, and only they
+
+
+def test_mixed_runs_are_labelled_by_what_differs_with_a_legend(root: Path) -> None:
+    """Each run named by the fewest differences that tell it from every other run, shortest
+    first; the legend table gives each label's run and settings."""
+    rs = _set(root, "ckpt_runs", "evicted", "train")
+    labels = dict(zip(rs.table["run_id"], rs.table["label"], strict=True))
+    assert sorted(labels.values()) == sorted([
+        "workload=llama3_8b, num_checkpoints_write=1",
+        "workload=llama3_8b, num_checkpoints_write=2",
+        "drop_cache=True", "read_threads=2", "2 ranks",  # departures from the baseline
+        "1 rank; read_threads=1; workload=default; drop_cache=False"])  # the baseline
+    legend = _page(rs)
+    legend = legend[legend.index("<h2>Run labels</h2>"):]
+    rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td>", legend)
+    assert {rid: lab for lab, rid in rows} == labels
+    headers = re.findall(r"<th>([^<]*)</th>", legend[:legend.index("</thead>")])
+    assert headers == ["run", "run id", "workload", "checkpoint.num_checkpoints_write",
+                       "reader.read_threads", "storage.drop_cache", "ranks"]
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
+    """The figures the report saves, by name (the PNGs are written as ever)."""
+    figures: dict[str, Figure] = {}
+    save = plots._save
+
+    def keep(fig: Figure, out: Path, name: str) -> Path:
+        figures[name] = fig
+        return save(fig, out, name)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    return figures
+
+
+def test_the_timeline_draws_uncounted_steps_apart(root: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    rs = _set(root, "train")
+    run = next(r for r in rs.runs if r.result["ranks_count"] == 2)
+    data = load_timeline(run)
+    assert data is not None and set(data["counted"]) == {0, 1}
+    figures = _drawn(monkeypatch)
+    plots.timeline(rs, tmp_path, run.run_id)
+    fig = figures["timeline"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "wait (loader)" in legend
+    assert any(text.startswith("steps not counted") for text in legend), legend
+    spans = defaultdict(list)  # a collection per rank and kind of span
+    for collection in fig.axes[0].collections:
+        spans[collection.get_gid()].append(collection)
+    for counted, gid in ((1, "wait_s:counted"), (0, "wait_s:uncounted")):
+        rows = data[(data["counted"] == counted) & (data["wait_s"] > 0)]
+        assert sum(len(c.get_paths()) for c in spans[gid]) == len(rows)
+    assert {c.get_hatch() for c in spans["wait_s:uncounted"]} == {"////"}
+    assert not any(c.get_hatch() for c in spans["wait_s:counted"])
+
+
+def test_the_scaling_plot_draws_the_demand_at_the_au_floor(
+        root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rs = _set(root, "train")
+    figures = _drawn(monkeypatch)
+    assert plots.scaling(rs, tmp_path).path == tmp_path / "scaling.png"
+    fig = figures["scaling"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(text.startswith("demand at the AU floor") for text in legend), legend
+    row = rs.table.iloc[0]
+    per_rank = row["batch"] * row["au_floor"] / row["compute_s_per_batch"]  # 2 x 0.9 / 0.002
+    demand = [line for line in fig.axes[1].lines if line.get_linestyle() == "-."]
+    assert len(demand) == 1
+    assert list(demand[0].get_xdata()) == [1, 2]
+    assert list(demand[0].get_ydata()) == pytest.approx([per_rank, 2 * per_rank])
+    assert len([line for line in fig.axes[2].lines if line.get_linestyle() == "-."]) == 1
