@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.results.schema import RunResult
-from dliobench.results.verdict import verdict_words
+from dliobench.results.verdict import DEVICE_SHARE_MIN, verdict_words
 from dliobench.units import size_text
 
 
@@ -82,6 +82,9 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                       f"max {_ms(requests['total_max_s'])}")
     table.add_row("counted", f"{m['steps']} steps, {m['samples']} samples, "
                   f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
+    device = _device_reads(result)
+    if device:
+        table.add_row("read from the device", device)
     left = m["undelivered_samples"]
     once = {True: "yes", False: "[red]NO[/red]", None: "[yellow]unknown (interrupted)[/]"}[
         m["exactly_once"]]
@@ -115,6 +118,19 @@ def _phases(result: RunResult) -> list[tuple[str, str]]:
     return out
 
 
+def _device_reads(result: RunResult) -> str | None:
+    """How much of the counted bytes came from the storage device (None: not measured)."""
+    honesty = result["honesty"]
+    counter = honesty.get("device_read_counter")
+    if not counter:
+        return None
+    nbytes, share = honesty.get("device_read_bytes"), honesty.get("device_read_share")
+    if nbytes is None:
+        return f"[yellow]{counter}[/]"
+    of = "" if share is None else f" ({100 * share:.1f} % of the counted bytes)"
+    return f"{nbytes / 1e6:,.1f} MB in the counted window{of}; {counter}"
+
+
 def _gb_rate(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate / 1e9:,.3f} GB/s"
 
@@ -145,7 +161,15 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "[yellow]note:[/] an object store: this host's page cache does not apply, but the "
             "server may keep objects in its memory; a dataset larger than the server's memory "
             "measures its storage rather than its cache.")
-    if honesty["page_cache_possible"]:
+    share = honesty.get("device_read_share")
+    if share is not None and share < DEVICE_SHARE_MIN:
+        console.print(
+            f"[yellow]note:[/] only {share:.1%} of the counted bytes came from the storage "
+            "device: the reads came from this host's memory (page cache or a memory file "
+            "system), so the rates are not storage's. Use reader.odirect=true, "
+            "storage.drop_cache=true or a larger dataset (`dliobench datasize`) to measure "
+            "storage.")
+    elif honesty["page_cache_possible"] and share is None:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
             f"than 5 x this host's memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "

@@ -10,6 +10,7 @@ compute 0 there is no demand and no floor (layout and tier comparisons run that 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dliobench.config.schema import Config
@@ -18,6 +19,9 @@ LIMITERS = ("none", "storage", "client", "communication", "checkpoint", "other",
             "not applicable", "unknown")
 _SHARE_LIMITER = {"wait": "storage", "comm": "communication", "checkpoint": "checkpoint",
                   "other": "other"}
+# Below this share of the counted bytes read from the device, waiting cannot be storage's: a
+# page-cache hit costs a memory copy, and 5 % of the reads would have to take all the wait.
+DEVICE_SHARE_MIN = 0.05
 
 
 def pinned_ceiling(config: Config) -> float | None:
@@ -38,16 +42,19 @@ def time_shares(metrics: dict[str, Any]) -> dict[str, float] | None:
     return {name: float(value) / wall for name, value in parts.items()}
 
 
-def verdict(config: Config, metrics: dict[str, Any],
-            shares: dict[str, float] | None) -> dict[str, Any]:
-    """``meets_floor``, ``limiter``, one ``reason`` sentence, and the figures they rest on."""
+def verdict(config: Config, metrics: dict[str, Any], shares: dict[str, float] | None,
+            honesty: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``meets_floor``, ``limiter``, one ``reason`` sentence, and the figures they rest on
+    (``honesty`` brings where the counted bytes came from)."""
     floor, au = config.metric.au, metrics.get("au")
     compute_s = config.train.computation_time
     demand = config.reader.batch_size / compute_s if compute_s > 0 else None
     ceiling = pinned_ceiling(config)
+    device_share = (honesty or {}).get("device_read_share")
     figures = {"au": au, "au_floor": floor, "demand_samples_per_s_per_rank": demand,
                "client_ceiling_samples_per_s_per_rank": ceiling,
-               "client_ceiling_source": "pinned" if ceiling is not None else None}
+               "client_ceiling_source": "pinned" if ceiling is not None else None,
+               "device_read_share": device_share}
     if demand is None:
         return {"meets_floor": None, "limiter": "not applicable", **figures,
                 "reason": "compute time is 0: no demand and no AU floor (a storage or layout "
@@ -61,7 +68,14 @@ def verdict(config: Config, metrics: dict[str, Any],
     worst = max(("wait", "comm", "checkpoint", "other"), key=lambda k: shares[k])
     limiter = _SHARE_LIMITER[worst]
     below = f"AU {au:.1%} is below the floor of {floor:.0%}"
-    if limiter == "storage" and ceiling is not None and demand > ceiling:
+    if limiter == "storage" and device_share is not None and device_share < DEVICE_SHARE_MIN:
+        limiter = "client"
+        mb = float(metrics.get("bytes") or 0) / 1e6
+        reason = (f"{below}: {shares[worst]:.0%} of the counted time went waiting for the "
+                  f"loader, but only {device_share:.1%} of the {mb:,.1f} MB it delivered came "
+                  "from the storage device, the rest from this host's memory (page cache): "
+                  "the client (decoding, the loader, its CPUs) is the limit, not storage")
+    elif limiter == "storage" and ceiling is not None and demand > ceiling:
         limiter = "client"
         reason = (f"{below}: each rank needs {demand:,.1f} samples/s, more than this host's "
                   f"loader delivers even from memory ({ceiling:,.1f} samples/s per rank)")
