@@ -108,14 +108,27 @@ def per_node(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
 READAHEAD_SHARE_WARN = 0.2
 
 
-def device_reads(traces: list[RankTrace], counted_bytes: int) -> dict[str, Any]:
-    """The bytes the counted windows took from the storage device, summed over ranks.
+def metered_bytes(config: Config, traces: list[RankTrace]) -> int:
+    """The bytes delivered while the device-read meter ran: each epoch's steps up to the end
+    of its counted window (the steps before it included: the loader read ahead for them)."""
+    m = config.metric
+    total = 0
+    for trace in traces:
+        for epoch in trace.timeline.epochs():
+            nbytes = trace.timeline.epoch_arrays(epoch)["bytes"]
+            total += int(nbytes[:metrics.window(nbytes.size, m.exclude_start_steps,
+                                                m.exclude_end_steps).stop].sum())
+    return total
+
+
+def device_reads(traces: list[RankTrace], delivered: int) -> dict[str, Any]:
+    """The bytes read from the storage device from each epoch's first read to the end of
+    its counted window, summed over ranks.
 
     ``device_read_bytes`` is None when a rank's counter could not see its reads (the
     counter says why); ranks that are threads of one process measured the same process, so
     it counts once (the largest of their figures). ``device_read_share`` divides it by the
-    counted bytes the loaders delivered; readahead and reads for batches after a window can
-    take it above 1.
+    bytes the loaders ``delivered`` in those steps; readahead can take it above 1.
     """
     reads = [t.device_reads for t in traces]
     known = [r for r in reads if r is not None]
@@ -132,7 +145,7 @@ def device_reads(traces: list[RankTrace], counted_bytes: int) -> dict[str, Any]:
         per_process[key] = max(per_process.get(key, 0), r.nbytes or 0)
     total = sum(per_process.values())
     return {"device_read_bytes": total,
-            "device_read_share": total / counted_bytes if counted_bytes else None,
+            "device_read_share": total / delivered if delivered else None,
             "device_read_counter": known[0].counter}
 
 
@@ -200,7 +213,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
                            evicted=config.storage.drop_cache,
                            min_counted_steps=run["min_counted_steps"],
-                           reads=device_reads(traces, run["bytes"])),
+                           reads=device_reads(traces, metered_bytes(config, traces))),
         "metrics": cast(RunMetrics, run),
         "epochs": cast(list[EpochMetrics], per_epoch),
         "ranks": cast(list[RankMetrics], per_rank),

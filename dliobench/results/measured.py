@@ -68,4 +68,4 @@ class RankTrace:
     cpu_wall_s: float = 0.0  # the training time cpu_s was measured over
     cpu_cores: float = 0.0  # cores this rank may use (its affinity shared with its node's)
     requests: LatencyLog | None = None  # its object-store reads' latencies (S3 runs)
-    device_reads: DeviceReads | None = None  # bytes its counted windows took from the device
+    device_reads: DeviceReads | None = None  # device bytes, epoch starts to window ends

@@ -103,8 +103,9 @@ class Honesty(TypedDict):
     evicted: bool
     page_cache_possible: bool
     data_origin: NotRequired[str]  # whose files were read: generated, or existing (whose)
-    # 1.5: bytes the counted windows took from the storage device, summed over ranks (None:
-    # the counter cannot see them), over the counted bytes, and how it was measured (or why not)
+    # 1.5: bytes read from the storage device from each epoch's first read to the end of its
+    # counted window, summed over ranks (None: the counter cannot see them), their share of the
+    # bytes delivered in those steps, and how they were measured (or why not)
     device_read_bytes: NotRequired[int | None]
     device_read_share: NotRequired[float | None]
     device_read_counter: NotRequired[str]

@@ -127,8 +127,8 @@ def _device_reads(result: RunResult) -> str | None:
     nbytes, share = honesty.get("device_read_bytes"), honesty.get("device_read_share")
     if nbytes is None:
         return f"[yellow]{counter}[/]"
-    of = "" if share is None else f" ({100 * share:.1f} % of the counted bytes)"
-    return f"{nbytes / 1e6:,.1f} MB in the counted window{of}; {counter}"
+    of = "" if share is None else f" ({100 * share:.1f} % of the bytes delivered)"
+    return f"{nbytes / 1e6:,.1f} MB up to the end of the counted windows{of}; {counter}"
 
 
 def _gb_rate(rate: float | None) -> str:
@@ -164,7 +164,7 @@ def _print_notes(result: RunResult, console: Console) -> None:
     share = honesty.get("device_read_share")
     if share is not None and share < DEVICE_SHARE_MIN:
         console.print(
-            f"[yellow]note:[/] only {share:.1%} of the counted bytes came from the storage "
+            f"[yellow]note:[/] only {share:.1%} of the bytes read came from the storage "
             "device: the reads came from this host's memory (page cache or a memory file "
             "system), so the rates are not storage's. Use reader.odirect=true, "
             "storage.drop_cache=true or a larger dataset (`dliobench datasize`) to measure "

@@ -33,7 +33,7 @@ from dliobench.storage.atomic import write_json_atomic
 log = logging.getLogger(__name__)
 COUNTED_STEPS = 10  # counted steps per rank the measurement needs at least
 MEMORY_SHARE = 0.25  # of the host's memory, for the generated copy (all of a node's ranks)
-LOAD_SAMPLE_S = 0.5  # how long the host's load is sampled, before measuring or reusing
+LOAD_SAMPLE_S = 0.25  # how long the host's load is sampled, before measuring or reusing
 LOAD_TOLERANCE = (0.5, 0.1)  # busy cores may differ by 0.5 cores or 10 % of the cores
 
 

@@ -147,18 +147,18 @@ def cpu_seconds() -> float:
 def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
     """One epoch: wait for each batch, compute, allreduce; record each step; check delivery.
 
-    The device-read meter runs over the counted steps only, opened and closed between them
-    (never inside a step)."""
+    The device-read meter runs from the epoch's first read to the end of its counted steps,
+    opened and closed between steps (never inside one): batches the loader read ahead before
+    the counted window opened count where they came from."""
     ids = rank_samples(ctx.spec, epoch)
     plan = batches(ids, ctx.config.reader.batch_size, ctx.config.reader.drop_last)
     delivered: list[np.ndarray] = []
     m = ctx.config.metric
     counted = window(n_steps, m.exclude_start_steps, m.exclude_end_steps)
+    ctx.meter.open()
     batches_iter = ctx.loader.epoch(ids)
     try:
-        _steps(ctx, epoch, n_steps, range(counted.start), batches_iter, delivered)
-        ctx.meter.open()
-        _steps(ctx, epoch, n_steps, range(counted.start, counted.stop), batches_iter, delivered)
+        _steps(ctx, epoch, n_steps, range(counted.stop), batches_iter, delivered)
         ctx.meter.close()
         _steps(ctx, epoch, n_steps, range(counted.stop, n_steps), batches_iter, delivered)
     finally:

@@ -36,7 +36,7 @@ MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
 
 @dataclass(frozen=True)
 class DeviceReads:
-    """What one rank measured: device bytes over its counted windows (None: unknown), how
+    """What one rank measured: device bytes over its windows (None: unknown), how
     (or why not), and the process that measured (ranks run as threads share one)."""
 
     nbytes: int | None
@@ -111,12 +111,12 @@ class DeviceMeter:
         self._opened: int | None = None
 
     def open(self) -> None:
-        """A counted window starts."""
+        """A window starts."""
         if self.kind == "device":
             self._opened = tree_read_bytes()
 
     def close(self) -> None:
-        """A counted window ends (a close without an open adds nothing)."""
+        """A window ends (a close without an open adds nothing)."""
         if self._opened is not None:
             self.total += max(0, tree_read_bytes() - self._opened)
             self._opened = None
