@@ -134,7 +134,7 @@ def device_reads(traces: list[RankTrace], delivered: int) -> dict[str, Any]:
     known = [r for r in reads if r is not None]
     if not known or len(known) < len(reads):
         return {"device_read_bytes": None, "device_read_share": None,
-                "device_read_counter": "not measured (the run ended before its window)"}
+                "device_read_counter": "not measured: no rank read the dataset"}
     unseen = next((r for r in known if r.nbytes is None), None)
     if unseen is not None:
         return {"device_read_bytes": None, "device_read_share": None,

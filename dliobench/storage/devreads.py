@@ -10,6 +10,10 @@ it is exact where the reads go through a block device on this host. It is chosen
   every process of the host (or of a cgroup that is often the whole machine), not the run;
 - ``mincore`` sampling: it says what is resident now, not where a read was served from.
 
+What else the rank reads from a device inside a window counts too (a checkpoint read back
+between steps, a module a worker imports): the figure can only overstate the device's part,
+never hide it.
+
 The sum over the process tree is conserved when a worker ends: the kernel adds a reaped
 child's counters to its parent's (``wait_task_zombie``), so a worker that ends inside the
 window is neither lost nor counted twice. A process orphaned to init would be lost; the
