@@ -80,9 +80,11 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
         summary = metrics.rank_summary([em for em, _ in table.values()])
         cpu_share = (trace.cpu_s / (trace.cpu_wall_s * trace.cpu_cores)
                      if trace.cpu_cores and trace.cpu_wall_s else None)
+        reads = trace.device_reads
         per_rank.append({"rank": trace.rank, "host": trace.host, **summary,
                          "cpu_s": trace.cpu_s, "cpu_cores": trace.cpu_cores,
                          "cpu_share": cpu_share,
+                         "device_read_bytes": reads.nbytes if reads else None,
                          "epochs": [dataclasses.asdict(c) for c in trace.checks]})
     run["stragglers"] = metrics.stragglers(per_rank)
     return run, per_epoch, per_rank
@@ -106,20 +108,62 @@ def per_node(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
 READAHEAD_SHARE_WARN = 0.2
 
 
+def metered_bytes(config: Config, traces: list[RankTrace]) -> int:
+    """The bytes delivered while the device-read meter ran: each epoch's steps up to the end
+    of its counted window (the steps before it included: the loader read ahead for them)."""
+    m = config.metric
+    total = 0
+    for trace in traces:
+        for epoch in trace.timeline.epochs():
+            nbytes = trace.timeline.epoch_arrays(epoch)["bytes"]
+            total += int(nbytes[:metrics.window(nbytes.size, m.exclude_start_steps,
+                                                m.exclude_end_steps).stop].sum())
+    return total
+
+
+def device_reads(traces: list[RankTrace], delivered: int) -> dict[str, Any]:
+    """The bytes read from the storage device from each epoch's first read to the end of
+    its counted window, summed over ranks.
+
+    ``device_read_bytes`` is None when a rank's counter could not see its reads (the
+    counter says why); ranks that are threads of one process measured the same process, so
+    it counts once (the largest of their figures). ``device_read_share`` divides it by the
+    bytes the loaders ``delivered`` in those steps; readahead can take it above 1.
+    """
+    reads = [t.device_reads for t in traces]
+    known = [r for r in reads if r is not None]
+    if not known or len(known) < len(reads):
+        return {"device_read_bytes": None, "device_read_share": None,
+                "device_read_counter": "not measured: no rank read the dataset"}
+    unseen = next((r for r in known if r.nbytes is None), None)
+    if unseen is not None:
+        return {"device_read_bytes": None, "device_read_share": None,
+                "device_read_counter": f"unknown: {unseen.counter}"}
+    per_process: dict[tuple[str, int], int] = {}
+    for trace, r in zip(traces, known, strict=True):
+        key = (trace.host, r.pid)
+        per_process[key] = max(per_process.get(key, 0), r.nbytes or 0)
+    total = sum(per_process.values())
+    return {"device_read_bytes": total,
+            "device_read_share": total / delivered if delivered else None,
+            "device_read_counter": known[0].counter}
+
+
 def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
-            min_counted_steps: int = 0) -> Honesty:
+            min_counted_steps: int = 0, reads: dict[str, Any] | None = None) -> Honesty:
     """Could these reads have come from RAM rather than storage, or before the window?
 
     ``readahead_share``: the largest share of an epoch's counted batches that the loader may
     have read before the counted window opened (its prefetch queue plus the batch in flight),
-    which rates then count as if read in no time.
+    which rates then count as if read in no time. ``reads``: what ``device_reads`` measured
+    (where the bytes came from, rather than where they could have).
     """
     odirect = config.reader.odirect
     # MLPerf Storage's rule: a dataset of at least 5x host memory keeps the cache marginal.
     small = dataset_bytes < 5 * host_memory
     readahead = max(1, batches_ahead(config)) + 1
     share = min(1.0, readahead / min_counted_steps) if min_counted_steps else None
-    return {
+    out: Honesty = {
         "readahead_share": share,
         "window_too_short": share is not None and share > READAHEAD_SHARE_WARN,
         "dataset_bytes": dataset_bytes,
@@ -133,6 +177,8 @@ def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
         and not is_url(config.dataset.data_folder),
         "data_origin": data_origin(config),
     }
+    out.update(cast(Honesty, reads or device_reads([], 0)))
+    return out
 
 
 def data_origin(config: Config) -> str:
@@ -166,7 +212,8 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "storage": backend_for(config.dataset.data_folder, config.storage).facts(),
         "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
                            evicted=config.storage.drop_cache,
-                           min_counted_steps=run["min_counted_steps"]),
+                           min_counted_steps=run["min_counted_steps"],
+                           reads=device_reads(traces, metered_bytes(config, traces))),
         "metrics": cast(RunMetrics, run),
         "epochs": cast(list[EpochMetrics], per_epoch),
         "ranks": cast(list[RankMetrics], per_rank),
@@ -174,7 +221,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     }
     shares = time_shares(run)
     doc["time_shares"] = shares
-    doc["verdict"] = verdict(config, run, shares)
+    doc["verdict"] = verdict(config, run, shares, doc["honesty"])
     doc["provenance"] = provenance.collect(doc["config"])
     if errors:
         doc["errors"] = errors

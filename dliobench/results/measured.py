@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dliobench.results.timeline import Timeline
+from dliobench.storage.devreads import DeviceReads
 from dliobench.storage.latency import LatencyLog
 
 
@@ -67,3 +68,4 @@ class RankTrace:
     cpu_wall_s: float = 0.0  # the training time cpu_s was measured over
     cpu_cores: float = 0.0  # cores this rank may use (its affinity shared with its node's)
     requests: LatencyLog | None = None  # its object-store reads' latencies (S3 runs)
+    device_reads: DeviceReads | None = None  # device bytes, epoch starts to window ends

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 4  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
-# 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency)
+SCHEMA_MINOR = 5  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+# 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
+# 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -102,6 +103,12 @@ class Honesty(TypedDict):
     evicted: bool
     page_cache_possible: bool
     data_origin: NotRequired[str]  # whose files were read: generated, or existing (whose)
+    # 1.5: bytes read from the storage device from each epoch's first read to the end of its
+    # counted window, summed over ranks (None: the counter cannot see them), their share of the
+    # bytes delivered in those steps, and how they were measured (or why not)
+    device_read_bytes: NotRequired[int | None]
+    device_read_share: NotRequired[float | None]
+    device_read_counter: NotRequired[str]
 
 
 class _Required(TypedDict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dliobench.results.schema import RunResult
+from dliobench.results.verdict import DEVICE_SHARE_MIN
 
 
 def _checkpoint_only(result: RunResult) -> dict[str, Any] | None:
@@ -21,15 +22,21 @@ def page_cache_possible(result: RunResult) -> bool | None:
     """True when the run's measured reads may have come from this host's page cache, False
     when they came from storage, None when it measured no reads (a write-only checkpoint run).
 
-    A checkpoint-only run reads no dataset, so the dataset's honesty block (which says
-    "possible" for a 0-byte dataset) does not apply to it: its checkpoint reads do.
+    A training run whose device reads were measured (``honesty.device_read_share``) is
+    judged by them, as its verdict is. A checkpoint-only run reads no dataset, so the
+    dataset's honesty block (which says "possible" for a 0-byte dataset) does not apply to it:
+    its checkpoint reads do.
     """
     ckpt = _checkpoint_only(result)
     if ckpt is not None:
         if not ckpt.get("read"):
             return None
         return (ckpt.get("read_honesty") or {}).get("made_honest_by") is None
-    possible = (result.get("honesty") or {}).get("page_cache_possible")
+    honesty = result.get("honesty") or {}
+    share = honesty.get("device_read_share")
+    if share is not None:  # measured: what the device delivered decides, not the setup
+        return bool(share < DEVICE_SHARE_MIN)
+    possible = honesty.get("page_cache_possible")
     return None if possible is None else bool(possible)
 
 
@@ -46,5 +53,7 @@ def made_storage_reads_by(result: RunResult) -> str | None:
         return "O_DIRECT"
     if honesty.get("evicted"):
         return "evicted"
-    return "dataset >= 5x memory" if (honesty.get("dataset_to_memory_ratio") or 0) >= 5 \
-        else "not on this host"
+    if (honesty.get("dataset_to_memory_ratio") or 0) >= 5:
+        return "dataset >= 5x memory"
+    share = honesty.get("device_read_share")
+    return "not on this host" if share is None else f"{share:.0%} read from the device"

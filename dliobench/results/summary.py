@@ -9,7 +9,7 @@ from rich.table import Table
 
 from dliobench.results.schema import RunResult
 from dliobench.results.storage_reads import page_cache_possible
-from dliobench.results.verdict import verdict_words
+from dliobench.results.verdict import DEVICE_SHARE_MIN, verdict_words
 from dliobench.units import size_text
 
 
@@ -83,6 +83,9 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                       f"max {_ms(requests['total_max_s'])}")
     table.add_row("counted", f"{m['steps']} steps, {m['samples']} samples, "
                   f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
+    device = _device_reads(result)
+    if device:
+        table.add_row("read from the device", device)
     left = m["undelivered_samples"]
     once = {True: "yes", False: "[red]NO[/red]", None: "[yellow]unknown (interrupted)[/]"}[
         m["exactly_once"]]
@@ -116,6 +119,19 @@ def _phases(result: RunResult) -> list[tuple[str, str]]:
     return out
 
 
+def _device_reads(result: RunResult) -> str | None:
+    """How much of the counted bytes came from the storage device (None: not measured)."""
+    honesty = result["honesty"]
+    counter = honesty.get("device_read_counter")
+    if not counter:
+        return None
+    nbytes, share = honesty.get("device_read_bytes"), honesty.get("device_read_share")
+    if nbytes is None:
+        return f"[yellow]{counter}[/]"
+    of = "" if share is None else f" ({100 * share:.1f} % of the bytes delivered)"
+    return f"{nbytes / 1e6:,.1f} MB up to the end of the counted windows{of}; {counter}"
+
+
 def _gb_rate(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate / 1e9:,.3f} GB/s"
 
@@ -146,7 +162,15 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "[yellow]note:[/] an object store: this host's page cache does not apply, but the "
             "server may keep objects in its memory; a dataset larger than the server's memory "
             "measures its storage rather than its cache.")
-    if page_cache_possible(result):
+    share = honesty.get("device_read_share")
+    if share is not None and share < DEVICE_SHARE_MIN:
+        console.print(
+            f"[yellow]note:[/] only {share:.1%} of the bytes read came from the storage "
+            "device: the reads came from this host's memory (page cache or a memory file "
+            "system), so the rates are not storage's. Use reader.odirect=true, "
+            "storage.drop_cache=true or a larger dataset (`dliobench datasize`) to measure "
+            "storage.")
+    elif page_cache_possible(result) and share is None:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
             f"than 5 x this host's memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "

@@ -2,14 +2,22 @@
 
 Shares of counted wall time, summed over ranks: compute, wait (for the loader), comm (the
 allreduce beyond what overlapped compute), checkpoint, other. A run below its floor is limited
-by its largest non-compute share; a wait-limited run is ``storage``-limited unless each rank
-demanded more than this host's loader can deliver even from memory (the client ceiling,
-``metric.client_ceiling``): then it is ``client``-limited, whatever the storage did. With
-compute 0 there is no demand and no floor (layout and tier comparisons run that way).
+by its largest non-compute share; a wait-limited run is ``storage``-limited unless
+
+- it took (almost) none of its bytes from the storage device (``honesty.device_read_share``
+  below ``DEVICE_SHARE_MIN``): the reads came from this host's page cache or a memory file
+  system, so the waits were the client's own (decoding, the loader), never storage's; or
+- each rank demanded more than this host's loader can deliver even from memory (the client
+  ceiling, ``metric.client_ceiling``),
+
+and then it is ``client``-limited, whatever the storage did. An unknown device share (an
+object store, a network file system) leaves the judgement to the ceiling. With compute 0
+there is no demand and no floor (layout and tier comparisons run that way).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dliobench.config.schema import Config
@@ -18,6 +26,9 @@ LIMITERS = ("none", "storage", "client", "communication", "checkpoint", "other",
             "not applicable", "unknown")
 _SHARE_LIMITER = {"wait": "storage", "comm": "communication", "checkpoint": "checkpoint",
                   "other": "other"}
+# Below this share of the bytes read coming from the device, waiting cannot be storage's: a
+# page-cache hit costs a memory copy, and 5 % of the reads would have to take all the wait.
+DEVICE_SHARE_MIN = 0.05
 
 
 def pinned_ceiling(config: Config) -> float | None:
@@ -38,16 +49,19 @@ def time_shares(metrics: dict[str, Any]) -> dict[str, float] | None:
     return {name: float(value) / wall for name, value in parts.items()}
 
 
-def verdict(config: Config, metrics: dict[str, Any],
-            shares: dict[str, float] | None) -> dict[str, Any]:
-    """``meets_floor``, ``limiter``, one ``reason`` sentence, and the figures they rest on."""
+def verdict(config: Config, metrics: dict[str, Any], shares: dict[str, float] | None,
+            honesty: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``meets_floor``, ``limiter``, one ``reason`` sentence, and the figures they rest on
+    (``honesty`` brings where the counted bytes came from)."""
     floor, au = config.metric.au, metrics.get("au")
     compute_s = config.train.computation_time
     demand = config.reader.batch_size / compute_s if compute_s > 0 else None
     ceiling = pinned_ceiling(config)
+    device_share = (honesty or {}).get("device_read_share")
     figures = {"au": au, "au_floor": floor, "demand_samples_per_s_per_rank": demand,
                "client_ceiling_samples_per_s_per_rank": ceiling,
-               "client_ceiling_source": "pinned" if ceiling is not None else None}
+               "client_ceiling_source": "pinned" if ceiling is not None else None,
+               "device_read_share": device_share}
     if demand is None:
         return {"meets_floor": None, "limiter": "not applicable", **figures,
                 "reason": "compute time is 0: no demand and no AU floor (a storage or layout "
@@ -59,18 +73,31 @@ def verdict(config: Config, metrics: dict[str, Any],
         return {"meets_floor": True, "limiter": "none", **figures,
                 "reason": f"AU {au:.1%} meets the floor of {floor:.0%}"}
     worst = max(("wait", "comm", "checkpoint", "other"), key=lambda k: shares[k])
-    limiter = _SHARE_LIMITER[worst]
-    below = f"AU {au:.1%} is below the floor of {floor:.0%}"
-    if limiter == "storage" and ceiling is not None and demand > ceiling:
-        limiter = "client"
-        reason = (f"{below}: each rank needs {demand:,.1f} samples/s, more than this host's "
-                  f"loader delivers even from memory ({ceiling:,.1f} samples/s per rank)")
-    else:
-        what = {"storage": "waiting for the loader", "communication": "in the allreduce "
-                "beyond compute", "checkpoint": "checkpointing", "other": "outside wait, "
-                "compute, communication and checkpoints"}[limiter]
-        reason = f"{below}: {shares[worst]:.0%} of the counted time went {what}"
+    limiter, reason = _limit(worst, shares[worst], f"AU {au:.1%} is below the floor of "
+                             f"{floor:.0%}", demand, ceiling, device_share)
     return {"meets_floor": False, "limiter": limiter, **figures, "reason": reason}
+
+
+def _limit(worst: str, share: float, below: str, demand: float, ceiling: float | None,
+           device_share: float | None) -> tuple[str, str]:
+    """(limiter, reason) of a run below its floor whose largest non-compute share is
+    ``worst``: waiting is the client's when the bytes came from memory or the demand is
+    beyond the client ceiling."""
+    limiter = _SHARE_LIMITER[worst]
+    if limiter == "storage" and device_share is not None and device_share < DEVICE_SHARE_MIN:
+        return "client", (
+            f"{below}: {share:.0%} of the counted time went waiting for the loader, but only "
+            f"{device_share:.1%} of the bytes it read came from the storage device, the rest "
+            "from this host's memory (page cache or a memory file system): the client "
+            "(decoding, the loader, its CPUs) is the limit, not storage")
+    if limiter == "storage" and ceiling is not None and demand > ceiling:
+        return "client", (f"{below}: each rank needs {demand:,.1f} samples/s, more than this "
+                          f"host's loader delivers even from memory ({ceiling:,.1f} samples/s "
+                          "per rank)")
+    what = {"storage": "waiting for the loader", "communication": "in the allreduce beyond "
+            "compute", "checkpoint": "checkpointing", "other": "outside wait, compute, "
+            "communication and checkpoints"}[limiter]
+    return limiter, f"{below}: {share:.0%} of the counted time went {what}"
 
 
 def verdict_words(verdict: dict[str, Any]) -> str:

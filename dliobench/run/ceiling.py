@@ -5,7 +5,10 @@ sample sizes, loader settings and ranks per node, read from a copy generated in 
 (at most a quarter of RAM; re-read over several epochs when that holds fewer steps than
 needed), give the most samples/s a rank can take in here, whatever the storage. Results are
 cached in ``$XDG_CACHE_HOME/dliobench/ceiling.json`` (default ``~/.cache``), keyed by host,
-dliobench version and those settings.
+dliobench version, those settings and the cores the rank may use, with the host's load when
+measured: a ceiling is the client's speed under that load, so a run judges against a cached
+one only when the other processes now keep about as many cores busy (``load_matches``);
+otherwise it measures again.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from dliobench.storage.atomic import write_json_atomic
 log = logging.getLogger(__name__)
 COUNTED_STEPS = 10  # counted steps per rank the measurement needs at least
 MEMORY_SHARE = 0.25  # of the host's memory, for the generated copy (all of a node's ranks)
+LOAD_SAMPLE_S = 0.25  # how long the host's load is sampled, before measuring or reusing
+LOAD_TOLERANCE = (0.5, 0.1)  # busy cores may differ by 0.5 cores or 10 % of the cores
 
 
 def key_of(config: Config, world: World) -> str:
@@ -40,8 +45,49 @@ def key_of(config: Config, world: World) -> str:
              d.enable_chunking, d.chunk_size, d.compression, r.data_loader, r.batch_size,
              r.read_threads, r.prefetch_size, r.sharding, r.file_shuffle != "off",
              r.sample_shuffle != "off", r.multiprocessing_context, r.dali_native_reader,
-             r.file_access, r.decode, world.local_size]
+             r.file_access, r.decode, r.verify_samples, r.persistent_workers, r.pin_memory,
+             world.local_size, len(os.sched_getaffinity(0))]
     return json.dumps(parts, default=str)
+
+
+def _busy_jiffies(cpus: set[int]) -> tuple[int, int]:
+    """(busy, total) jiffies so far of the CPUs ``cpus``, from /proc/stat."""
+    busy = total = 0
+    with open("/proc/stat") as handle:
+        for line in handle:
+            name, *fields = line.split()
+            if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
+                continue
+            ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+            total += sum(ticks)
+            busy += sum(ticks) - ticks[3] - ticks[4]
+    return busy, total
+
+
+def host_load(seconds: float = LOAD_SAMPLE_S) -> dict[str, float] | None:
+    """The cores this rank may use and how many of them other work keeps busy now (sampled
+    over ``seconds`` while this run reads nothing); None where /proc/stat is missing."""
+    import time
+
+    cpus = os.sched_getaffinity(0)
+    try:
+        busy0, total0 = _busy_jiffies(cpus)
+        time.sleep(seconds)
+        busy1, total1 = _busy_jiffies(cpus)
+    except (OSError, ValueError):
+        return None
+    share = (busy1 - busy0) / (total1 - total0) if total1 > total0 else 0.0
+    return {"cores": len(cpus), "busy_cores": round(share * len(cpus), 3)}
+
+
+def load_matches(then: dict[str, Any], now: dict[str, float] | None) -> bool:
+    """Whether a ceiling measured under the load ``then`` holds under the load ``now``:
+    the same cores, and about as many of them busy with other work."""
+    if now is None or not isinstance(then.get("busy_cores"), (int, float)):
+        return False
+    slack = max(LOAD_TOLERANCE[0], LOAD_TOLERANCE[1] * now["cores"])
+    return bool(then.get("cores") == now["cores"]
+                and abs(float(then["busy_cores"]) - now["busy_cores"]) <= slack)
 
 
 def cache_path() -> Path:
@@ -50,13 +96,20 @@ def cache_path() -> Path:
     return root / "dliobench" / "ceiling.json"
 
 
-def cached(config: Config, world: World, field: str = "samples_per_s_per_rank") -> float | None:
+def cached(config: Config, world: World, field: str = "samples_per_s_per_rank",
+           load: dict[str, float] | None = None) -> float | None:
     """A ceiling measured before for these settings on this host, if any (or another
-    figure of that measurement: ``field``)."""
+    figure of that measurement: ``field``); given the host's ``load`` now, only one measured
+    under a load that matches it (``load_matches``)."""
     try:
         entries = json.loads(cache_path().read_text())
-        value = entries.get(key_of(config, world), {}).get(field)
+        entry = entries.get(key_of(config, world), {})
+        value = entry.get(field)
     except (OSError, ValueError, AttributeError):
+        return None
+    if load is not None and value is not None and not load_matches(entry.get("load") or {}, load):
+        log.info("the cached client ceiling was measured under another load (%s, now %s): "
+                 "measuring it again", entry.get("load"), load)
         return None
     return float(value) if isinstance(value, (int, float)) else None
 
@@ -105,10 +158,14 @@ def plan_of(config: Config, world: World, folder: Path) -> Config:
     )
 
 
-def measure(config: Config, world: World, comm: Comm) -> float:
-    """Samples/s per rank this host delivers with the run's reading settings (and cache it)."""
+def measure(config: Config, world: World, comm: Comm,
+            load: dict[str, float] | None = None) -> float:
+    """Samples/s per rank this host delivers with the run's reading settings (and cache it
+    with the host's ``load``, sampled now unless given)."""
     from dliobench.run import session  # a run within the run: imported when needed
 
+    if world.is_root and load is None:
+        load = host_load()
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     digest = hashlib.sha1(key_of(config, world).encode()).hexdigest()[:12]
     folder = base / f"dliobench-ceiling-{digest}"
@@ -130,7 +187,7 @@ def measure(config: Config, world: World, comm: Comm) -> float:
         cpu = sum(r.get("cpu_s") or 0.0 for r in ranks)  # type: ignore[misc]
         _remember(config, world, value, {"files": probe.dataset.num_files_train,
                                          "cpu_s_per_sample": cpu / samples if samples else None,
-                                         "epochs": probe.train.epochs,
+                                         "epochs": probe.train.epochs, "load": load,
                                          "bytes_per_s_per_rank":
                                              (outcome.result["metrics"]["bytes_per_s"] or 0.0)
                                              / world.size})

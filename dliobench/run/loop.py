@@ -20,11 +20,13 @@ from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_onc
 from dliobench.loaders import Loader, make_loader
 from dliobench.plan import Plan
 from dliobench.results.measured import EpochCheck, RankTrace
+from dliobench.results.metrics import window
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
 from dliobench.run.gradients import GradientSync
 from dliobench.storage import latency
+from dliobench.storage.devreads import DeviceMeter
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class _Step:
     timeline: Timeline
     t0: float
     advance: Any
+    meter: DeviceMeter
     global_step: int = 0
 
 
@@ -80,6 +83,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
     loader = make_loader(plan)
+    meter = DeviceMeter(config.dataset.data_folder)
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     watchdog = Watchdog(config.train.stall_timeout_s, world, comm)
     try:
@@ -90,7 +94,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         with progress.bar(f"training {config.name}", sum(plan.steps),
                           show_progress and world.is_root) as advance:
             ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
-                        watchdog, trace.timeline, t0, advance)
+                        watchdog, trace.timeline, t0, advance, meter)
             for epoch, n_steps in enumerate(plan.steps):
                 if config.storage.drop_cache:
                     evict_dataset(plan, world)
@@ -111,6 +115,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         trace.cpu_s, trace.cpu_wall_s = cpu_seconds() - cpu0, time.perf_counter() - t0
         trace.cpu_cores = len(os.sched_getaffinity(0)) / max(1, world.local_size)
         trace.requests = latency.take()
+        trace.device_reads = meter.result()
     return trace
 
 
@@ -140,38 +145,55 @@ def cpu_seconds() -> float:
 
 
 def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
-    """One epoch: wait for each batch, compute, allreduce; record each step; check delivery."""
+    """One epoch: wait for each batch, compute, allreduce; record each step; check delivery.
+
+    The device-read meter runs from the epoch's first read to the end of its counted steps,
+    opened and closed between steps (never inside one): batches the loader read ahead before
+    the counted window opened count where they came from."""
     ids = rank_samples(ctx.spec, epoch)
     plan = batches(ids, ctx.config.reader.batch_size, ctx.config.reader.drop_last)
     delivered: list[np.ndarray] = []
-    clock = time.perf_counter
+    m = ctx.config.metric
+    counted = window(n_steps, m.exclude_start_steps, m.exclude_end_steps)
+    ctx.meter.open()
     batches_iter = ctx.loader.epoch(ids)
     try:
-        for step in range(n_steps):
-            start = clock()
-            ctx.watchdog.beat("reading the batch of step %d of epoch %d", step, epoch)
-            batch = next(batches_iter)
-            got = clock()
-            samples, nbytes = batch.samples, batch.nbytes
-            delivered.append(batch.ids)
-            # the accelerator takes the batch: like ``.to(device)`` in training, the host
-            # copy is released before compute (hold what training holds, not more)
-            del batch
-            ctx.gradients.start()
-            compute = ctx.accel.compute()
-            comm = ctx.gradients.finish()  # only what did not overlap compute
-            ckpt = 0.0
-            if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
-                ctx.watchdog.beat("checkpointing after step %d of epoch %d", step, epoch)
-                ckpt = ctx.checkpointer.run(epoch, step)
-            ctx.global_step += 1
-            ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
-                                samples, nbytes, comm=comm, ckpt=ckpt)
-            ctx.advance(1)
+        _steps(ctx, epoch, n_steps, range(counted.stop), batches_iter, delivered)
+        ctx.meter.close()
+        _steps(ctx, epoch, n_steps, range(counted.stop, n_steps), batches_iter, delivered)
     finally:
+        ctx.meter.close()
         batches_iter.close()
     out = np.concatenate(delivered) if delivered else np.empty(0, dtype=np.int64)
     expected = sum(b.size for b in plan[:n_steps])
     return EpochCheck(epoch, int(ids.size), int(out.size), int(ids.size - out.size),
                       complete=n_steps == len(plan),
                       exactly_once=delivered_exactly_once(ids, out, expected))
+
+
+def _steps(ctx: _Step, epoch: int, n_steps: int, steps: range, batches_iter: Any,
+           delivered: list[np.ndarray]) -> None:
+    """The steps ``steps`` of an epoch of ``n_steps``: wait for each batch, compute,
+    allreduce, checkpoint when due; record each step."""
+    clock = time.perf_counter
+    for step in steps:
+        start = clock()
+        ctx.watchdog.beat("reading the batch of step %d of epoch %d", step, epoch)
+        batch = next(batches_iter)
+        got = clock()
+        samples, nbytes = batch.samples, batch.nbytes
+        delivered.append(batch.ids)
+        # the accelerator takes the batch: like ``.to(device)`` in training, the host
+        # copy is released before compute (hold what training holds, not more)
+        del batch
+        ctx.gradients.start()
+        compute = ctx.accel.compute()
+        comm = ctx.gradients.finish()  # only what did not overlap compute
+        ckpt = 0.0
+        if ctx.checkpointer.due(epoch, step, step == n_steps - 1, ctx.global_step):
+            ctx.watchdog.beat("checkpointing after step %d of epoch %d", step, epoch)
+            ckpt = ctx.checkpointer.run(epoch, step)
+        ctx.global_step += 1
+        ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
+                            samples, nbytes, comm=comm, ckpt=ckpt)
+        ctx.advance(1)

@@ -139,20 +139,22 @@ def save(run_dir: Path, result: RunResult, timelines: list[Timeline],
 
 
 def _judge_client(config: Config, world: World, comm: Comm, result: RunResult | None) -> None:
-    """A run that waited below its floor with ``metric.client_ceiling: auto``: find (cached,
-    or measured now by every rank) what this host's loader delivers from memory, and judge
-    the run against it (rank 0 holds the result)."""
+    """A run that waited below its floor with ``metric.client_ceiling: auto``: find (cached
+    under the load the host has now, or measured now by every rank) what this host's loader
+    delivers from memory, and judge the run against it (rank 0 holds the result)."""
     waited = result is not None and result["verdict"]["limiter"] == "storage"
     if not comm.bcast(waited and config.metric.client_ceiling == "auto"):
         return
-    value = comm.bcast(ceiling.cached(config, world) if world.is_root else None)
+    load = ceiling.host_load() if world.is_root else None
+    value = comm.bcast(ceiling.cached(config, world, load=load) if world.is_root else None)
     source = "cached"
     if value is None:
-        value, source = ceiling.measure(config, world, comm), "measured"
+        value, source = ceiling.measure(config, world, comm, load), "measured"
     if result is not None and value > 0:
         judged = replace(config, metric=replace(config.metric, client_ceiling=str(value)))
-        result["verdict"] = {**verdict(judged, dict(result["metrics"]), result["time_shares"]),
-                             "client_ceiling_source": source}
+        result["verdict"] = {**verdict(judged, dict(result["metrics"]), result["time_shares"],
+                                       result["honesty"]),
+                             "client_ceiling_source": source, "client_ceiling_load": load}
 
 
 def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: str,

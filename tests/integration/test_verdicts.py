@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,11 +18,14 @@ import pytest
 from dliobench.comm.world import ThreadGroup, World
 from dliobench.config.load import load
 from dliobench.results.schema import parse_version
-from dliobench.run import session
+from dliobench.run import ceiling, session
 from tests.conftest import last_result, tiny_workload
 
 SLOWDISK = Path(__file__).resolve().parents[3] / "shared" / "tools" / "slowdisk.sh"
 PINNED = "metric.client_ceiling=100000"  # tests pin the ceiling: nothing is measured here
+# Runs judged storage-limited read from the device: each epoch's files are evicted first (a
+# run that reads from the page cache is client-limited: test_device_reads.py)
+EVICT = {"drop_cache": True}
 
 
 def run(run_cli: Callable[..., int], path: Path, *overrides: str) -> int:
@@ -58,7 +63,7 @@ def test_compute_zero_has_no_floor(workdir: Path, write_workload: Callable[..., 
 def test_a_demand_above_the_client_ceiling_is_client_limited(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int]) -> None:
     path = write_workload(tiny_workload(dataset={"record_length_bytes": 4 << 20},
-                                        reader={"read_threads": 0},
+                                        reader={"read_threads": 0}, storage=EVICT,
                                         train={"computation_time": 0.0005}))
     assert run_cli("run", str(path), "--no-progress", "metric.client_ceiling=off") == 0
     unjudged = last_result(workdir / "reports")["verdict"]  # off: never measured
@@ -72,23 +77,31 @@ def test_a_demand_above_the_client_ceiling_is_client_limited(
     assert last_result(workdir / "again")["verdict"]["limiter"] == "storage"
 
 
-def test_auto_measures_the_ceiling_once_then_uses_the_cache(
+def test_auto_measures_the_ceiling_and_reuses_it_only_under_the_same_load(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
         capsys: pytest.CaptureFixture[str]) -> None:
     """A wait-limited run with metric.client_ceiling: auto (the default) measures this host's
-    loader from memory; its demand (4,000 samples/s of 4 MiB, one reader) is beyond it."""
+    loader from memory; its demand (4,000 samples/s of 4 MiB, one reader) is beyond it. A
+    ceiling cached for these settings under another load (more cores busy than there are) is
+    not reused; the one measured serves the next run only if the host's load still matches
+    (on this shared host it moves, so that run is checked against the load it sampled)."""
     path = write_workload(tiny_workload(dataset={"record_length_bytes": 4 << 20},
-                                        reader={"read_threads": 0},
+                                        reader={"read_threads": 0}, storage=EVICT,
                                         train={"computation_time": 0.0005}))
+    config, _ = load(str(path), [])
+    cores = len(os.sched_getaffinity(0))
+    ceiling._remember(config, World.single(), 1e9, {"load": {"cores": cores,
+                                                             "busy_cores": cores + 1.0}})
     assert run_cli("run", str(path), "--no-progress") == 0
     first = last_result(workdir / "reports")["verdict"]
     assert first["client_ceiling_source"] == "measured" and first["limiter"] == "client"
     assert 0 < first["client_ceiling_samples_per_s_per_rank"] < 4000
+    [entry] = json.loads(ceiling.cache_path().read_text()).values()  # the planted one, replaced
+    assert entry["load"]["cores"] == cores and entry["load"]["busy_cores"] <= cores
     assert run_cli("run", str(path), "--no-progress", "--output", str(workdir / "again")) == 0
     again = last_result(workdir / "again")["verdict"]
-    assert again["client_ceiling_source"] == "cached"
-    assert again["client_ceiling_samples_per_s_per_rank"] == \
-        first["client_ceiling_samples_per_s_per_rank"]
+    reused = ceiling.load_matches(entry["load"], again["client_ceiling_load"])
+    assert again["client_ceiling_source"] == ("cached" if reused else "measured"), again
     capsys.readouterr()
     assert run_cli("ceiling", str(path)) == 0
     out = capsys.readouterr().out

@@ -1,0 +1,131 @@
+"""How many of a rank's read bytes came from the storage device, not from this host's memory.
+
+The counter is the kernel's per-process I/O accounting, ``read_bytes`` of ``/proc/<pid>/io``,
+summed over this process and its live descendants (loader workers are child processes). It
+counts the bytes the processes had fetched from the block layer (``submit_bio``: page-cache
+misses, readahead and O_DIRECT reads), never the bytes a read found in the page cache, so
+it is exact where the reads go through a block device on this host. It is chosen over:
+
+- the block device's ``/sys/block/*/stat`` or the cgroup's ``io.stat``/``blkio``: they count
+  every process of the host (or of a cgroup that is often the whole machine), not the run;
+- ``mincore`` sampling: it says what is resident now, not where a read was served from.
+
+What else the rank reads from a device inside a window counts too (a checkpoint read back
+between steps, a module a worker imports): the figure can only overstate the device's part,
+never hide it.
+
+The sum over the process tree is conserved when a worker ends: the kernel adds a reaped
+child's counters to its parent's (``wait_task_zombie``), so a worker that ends inside the
+window is neither lost nor counted twice. A process orphaned to init would be lost; the
+loaders start none.
+
+Where the counter cannot see the reads the figure is ``None`` with the reason, never a
+guess: a network or FUSE file system, an object store (its bytes come over the network,
+which is storage), a file system without a block device of its own (``st_dev`` major 0, such
+as NFS or overlay). A memory file system (tmpfs, ramfs) reads from memory by construction:
+0 bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dliobench.storage.fsinfo import mount_of
+from dliobench.storage.location import is_url
+
+MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
+
+
+@dataclass(frozen=True)
+class DeviceReads:
+    """What one rank measured: device bytes over its windows (None: unknown), how
+    (or why not), and the process that measured (ranks run as threads share one)."""
+
+    nbytes: int | None
+    counter: str
+    pid: int
+
+
+def counter_for(folder: str) -> tuple[str, str]:
+    """(kind, words) for reads of ``folder``: kind ``device`` (the counter is exact),
+    ``memory`` (0 by construction) or ``unknown`` (the counter cannot see the reads)."""
+    if is_url(folder):
+        return "unknown", "an object store: its bytes come over the network, uncounted here"
+    fs_type = mount_of(folder)["fs_type"]
+    if fs_type in MEMORY_FS:
+        return "memory", f"{fs_type}: a memory file system, read from RAM by construction"
+    probe = Path(folder)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    dev = os.stat(probe).st_dev
+    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if os.major(dev) == 0 or not block.exists() or not Path("/proc/self/io").exists():
+        return "unknown", (f"{fs_type} has no block device of its own on this host: its "
+                           "reads are not counted by /proc/<pid>/io")
+    return "device", f"/proc/<pid>/io read_bytes of the rank and its workers ({fs_type})"
+
+
+def _read_bytes(pid: str) -> int:
+    """``read_bytes`` of one process (0 if it ended or cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/io") as handle:
+            for line in handle:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _descendants(root: int) -> list[str]:
+    """Pids of the live descendants of ``root`` (from each process's parent in /proc)."""
+    parents: dict[str, str] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        parents[entry.name] = stat[stat.rfind(")") + 2:].split()[1]
+    tree, frontier = [], [str(root)]
+    while frontier:
+        kids = [pid for pid, parent in parents.items() if parent in frontier]
+        tree += kids
+        frontier = kids
+    return tree
+
+
+def tree_read_bytes() -> int:
+    """Device bytes read so far by this process (its threads, its reaped children) and by
+    its live descendants."""
+    me = os.getpid()
+    return _read_bytes(str(me)) + sum(_read_bytes(pid) for pid in _descendants(me))
+
+
+class DeviceMeter:
+    """Device read bytes accumulated over windows (``open``/``close`` pairs) of one rank."""
+
+    def __init__(self, folder: str) -> None:
+        self.kind, self.counter = counter_for(folder)
+        self.total = 0
+        self._opened: int | None = None
+
+    def open(self) -> None:
+        """A window starts."""
+        if self.kind == "device":
+            self._opened = tree_read_bytes()
+
+    def close(self) -> None:
+        """A window ends (a close without an open adds nothing)."""
+        if self._opened is not None:
+            self.total += max(0, tree_read_bytes() - self._opened)
+            self._opened = None
+
+    def result(self) -> DeviceReads:
+        """The rank's device bytes over its windows (None when the counter cannot see them)."""
+        nbytes = {"device": self.total, "memory": 0}.get(self.kind)
+        return DeviceReads(nbytes, self.counter, os.getpid())
