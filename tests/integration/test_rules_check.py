@@ -95,8 +95,10 @@ def test_the_real_tiny_run_fails_on_what_it_changed(real_run: Path,
     assert params["status"] == "fail"
     assert params["rule"]["section"] == "§3.6.2 trainingClosedSubmissionParameters"
     assert params["rule"]["document"].startswith("mlcommons/storage Rules.md@0366ccfc")
-    for key in ("dataset.record_length_bytes = 65536 (shipped: 146600628)",
-                "train.computation_time = 0.02 (shipped: 0.162)", "train.epochs = 1"):
+    assert params["rule"]["against"] == ("mlcommons/storage configs/dlio/workload/"
+                                         "unet3d_b200.yaml@0d75b41708cf30b991186aa58c53890cb3b7956e")
+    for key in ("dataset.record_length_bytes = 65536 (unet3d_b200.yaml: 146600628)",
+                "train.computation_time = 0.02 (unet3d_b200.yaml: 0.162)", "train.epochs = 1"):
         assert key in params["sentence"]
     assert "read_threads" not in params["sentence"]  # CLOSED may change it
     assert found["dataset size"]["status"] == "fail"
@@ -120,10 +122,10 @@ def test_a_passing_set(real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "5 complete run(s)" in found[("run count", setup)]["sentence"]
     assert "within 2.0 % of their mean" in found[("run spread", setup)]["sentence"]
     assert f"{FULL_FILES:,} files" in found[("dataset size", "run-0")]["sentence"]
-    assert "AU 95.0 % is at or above unet3d's floor for b200, 90.0 %" in \
+    assert "AU 95.0 % is at or above the floor of unet3d_b200.yaml, 90.0 %" in \
         found[("AU floor", "run-0")]["sentence"]
-    assert "(dataset.data_folder, dataset.num_files_train, reader.odirect, " \
-        "reader.read_threads)" in found[("parameters", "run-0")]["sentence"]
+    assert "changed from unet3d_b200.yaml (dataset.data_folder, dataset.num_files_train, " \
+        "reader.odirect, reader.read_threads)" in found[("parameters", "run-0")]["sentence"]
     assert found[("O_DIRECT", "run-0")]["sentence"] == \
         "unet3d reads with O_DIRECT, which unet3d may"
 
@@ -144,9 +146,11 @@ def test_a_failing_set_names_each_rule(real: Doc, tmp_path: Path,
     assert small["sentence"].startswith("100 files (14.66 GB) is short of the ")
     low = found[("AU floor", "run-1")]
     assert low["rule"]["section"] == "§3.3.2 trainingAcceleratorUtilizationCheck"
-    assert "AU 50.0 % is below unet3d's floor for b200, 90.0 %" in low["sentence"]
+    assert "AU 50.0 % is below the floor of unet3d_b200.yaml, 90.0 %" in low["sentence"]
     changed = found[("parameters", "run-2")]
-    assert changed["sentence"] == "CLOSED may not change reader.batch_size = 8 (shipped: 7)"
+    assert changed["sentence"] == \
+        "CLOSED may not change reader.batch_size = 8 (unet3d_b200.yaml: 7)"
+    assert changed["fixes"] == [{"key": "reader.batch_size", "need": "7", "have": "8"}]
 
 
 def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
@@ -164,11 +168,11 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
 
 @pytest.mark.parametrize(("edit", "failing", "needle"), [
     (lambda d: d["config"]["train"].update(accelerator="h100", computation_time=0.323),
-     "accelerator", "h100 is whatif only, not submittable in CLOSED or OPEN"),
-    (lambda d: d["config"]["reader"].update(data_loader="pytorch"), "parameters",
+     "accelerator", "h100 (named by train.accelerator) is whatif only, not submittable"),
+    (lambda d: d["config"]["reader"].update(data_loader="native"), "parameters",
      "(reader.data_loader: OPEN only)"),
     (lambda d: d["config"]["storage"].update(stage_to="/local"), "parameters",
-     "storage.stage_to = '/local' (shipped: '')"),
+     "storage.stage_to = '/local' (unet3d_b200.yaml: '')"),
     (lambda d: (d.update(workload="retinanet"), d["config"]["reader"].update(odirect=True)),
      "O_DIRECT", "retinanet reads with O_DIRECT, which only unet3d may"),
     (lambda d: d.update(status="partial", errors=["rank 0: disk gone"]), "complete",
@@ -192,7 +196,7 @@ def test_open_division_allows_the_loader(real: Doc, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     docs = [full_size(real, i) for i in range(5)]
     for d in docs:
-        d["config"]["reader"]["data_loader"] = "pytorch"
+        d["config"]["reader"]["data_loader"] = "native"
     folder = write_set(tmp_path / "open", docs)
     assert check(capsys, str(folder))[0] == 1
     code, doc = check(capsys, "--division", "open", str(folder))
