@@ -182,6 +182,7 @@ def ours_training_checkpoint(args: argparse.Namespace, nbytes: int, fsync: bool)
            f"dataset.record_length_bytes={TINY['record']}", "dataset.record_length_bytes_stdev=0",
            "reader.batch_size=2", "train.computation_time=0", "train.epochs=1",
            "workflow.checkpoint=true", "checkpoint.type=rank_zero",
+           "checkpoint.checkpoint_after_epoch=1",  # unet3d's is upstream's 5, as DLIO's below
            f"model.model_size_bytes={nbytes}", f"checkpoint.fsync={str(fsync).lower()}",
            f"checkpoint.checkpoint_folder={root / 'ckpt'}", f"output.folder={root / 'out'}",
            "--no-progress"]

@@ -92,12 +92,14 @@ def _add_check_parser(sub: SubParsers, commands: Commands) -> None:
     p = sub.add_parser(
         "check", help="apply MLPerf Storage v3.0's training rules to result folders",
         description="Read result folders and apply MLPerf Storage v3.0's training rules: each "
-        "run complete, a v3.0 workload on a submittable accelerator, dataset at least 5x the "
-        "hosts' memory and 500 steps per accelerator, AU at the floor, only the parameters the "
-        "division allows changed, provenance intact; per setup (workload, accelerator, ranks, "
-        "hosts) 5 runs, within 5 % of each other, run consecutively. Each finding names its "
-        "rule (document@commit and section). Exit code 1 when any finding fails, 2 when a "
-        "folder holds no results.")
+        "run complete, a v3.0 workload on a submittable accelerator (named, or inferred from "
+        "the compute time), dataset at least 5x the hosts' memory and 500 steps per "
+        "accelerator, AU at the floor, only the parameters the division allows changed from "
+        "upstream's own v3.0 workload file, provenance intact; per setup (workload, "
+        "accelerator, ranks, hosts) 5 runs, within 5 % of each other, run consecutively. The "
+        "output opens with whether the runs are ready for the division and one line per key to "
+        "change; each finding names its rule (document@commit and section). Exit code 1 when "
+        "any finding fails, 2 when a folder holds no results.")
     _add_run_dirs_arg(p, "RESULT_DIR")
     p.add_argument("--division", choices=("closed", "open"), default="closed",
                    help="which division's parameter rules apply (default closed)")

@@ -1,15 +1,18 @@
 """CLOSED and OPEN: which workloads and accelerators a division takes, and which parameters a
-run may change from the workload as shipped.
+run may change from the workload as upstream defines it.
 
-The shipped workload files carry upstream's values, each cited there (path@commit); a run is
-compared with the shipped file resolved for the run's accelerator.
+A run is compared with upstream's own v3.0 file for its workload and accelerator (kept byte
+for byte in ``rules/upstream/``, cited path@commit in ``rules/references.py``), loaded the
+way dliobench loads any workload file, never with dliobench's shipped workload files.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from dliobench.rules.finding import EDITIONS_YAML, RULES_MD, Finding, Rule, finding
+from dliobench.rules import references
+from dliobench.rules.finding import EDITIONS_YAML, RULES_MD, Finding, Fix, Rule, finding
 from dliobench.rules.subject import Run, reference
 
 WORKLOADS = Rule(EDITIONS_YAML, "3.0 workloads.closed.training")
@@ -45,29 +48,36 @@ HARNESS = frozenset({
     "reader.verify_samples", "checkpoint.keep", "storage.keep_staged", "storage.drop_cache",
     "storage.lustre_stripe_count", "storage.lustre_stripe_size",
 })
+# Judged by a check of its own (check_accelerator): upstream's files name no accelerator key.
+JUDGED_ELSEWHERE = frozenset({"train.accelerator"})
 
 
 def check_workload(run: Run, division: str) -> Finding:
     """The workload is one of v3.0's submittable training workloads."""
     ok = run.workload in SUBMITTABLE
     said = "is" if ok else "is not"
+    need = " or ".join(SUBMITTABLE)
     return finding("workload", ok, run.run_id,
                    f"{run.workload or 'an unnamed workload'} {said} a v3.0 {division.upper()} "
-                   f"training workload ({', '.join(SUBMITTABLE)})", WORKLOADS)
+                   f"training workload ({', '.join(SUBMITTABLE)})", WORKLOADS,
+                   (Fix("model.name", need, run.workload or "''"),))
 
 
 def check_accelerator(run: Run, division: str) -> Finding:
     """The emulated accelerator is submittable (b200, mi355), not whatif only (h100, a100)."""
-    accel = run.accelerator
+    accel, how = run.accelerator, run.accelerator_how
     allowed = SUBMITTABLE.get(run.workload, ("b200", "mi355"))
     if accel in allowed:
         return finding("accelerator", True, run.run_id,
-                       f"{accel} is submittable in CLOSED and OPEN", ACCELERATORS)
+                       f"{accel} ({how}) is submittable in CLOSED and OPEN", ACCELERATORS)
+    fix = Fix("train.accelerator", " or ".join(allowed), accel or "''")
+    if not accel:
+        return finding("accelerator", False, run.run_id, f"the accelerator is {how}",
+                       ACCELERATORS, (fix,))
     why = ("is whatif only, not submittable in CLOSED or OPEN" if accel in WHATIF else
-           f"is not one of the v3.0 accelerators ({', '.join(allowed)})" if accel else
-           "was not named (train.accelerator is empty)")
-    return finding("accelerator", False, run.run_id, f"{accel or 'the accelerator'} {why}",
-                   ACCELERATORS)
+           f"is not one of the v3.0 accelerators ({', '.join(allowed)})")
+    return finding("accelerator", False, run.run_id, f"{accel} ({how}) {why}", ACCELERATORS,
+                   (fix,))
 
 
 def check_odirect(run: Run, division: str) -> Finding:
@@ -77,45 +87,50 @@ def check_odirect(run: Run, division: str) -> Finding:
     said = ("reads without O_DIRECT" if not on else
             f"reads with O_DIRECT, which {'' if ok else 'only '}unet3d may")
     return finding("O_DIRECT", ok, run.run_id, f"{run.workload or 'the run'} {said}",
-                   CLOSED_PARAMS)
+                   CLOSED_PARAMS, (Fix("reader.odirect", "false", "true"),))
 
 
 def changed(run: Run) -> dict[str, tuple[Any, Any]] | None:
-    """{key: (shipped value, run's value)} of every parameter the run changed, harness keys
-    left out; None when no shipped workload and profile match the run."""
+    """{key: (upstream's value, run's value)} of every parameter the run changed from the
+    upstream file of its workload and accelerator, harness keys left out; None when upstream
+    has no such file."""
     ref = reference(run.workload, run.accelerator)
     if ref is None:
         return None
-    keys = (set(ref) | set(run.flat)) - HARNESS
+    keys = (set(ref) | set(run.flat)) - HARNESS - JUDGED_ELSEWHERE
     return {k: (ref.get(k), run.flat.get(k)) for k in sorted(keys)
             if ref.get(k) != run.flat.get(k)}
 
 
 def check_parameters(run: Run, division: str) -> Finding:
-    """Only the parameters the division lists were changed from the shipped workload."""
+    """Only the parameters the division lists were changed from upstream's file."""
     rule = OPEN_PARAMS if division == "open" else CLOSED_PARAMS
     diffs = changed(run)
     if diffs is None:
         return finding("parameters", False, run.run_id,
-                       f"no shipped workload '{run.workload}' with a "
-                       f"'{run.accelerator or 'default'}' profile to compare with", rule)
+                       f"upstream has no v3.0 file for {run.workload or 'this workload'} on "
+                       f"{run.accelerator or 'an unnamed accelerator'} to compare with (it has "
+                       f"{', '.join(r.name for r in references.REFERENCES)})", rule)
+    ref = references.find(run.workload, run.accelerator)
+    assert ref is not None  # changed() found it
+    rule = rule.applied_to(ref.name)
     allowed = CLOSED_TUNABLE | (OPEN_TUNABLE if division == "open" else frozenset())
     forbidden = {k: v for k, v in diffs.items() if k not in allowed}
     if not forbidden:
         tuned = ", ".join(diffs) or "none"
         return finding("parameters", True, run.run_id,
-                       f"only parameters {division.upper()} may change were changed ({tuned})",
-                       rule)
-    shown = "; ".join(f"{k} = {_text(new)} (shipped: {_text(old)})"
-                      for k, (old, new) in list(forbidden.items())[:4])
-    more = f" and {len(forbidden) - 4} more" if len(forbidden) > 4 else ""
+                       f"only parameters {division.upper()} may change were changed from "
+                       f"{ref.name} ({tuned})", rule)
+    shown = "; ".join(f"{k} = {_text(new)} ({ref.name}: {_text(old)})"
+                      for k, (old, new) in forbidden.items())
     open_only = sorted(set(forbidden) & OPEN_TUNABLE)
     hint = f" ({', '.join(open_only)}: OPEN only)" if open_only else ""
+    fixes = tuple(Fix(k, _text(old) + (" (OPEN may change it)" if k in OPEN_TUNABLE else ""),
+                      _text(new)) for k, (old, new) in forbidden.items())
     return finding("parameters", False, run.run_id,
-                   f"{division.upper()} may not change {shown}{more}{hint}", rule)
+                   f"{division.upper()} may not change {shown}{hint}", rule, fixes)
 
 
 def _text(value: Any) -> str:
-    """A configuration value in a few characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """A configuration value as YAML would read it back (whole: nothing is cut)."""
+    return repr(value) if isinstance(value, str) else json.dumps(value)

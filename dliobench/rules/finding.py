@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dliobench.rules.references import REFERENCES
+
 PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
 
 # The documents the checks cite: a short name, and the repository path@commit it stands for.
@@ -25,23 +27,46 @@ DOCUMENTS = {
                    "@0e57fc408e4878715c757c43f224cc5ed9e478bb",
     TRAINING_SUBMISSION_PY: "mlcommons/storage mlpstorage_py/rules/submission_checkers/"
                             "training.py@0bc0729bdce399ea21816bea892dc5f587631870",
+    # the upstream workload files runs are compared with (rules/references.py)
+    **{r.name: r.citation for r in REFERENCES},
 }
 
 
 @dataclass(frozen=True)
 class Rule:
-    """Where a rule is written: a document (one of ``DOCUMENTS``) and its section."""
+    """Where a rule is written: a document (one of ``DOCUMENTS``) and its section, and the
+    upstream workload file (one of ``DOCUMENTS``) whose values it was applied with, if any."""
 
     document: str
     section: str
+    against: str = ""
 
     def __str__(self) -> str:
-        return f"{self.document} {self.section}"
+        return f"{self.document} {self.section}" + (
+            f", against {self.against}" if self.against else "")
+
+    def applied_to(self, reference: str) -> Rule:
+        """The rule as applied with the values of upstream file ``reference``."""
+        return Rule(self.document, self.section, reference)
 
     @property
     def citation(self) -> str:
         """The document as repository path@commit."""
         return DOCUMENTS[self.document]
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One line of what to change for a failing finding: a key (or, where no key decides it,
+    what is measured), the value the rules need and the value the run has."""
+
+    key: str
+    need: str
+    have: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The fix as plain data."""
+        return {"key": self.key, "need": self.need, "have": self.have}
 
 
 @dataclass(frozen=True)
@@ -53,18 +78,24 @@ class Finding:
     subject: str
     sentence: str
     rule: Rule
+    fixes: tuple[Fix, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The finding as plain data (``dliobench check --json``)."""
+        rule = {"document": self.rule.citation, "section": self.rule.section}
+        if self.rule.against:
+            rule["against"] = DOCUMENTS[self.rule.against]
         return {"check": self.check, "status": self.status, "subject": self.subject,
-                "sentence": self.sentence,
-                "rule": {"document": self.rule.citation, "section": self.rule.section}}
+                "sentence": self.sentence, "rule": rule,
+                "fixes": [f.as_dict() for f in self.fixes]}
 
 
-def finding(check: str, ok: bool | None, subject: str, sentence: str, rule: Rule) -> Finding:
-    """A finding from a verdict: True passes, False fails, None does not apply."""
+def finding(check: str, ok: bool | None, subject: str, sentence: str, rule: Rule,
+            fixes: tuple[Fix, ...] = ()) -> Finding:
+    """A finding from a verdict: True passes, False fails, None does not apply. ``fixes``
+    (what to change) belong to a failing finding only."""
     status = NOT_APPLICABLE if ok is None else PASS if ok else FAIL
-    return Finding(check, status, subject, sentence, rule)
+    return Finding(check, status, subject, sentence, rule, fixes if status == FAIL else ())
 
 
 def failed(findings: list[Finding]) -> int:

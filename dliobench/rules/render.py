@@ -1,23 +1,83 @@
-"""Findings for people (a rich table) and for scripts (JSON)."""
+"""Findings for people (a summary, what to change, then a rich table) and for scripts (JSON).
+
+The summary comes first: whether the runs are ready for the division, and one line per thing
+to change, each naming the key and the value the rules need. Nothing is cut short.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from dliobench.rules.finding import DOCUMENTS, FAIL, PASS, Finding, failed
+from dliobench.rules.finding import DOCUMENTS, FAIL, NOT_APPLICABLE, PASS, Finding, failed
 
 COLOURS = {PASS: "green", FAIL: "red"}
 
 
+def ready(findings: list[Finding]) -> bool | None:
+    """True when every finding passed, False when one failed, None when none failed but some
+    could not be applied (so readiness is not shown)."""
+    if failed(findings):
+        return False
+    return None if any(f.status == NOT_APPLICABLE for f in findings) else True
+
+
+def checklist(findings: list[Finding]) -> list[dict[str, Any]]:
+    """What to change, one entry per (check, key, needed value, value had), with the subjects
+    it applies to; a failing finding with no key to name gives its sentence instead."""
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    for f in findings:
+        if f.status != FAIL:
+            continue
+        lines = ([(f.check, x.key, x.need, x.have) for x in f.fixes] or
+                 [(f.check, "", f.sentence, "")])
+        for check, key, need, have in lines:
+            entry = out.setdefault((check, key, need, have), {
+                "check": check, "key": key, "need": need, "have": have, "subjects": []})
+            entry["subjects"].append(f.subject)
+    return list(out.values())
+
+
+def _line(entry: dict[str, Any]) -> str:
+    """One checklist entry as a line of text."""
+    subjects = entry["subjects"]
+    whom = subjects[0] if len(subjects) == 1 else f"{len(subjects)} runs"
+    what = (f"{entry['key']}: {entry['need']} (has {entry['have']})" if entry["key"] else
+            f"{entry['check']}: {entry['need']}")
+    return f"  - {what}  [{entry['check']}; {whom}]"
+
+
+def summary_lines(findings: list[Finding], division: str) -> list[str]:
+    """The summary: ready or not, then the checklist."""
+    state = ready(findings)
+    bad = failed(findings)
+    na = [f.check for f in findings if f.status == NOT_APPLICABLE]
+    head = (f"{division.upper()}-ready: yes (all {len(findings)} findings pass)" if state else
+            f"{division.upper()}-ready: no ({bad} of {len(findings)} findings fail)"
+            if state is False else
+            f"{division.upper()}-ready: not known ({len(na)} check(s) could not be applied: "
+            f"{', '.join(sorted(set(na)))})")
+    entries = checklist(findings)
+    if not entries:
+        return [head]
+    return [head, "What to change (key: value the rules need):",
+            *(_line(e) for e in entries)]
+
+
 def print_table(findings: list[Finding], division: str, runs: int,
                 console: Console | None = None) -> None:
-    """One row per finding (status, check, subject, sentence, rule), then a one-line total."""
+    """The summary, then one row per finding (status, check, subject, sentence, rule), the
+    documents cited, and a one-line total."""
     console = console or Console()
-    table = Table(title=f"MLPerf Storage v3.0 training rules, {division.upper()} division: "
-                  f"{runs} run(s)", title_justify="left")
+    console.print(f"MLPerf Storage v3.0 training rules, {division.upper()} division: "
+                  f"{runs} run(s)", highlight=False)
+    for line in summary_lines(findings, division):
+        console.print(escape(line), soft_wrap=True, highlight=False)
+    table = Table(title="Details", title_justify="left")
     table.add_column("status", no_wrap=True)
     table.add_column("check", no_wrap=True)
     table.add_column("subject", overflow="fold", ratio=2)
@@ -25,21 +85,24 @@ def print_table(findings: list[Finding], division: str, runs: int,
     table.add_column("rule", overflow="fold", ratio=2)
     for f in findings:
         colour = COLOURS.get(f.status, "yellow")
-        table.add_row(f"[{colour}]{f.status}[/]", f.check, f.subject, f.sentence,
-                      str(f.rule))
+        table.add_row(f"[{colour}]{f.status}[/]", f.check, escape(f.subject),
+                      escape(f.sentence), escape(str(f.rule)))
     console.print(table)
-    for name in sorted({f.rule.document for f in findings}):
-        console.print(f"{name}: {DOCUMENTS[name]}",
-                      soft_wrap=True, highlight=False)
-    bad = failed(findings)
+    cited = {f.rule.document for f in findings} | {f.rule.against for f in findings} - {""}
+    for name in sorted(cited):
+        console.print(f"{name}: {DOCUMENTS[name]}", soft_wrap=True, highlight=False)
     passed = sum(f.status == PASS for f in findings)
-    na = len(findings) - bad - passed
-    verdict = "[red]FAILS the rules[/]" if bad else "[green]meets the rules checked[/]"
-    console.print(f"{passed} passed, {bad} failed, {na} not applicable: {verdict}",
+    na = len(findings) - failed(findings) - passed
+    state = ready(findings)
+    verdict = ("[red]FAILS the rules[/]" if state is False else
+               "[green]meets the rules checked[/]" if state else
+               "[yellow]no rule failed, but not every rule could be applied[/]")
+    console.print(f"{passed} passed, {failed(findings)} failed, {na} not applicable: {verdict}",
                   highlight=False)
 
 
 def as_json(findings: list[Finding], division: str, runs: int) -> str:
-    """The findings as one JSON document."""
-    return json.dumps({"division": division, "runs": runs, "failed": failed(findings),
+    """The summary and every finding as one JSON document."""
+    return json.dumps({"division": division, "runs": runs, "ready": ready(findings),
+                       "failed": failed(findings), "checklist": checklist(findings),
                        "findings": [f.as_dict() for f in findings]}, indent=2)

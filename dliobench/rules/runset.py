@@ -10,6 +10,7 @@ from dliobench.rules.finding import (
     RULES_MD,
     TRAINING_SUBMISSION_PY,
     Finding,
+    Fix,
     Rule,
     finding,
 )
@@ -35,7 +36,8 @@ def check_run_count(runs: list[Run], division: str) -> Finding:
     ok = n >= REQUIRED_RUNS
     return finding("run count", ok, setup_text(runs[0].setup()),
                    f"{n} complete run(s); a training result needs {REQUIRED_RUNS}, after a "
-                   "warm-up run (Rules.md §2.1.17) that is not to be given here", COUNT)
+                   "warm-up run (Rules.md §2.1.17) that is not to be given here", COUNT,
+                   (Fix("complete runs of the setup", f"at least {REQUIRED_RUNS}", str(n)),))
 
 
 def check_run_spread(runs: list[Run], division: str) -> Finding:
@@ -54,7 +56,9 @@ def check_run_spread(runs: list[Run], division: str) -> Finding:
     return finding("run spread", ok, subject,
                    f"samples/s of {len(known)} runs lie within {100 * worst:.1f} % of their "
                    f"mean {centre:,.1f} (at most {100 * SPREAD:.0f} % allowed){gap}",
-                   REPLICABLE)
+                   REPLICABLE, (Fix("samples/s spread of the runs",
+                                    f"within {100 * SPREAD:.0f} % of their mean",
+                                    f"{100 * worst:.1f} %"),))
 
 
 def check_consecutive(runs: list[Run], division: str) -> Finding:
@@ -71,4 +75,5 @@ def check_consecutive(runs: list[Run], division: str) -> Finding:
     return finding("consecutive", ok, subject,
                    f"the widest gap between runs is {widest:,.0f} s, "
                    f"{'less' if ok else 'not less'} than the shortest run ({shortest:,.0f} s)",
-                   CONSECUTIVE)
+                   CONSECUTIVE, (Fix("gap between runs", f"less than {shortest:,.0f} s",
+                                     f"{widest:,.0f} s"),))

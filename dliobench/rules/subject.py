@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from dliobench.errors import DlioBenchError, InputError
+from dliobench.errors import InputError
 from dliobench.results.schema import RunResult
+from dliobench.rules import references
 
 
 @dataclass(frozen=True)
@@ -20,9 +22,14 @@ class Run:
     folder: Path
     result: RunResult
     flat: dict[str, Any] = field(init=False, repr=False, compare=False)
+    accelerator: str = field(init=False, compare=False)
+    accelerator_how: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flat", flatten(self.result["config"]))
+        name, how = infer_accelerator(self.workload, self.flat)
+        object.__setattr__(self, "accelerator", name)
+        object.__setattr__(self, "accelerator_how", how)
 
     @property
     def run_id(self) -> str:
@@ -33,11 +40,6 @@ class Run:
     def workload(self) -> str:
         """The workload's name (``model.name`` or the workload file's name)."""
         return str(self.result.get("workload") or self.flat.get("model.name") or "")
-
-    @property
-    def accelerator(self) -> str:
-        """The accelerator profile the run emulated ('' when none was chosen)."""
-        return str(self.flat.get("train.accelerator") or "")
 
     @property
     def ranks(self) -> int:
@@ -108,17 +110,41 @@ def setup_text(setup: tuple[str, str, int, int]) -> str:
 
 @lru_cache(maxsize=32)
 def reference(workload: str, accelerator: str) -> dict[str, Any] | None:
-    """The shipped workload's configuration for ``accelerator``, flattened: the rules'
-    values, each cited in the workload file (None when no such workload or profile ships)."""
+    """The upstream v3.0 workload file of ``workload`` on ``accelerator`` (a byte-for-byte
+    copy, ``rules/references.py``), loaded as dliobench loads any workload file and
+    flattened as a result holds its configuration, so both compare in dliobench's key names
+    (None when upstream has no such file)."""
+    ref = references.find(workload, accelerator)
+    return None if ref is None else load_reference(ref)
+
+
+@lru_cache(maxsize=32)
+def load_reference(ref: references.Reference) -> dict[str, Any]:
+    """One upstream file's configuration, flattened."""
     from dliobench.config.load import load
-    from dliobench.config.shipped import find
     from dliobench.results.files import config_dict
 
-    path = find(workload, "workloads", local=False) if workload else None
-    if path is None:
-        return None
-    try:
-        config, _ = load(path, [], accelerator or None)
-    except DlioBenchError:  # the workload ships without this accelerator's profile
-        return None
+    config, _ = load(ref.path)
     return flatten(json.loads(json.dumps(config_dict(config))))  # as a result holds it
+
+
+def infer_accelerator(workload: str, flat: dict[str, Any]) -> tuple[str, str]:
+    """The accelerator a run emulated and how that is known: the profile it named
+    (``train.accelerator``), else the one upstream v3.0 file of its workload whose compute
+    time per batch the run used (upstream's files name no accelerator key: the accelerator is
+    in the file's name and its ``train.computation_time``, e.g. 0.162 s is unet3d_b200's).
+    ('', why) when neither tells."""
+    named = str(flat.get("train.accelerator") or "")
+    if named:
+        return named, "named by train.accelerator"
+    compute = flat.get("train.computation_time")
+    refs = references.of_workload(workload)
+    same = [r for r in refs if isinstance(compute, (int, float)) and math.isclose(
+        float(load_reference(r)["train.computation_time"]), float(compute), rel_tol=1e-9)]
+    if len(same) == 1:
+        return same[0].accelerator, (f"inferred: train.computation_time = {compute} s is "
+                                     f"{same[0].name}'s")
+    known = ", ".join(f"{r.accelerator} {load_reference(r)['train.computation_time']} s"
+                      for r in refs) or "none"
+    return "", (f"not named (train.accelerator is empty) and train.computation_time = "
+                f"{compute} s is no v3.0 {workload or 'workload'} file's ({known})")

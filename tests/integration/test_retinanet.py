@@ -36,9 +36,10 @@ def test_retinanet_defaults_to_b200_and_decodes() -> None:
 
 
 def test_unet3d_b200_is_half_the_h100() -> None:
-    b200, _ = load(WORKLOADS / "unet3d.yaml", accelerator="b200")
-    h100, _ = load(WORKLOADS / "unet3d.yaml")
-    assert h100.train.accelerator == "h100"
+    b200, _ = load(WORKLOADS / "unet3d.yaml")  # v3.0's b200 is the default
+    h100, _ = load(WORKLOADS / "unet3d.yaml", accelerator="h100")
+    assert (b200.train.accelerator, h100.train.accelerator) == ("b200", "h100")
+    assert h100.train.computation_time == pytest.approx(2 * 0.162, rel=0.01)
     assert b200.train.computation_time == pytest.approx(0.162)
     assert b200.metric.au == pytest.approx(0.90) and b200.reader.batch_size == 7
 

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from dliobench.cli.main import main
+from dliobench.config.load import FIELDS
 from dliobench.results.provenance import config_hash
+from dliobench.rules.references import REFERENCES, Reference
 from dliobench.rules.subject import reference
 
 TINY = ["dataset.num_files_train=35", "dataset.record_length_bytes=65536",
@@ -95,8 +97,10 @@ def test_the_real_tiny_run_fails_on_what_it_changed(real_run: Path,
     assert params["status"] == "fail"
     assert params["rule"]["section"] == "§3.6.2 trainingClosedSubmissionParameters"
     assert params["rule"]["document"].startswith("mlcommons/storage Rules.md@0366ccfc")
-    for key in ("dataset.record_length_bytes = 65536 (shipped: 146600628)",
-                "train.computation_time = 0.02 (shipped: 0.162)", "train.epochs = 1"):
+    assert params["rule"]["against"] == ("mlcommons/storage configs/dlio/workload/"
+                                         "unet3d_b200.yaml@0d75b41708cf30b991186aa58c53890cb3b7956e")
+    for key in ("dataset.record_length_bytes = 65536 (unet3d_b200.yaml: 146600628)",
+                "train.computation_time = 0.02 (unet3d_b200.yaml: 0.162)", "train.epochs = 1"):
         assert key in params["sentence"]
     assert "read_threads" not in params["sentence"]  # CLOSED may change it
     assert found["dataset size"]["status"] == "fail"
@@ -120,10 +124,10 @@ def test_a_passing_set(real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "5 complete run(s)" in found[("run count", setup)]["sentence"]
     assert "within 2.0 % of their mean" in found[("run spread", setup)]["sentence"]
     assert f"{FULL_FILES:,} files" in found[("dataset size", "run-0")]["sentence"]
-    assert "AU 95.0 % is at or above unet3d's floor for b200, 90.0 %" in \
+    assert "AU 95.0 % is at or above the floor of unet3d_b200.yaml, 90.0 %" in \
         found[("AU floor", "run-0")]["sentence"]
-    assert "(dataset.data_folder, dataset.num_files_train, reader.odirect, " \
-        "reader.read_threads)" in found[("parameters", "run-0")]["sentence"]
+    assert "changed from unet3d_b200.yaml (dataset.data_folder, dataset.num_files_train, " \
+        "reader.odirect, reader.read_threads)" in found[("parameters", "run-0")]["sentence"]
     assert found[("O_DIRECT", "run-0")]["sentence"] == \
         "unet3d reads with O_DIRECT, which unet3d may"
 
@@ -144,9 +148,11 @@ def test_a_failing_set_names_each_rule(real: Doc, tmp_path: Path,
     assert small["sentence"].startswith("100 files (14.66 GB) is short of the ")
     low = found[("AU floor", "run-1")]
     assert low["rule"]["section"] == "§3.3.2 trainingAcceleratorUtilizationCheck"
-    assert "AU 50.0 % is below unet3d's floor for b200, 90.0 %" in low["sentence"]
+    assert "AU 50.0 % is below the floor of unet3d_b200.yaml, 90.0 %" in low["sentence"]
     changed = found[("parameters", "run-2")]
-    assert changed["sentence"] == "CLOSED may not change reader.batch_size = 8 (shipped: 7)"
+    assert changed["sentence"] == \
+        "CLOSED may not change reader.batch_size = 8 (unet3d_b200.yaml: 7)"
+    assert changed["fixes"] == [{"key": "reader.batch_size", "need": "7", "have": "8"}]
 
 
 def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
@@ -157,6 +163,13 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
     docs[1]["metrics"]["au"] = 0.5
     assert main(["check", str(write_set(tmp_path / "t", docs))]) == 1
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[1:4] == [
+        "CLOSED-ready: no (1 of 48 findings fail)",
+        "What to change (key: value the rules need):",
+        "  - AU (storage fast enough for the accelerators emulated): at least 90.0 % "
+        "(has 50.0 %)  [AU floor; run-1]"]
+    assert lines[4].startswith("Details")
     assert "trainingAcceleratorUtilizationCheck" in out and "fail" in out
     assert "Rules.md: mlcommons/storage Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53" in out
     assert "47 passed, 1 failed, 0 not applicable: FAILS the rules" in out
@@ -164,11 +177,11 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
 
 @pytest.mark.parametrize(("edit", "failing", "needle"), [
     (lambda d: d["config"]["train"].update(accelerator="h100", computation_time=0.323),
-     "accelerator", "h100 is whatif only, not submittable in CLOSED or OPEN"),
-    (lambda d: d["config"]["reader"].update(data_loader="pytorch"), "parameters",
+     "accelerator", "h100 (named by train.accelerator) is whatif only, not submittable"),
+    (lambda d: d["config"]["reader"].update(data_loader="native"), "parameters",
      "(reader.data_loader: OPEN only)"),
     (lambda d: d["config"]["storage"].update(stage_to="/local"), "parameters",
-     "storage.stage_to = '/local' (shipped: '')"),
+     "storage.stage_to = '/local' (unet3d_b200.yaml: '')"),
     (lambda d: (d.update(workload="retinanet"), d["config"]["reader"].update(odirect=True)),
      "O_DIRECT", "retinanet reads with O_DIRECT, which only unet3d may"),
     (lambda d: d.update(status="partial", errors=["rank 0: disk gone"]), "complete",
@@ -192,7 +205,7 @@ def test_open_division_allows_the_loader(real: Doc, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     docs = [full_size(real, i) for i in range(5)]
     for d in docs:
-        d["config"]["reader"]["data_loader"] = "pytorch"
+        d["config"]["reader"]["data_loader"] = "native"
     folder = write_set(tmp_path / "open", docs)
     assert check(capsys, str(folder))[0] == 1
     code, doc = check(capsys, "--division", "open", str(folder))
@@ -260,3 +273,77 @@ def test_a_result_without_what_the_rules_read_is_refused(
     assert err == (f"dliobench: error: {folder / 'run-0' / 'result.json'} lacks "
                    "reader.batch_size, metrics.au as a run writes them, so the rules cannot be "
                    "applied to it; leave that folder out")
+
+
+# What a user scaling an upstream file down sets, and nothing else: fewer and smaller files
+# (and, for retinanet, 1 epoch of its 8, to keep the test short: Rules.md §3.6.2 does not let
+# CLOSED change train.epochs, so that finding is the rules' own). unet3d keeps its 5 epochs.
+# workflow.generate_data: upstream generates in a separate datagen step; a harness key.
+SCALED_DOWN = {
+    "unet3d_b200.yaml": ["dataset.num_files_train=7", "dataset.record_length_bytes=64KiB",
+                         "dataset.record_length_bytes_stdev=0",
+                         "dataset.record_length_bytes_resize=64KiB"],
+    "retinanet_b200.yaml": ["dataset.num_files_train=24", "dataset.record_length_bytes=16KiB",
+                            "train.epochs=1"],
+    "retinanet_mi355.yaml": ["dataset.num_files_train=32", "dataset.record_length_bytes=16KiB",
+                             "train.epochs=1"],
+}
+
+
+@pytest.mark.parametrize("ref", REFERENCES, ids=lambda r: r.name)
+def test_an_upstream_file_run_scaled_down_is_judged_on_what_the_user_changed(
+        ref: Reference, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream's own v3.0 file, run unchanged but scaled down: no finding names a key the
+    file sets itself; the accelerator is inferred from its compute time."""
+    scaled = SCALED_DOWN[ref.name]
+    assert main(["run", str(ref.path), "--no-progress", "--output", str(tmp_path / "runs"),
+                 f"dataset.data_folder={tmp_path / 'data'}", "workflow.generate_data=true",
+                 *scaled]) == 0
+    capsys.readouterr()  # the run's own report
+    run = next((tmp_path / "runs").iterdir())
+    user_set = {o.split("=")[0] for o in scaled}
+    for division in ("closed", "open"):
+        _, doc = check(capsys, "--division", division, str(run))
+        found = {f["check"]: f for f in doc["findings"]}
+        assert found["workload"]["status"] == found["accelerator"]["status"] == "pass"
+        compute = ref_compute(ref)
+        assert f"{ref.accelerator} (inferred: train.computation_time = {compute} s is " \
+            f"{ref.name}'s)" in found["accelerator"]["sentence"]
+        keys = {x["key"] for f in doc["findings"] for x in f["fixes"]}
+        assert keys & set(FIELDS) <= user_set, keys  # none the upstream file set itself
+        params = {x["key"] for x in found["parameters"]["fixes"]}
+        assert params == user_set - {"dataset.num_files_train"}  # the one CLOSED may change
+        assert found["parameters"]["rule"]["against"] == ref.citation
+        assert found["AU floor"]["rule"]["against"] == ref.citation
+
+
+def ref_compute(ref: Reference) -> float:
+    """The compute time per batch the upstream file sets."""
+    value = reference(ref.workload, ref.accelerator)
+    assert value is not None
+    return float(value["train.computation_time"])
+
+
+def test_every_change_is_listed_and_a_passing_set_reads_ready(
+        real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is cut short ("and N more"): six forbidden changes give six checklist lines,
+    each with the key and upstream's value; five good runs read CLOSED-ready: yes."""
+    monkeypatch.setenv("COLUMNS", "250")
+    docs = [full_size(real, i) for i in range(5)]
+    assert main(["check", str(write_set(tmp_path / "good", docs))]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "CLOSED-ready: yes (all 48 findings pass)"
+    docs = [full_size(real, i) for i in range(5)]
+    docs[0]["config"]["reader"].update(batch_size=8, data_loader="native", file_shuffle="off",
+                                       sample_shuffle="off")
+    docs[0]["config"]["train"].update(epochs=1)
+    docs[0]["config"]["checkpoint"].update(checkpoint_after_epoch=1)
+    code, doc = check(capsys, str(write_set(tmp_path / "six", docs)))
+    wanted = {("checkpoint.checkpoint_after_epoch", "5"), ("reader.batch_size", "7"),
+              ("reader.data_loader", "'pytorch' (OPEN may change it)"),
+              ("reader.file_shuffle", "'seed'"), ("reader.sample_shuffle", "'seed'"),
+              ("train.epochs", "5")}
+    assert code == 1 and doc["ready"] is False
+    assert {(c["key"], c["need"]) for c in doc["checklist"]} == wanted
+    params = by_check(doc)[("parameters", "run-0")]["sentence"]
+    assert "more" not in params and params.count("(unet3d_b200.yaml: ") == 6

@@ -49,6 +49,9 @@ def test_the_wheel_runs_shipped_workloads_by_name_from_any_folder(tmp_path: Path
     assert done.returncode == 0, done.stderr
     result = json.loads(next((elsewhere / "reports").glob("*/result.json")).read_text())
     assert result["workload"] == "unet3d" and result["metrics"]["exactly_once"] is True
+    checked = subprocess.run([python, "-m", "dliobench", "check", "--json", "reports"],
+                             capture_output=True, text=True, cwd=elsewhere)  # upstream's files
+    assert "unet3d_b200.yaml@" in checked.stdout, checked.stderr  # ship in the wheel
     dry = subprocess.run([python, "-m", "dliobench", "sweep", "unet3d_bert_scaling",
                           "--dry-run"], capture_output=True, text=True, cwd=elsewhere)
     assert dry.returncode == 0 and "all points load" in dry.stdout, dry.stderr

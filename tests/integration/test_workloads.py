@@ -44,7 +44,7 @@ def test_unet3d_with_each_loader(loader: str, workdir: Path, run_cli: Callable[.
     assert code == 0
     result = last_result(workdir / "reports")
     assert result["config"]["reader"]["data_loader"] == loader
-    assert result["config"]["train"]["accelerator"] == "h100"
+    assert result["config"]["train"]["accelerator"] == "b200"  # v3.0's, the default
     assert result["metrics"]["bytes"] > 0
 
 

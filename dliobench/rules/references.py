@@ -1,0 +1,60 @@
+"""The upstream workload files the rules judge runs against: MLPerf Storage v3.0's CLOSED
+training references, kept byte for byte in ``rules/upstream/`` and cited here as
+path@commit (the commit is the stored version of the file that was copied).
+
+editions.yaml (mlcommons/storage mlpstorage_py/rules/editions.yaml@0e57fc4) names v3.0's
+CLOSED training workloads (unet3d and retinanet, each on b200 and mi355) and, per class, the
+reference file: unet3d_b200.yaml, retinanet_b200.yaml, retinanet_mi355.yaml. Upstream has no
+unet3d_mi355.yaml, so a unet3d run on mi355 has nothing to be compared with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+FOLDER = Path(__file__).with_name("upstream")
+REPO = "mlcommons/storage"
+WORKLOAD_DIR = "configs/dlio/workload"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One upstream workload file: the workload and accelerator it defines, and its commit."""
+
+    workload: str
+    accelerator: str
+    commit: str
+
+    @property
+    def name(self) -> str:
+        """The file's name, as upstream spells it (``unet3d_b200.yaml``)."""
+        return f"{self.workload}_{self.accelerator}.yaml"
+
+    @property
+    def path(self) -> Path:
+        """The kept copy."""
+        return FOLDER / self.name
+
+    @property
+    def citation(self) -> str:
+        """``mlcommons/storage configs/dlio/workload/<name>@<commit>``."""
+        return f"{REPO} {WORKLOAD_DIR}/{self.name}@{self.commit}"
+
+
+REFERENCES = (
+    Reference("unet3d", "b200", "0d75b41708cf30b991186aa58c53890cb3b7956e"),
+    Reference("retinanet", "b200", "11460d004cc3127ba943a79cdc6fa0d9339eb7f8"),
+    Reference("retinanet", "mi355", "76f45459b8a0ea67cffff896ae82af96cfcdab6c"),
+)
+
+
+def find(workload: str, accelerator: str) -> Reference | None:
+    """The reference file of ``workload`` on ``accelerator``, or None when upstream has none."""
+    return next((r for r in REFERENCES
+                 if (r.workload, r.accelerator) == (workload, accelerator)), None)
+
+
+def of_workload(workload: str) -> list[Reference]:
+    """Every reference file of ``workload`` (one per accelerator upstream defines it for)."""
+    return [r for r in REFERENCES if r.workload == workload]
