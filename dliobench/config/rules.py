@@ -10,14 +10,24 @@ from dliobench.errors import ConfigError
 
 def advice(config: Config) -> list[str]:
     """Warnings about settings that run but probably do not say what was meant."""
+    said: list[str] = []
     d = config.dataset
     mean, stdev = d.record_length_bytes, d.record_length_bytes_stdev
     if stdev > mean / 2:  # e.g. UNet3D scaled to a 2 MiB mean keeps its 68 MB stdev
-        return [f"dataset.record_length_bytes_stdev ({stdev:,} B) is more than half of "
-                f"dataset.record_length_bytes ({mean:,} B): sample sizes will range from 1 B "
-                f"to about {mean + 3 * stdev:,} B; when scaling a workload down, scale its "
-                "stdev too (dliobench does not change it for you)"]
-    return []
+        said.append(f"dataset.record_length_bytes_stdev ({stdev:,} B) is more than half of "
+                    f"dataset.record_length_bytes ({mean:,} B): sample sizes will range from "
+                    f"1 B to about {mean + 3 * stdev:,} B; when scaling a workload down, scale "
+                    "its stdev too (dliobench does not change it for you)")
+    ckpt, train = config.checkpoint, config.train
+    if (config.workflow.checkpoint and config.workflow.train
+            and ckpt.steps_between_checkpoints <= 0
+            and train.epochs < ckpt.checkpoint_after_epoch):
+        # e.g. unet3d_b200.yaml checkpoints after epoch 5: a 2-epoch run would write none
+        said.append(f"workflow.checkpoint is true but train.epochs ({train.epochs}) is below "
+                    f"checkpoint.checkpoint_after_epoch ({ckpt.checkpoint_after_epoch}), so "
+                    "no checkpoint will be written; run more epochs or lower "
+                    "checkpoint.checkpoint_after_epoch")
+    return said
 
 
 def check(config: Config) -> None:

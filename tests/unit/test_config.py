@@ -168,6 +168,17 @@ def test_a_stdev_left_larger_than_half_the_mean_is_warned_about() -> None:
     assert not any("more than half" in w for w in quiet)
 
 
+def test_checkpoints_asked_for_after_the_last_epoch_are_warned_about() -> None:
+    """Upstream's unet3d_b200.yaml checkpoints after epoch 5: fewer epochs write none."""
+    upstream = (Path(__file__).resolve().parents[2] / "dliobench" / "rules" / "upstream"
+                / "unet3d_b200.yaml")
+    asked = ["workflow.checkpoint=true", "train.epochs=2"]
+    _, warnings = load(upstream, asked)
+    assert any("no checkpoint will be written" in w for w in warnings)
+    _, quiet = load(upstream, [*asked, "checkpoint.checkpoint_after_epoch=2"])
+    assert not any("no checkpoint will be written" in w for w in quiet)
+
+
 def test_keys_give_units_and_the_accelerators_section(
         capsys: pytest.CaptureFixture[str]) -> None:
     from dliobench.cli.main import main
