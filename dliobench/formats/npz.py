@@ -32,6 +32,7 @@ _ZIP64_ID = 0x0001
 _FULL = 0xFFFFFFFF  # a size kept in the zip64 extra field (np.savez forces zip64)
 _END = (b"PK\x01\x02", b"PK\x05\x06")  # the central directory: no more members
 CHUNK = 4096
+ENOUGH = 1024  # bytes past an offset that hold its zip or .npy header (numpy's: ~128)
 MEMBER, AXIS = "x", -1  # DLIO's split: x[..., i] (see ``Split``)
 
 Read = Callable[[int, int], memoryview]  # (offset, length) -> the file's bytes there
@@ -198,7 +199,7 @@ class NpzFormat(ContiguousFormat):
         """The member's array, from ``buf`` (the file's first bytes, or all of them) and, for
         a member further on, the file's bytes there (read through ``src``, counted)."""
         def read(offset: int, length: int) -> memoryview:
-            if offset + length <= len(buf) or len(buf) >= file_size:
+            if len(buf) - offset >= min(length, ENOUGH) or len(buf) >= file_size:
                 return buf[offset:offset + length]
             data, got = src.backend.read_range(src.key, offset,
                                                max(0, min(length, file_size - offset)))
