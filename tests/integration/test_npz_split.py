@@ -109,6 +109,9 @@ def test_npz_keys_are_refused_where_they_cannot_apply(workdir: Path,
     assert run_cli("run", "dataset.npz_sample_axis=0", "dataset.num_files_train=2",
                    *QUICK) == 2
     assert "dliobench generates x with a sample per row" in capsys.readouterr().err
+    assert run_cli("run", "dataset.format=npy", "dataset.npz_member=y",
+                   "dataset.num_files_train=2", *QUICK) == 2
+    assert "apply to npz files, not npy; leave them out" in capsys.readouterr().err
     folder = workdir / "arrays"
     folder.mkdir()
     np.save(folder / "a.npy", np.zeros((2, 64), np.uint8))
