@@ -155,8 +155,7 @@ def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
         if manifest.params.get("source") != "existing":
             raise DatasetError(f"{folder} holds a dataset dliobench generated; run it without "
                                "dataset.source=existing and dataset.layout=dlio")
-        if manifest.params.get("format") == "npz" and \
-                manifest.params.get("npz_split") != split.to_json():
+        if manifest.params.get("format") == "npz" and not _built_for(manifest.params, split):
             log.info("the index in %s was built for another npz split (%s); indexing the "
                      "files again for %s", backend.describe(FOLDER),
                      manifest.params.get("split_text", "not recorded"), split_text(split))
@@ -170,12 +169,27 @@ def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     return _new_index(config, split)
 
 
+def _built_for(params: dict[str, Any], split: Split) -> bool:
+    """Whether an npz index serves ``split``: built for it, or (the member whole asked) built
+    for one sample along an axis of that member in every file, which is the member whole."""
+    built = params.get("npz_split")
+    if built == split.to_json():
+        return True
+    return split.axis is None and isinstance(built, dict) and \
+        built.get("member") == split.member and params.get("num_samples_per_file") == 1 \
+        and not params.get("samples_not_read")
+
+
 def _drop(manifest: Manifest) -> None:
-    """Remove an index (its header first: without it nothing trusts the rest)."""
+    """Remove an index (its header first: without it nothing trusts the rest); one that
+    cannot be removed (a read-only folder) stays, passed over the same way by later runs."""
     backend = manifest.backend
-    for key in (HEADER_KEY, *(manifest.column_key(n) for n in manifest.to_json()["columns"]),
-                NAMES_KEY):
-        backend.delete(key)
+    try:
+        for key in (HEADER_KEY, NAMES_KEY,
+                    *(manifest.column_key(n) for n in manifest.to_json()["columns"])):
+            backend.delete(key)
+    except OSError:
+        pass
 
 
 def split_text(split: Split) -> str:

@@ -101,6 +101,10 @@ def test_a_dlio_layout_is_split_alike_through_both_entry_paths(
     no_listing(monkeypatch)  # the other path asks for the same split: it trusts the index
     code, d = _run(run_cli, workdir / "r2", "--dataset", str(data))
     assert code == 0 and (*_split(d), d["layout"]) == splits[0]
+    # as DLIO's command lines say it: one sample per file is x whole, the same split
+    code, d = _run(run_cli, workdir / "r3", "--dataset", str(data),
+                   "++workload.dataset.num_samples_per_file=1")
+    assert code == 0 and (*_split(d), d["layout"]) == splits[0]
 
 
 def test_npz_keys_are_refused_where_they_cannot_apply(workdir: Path,
