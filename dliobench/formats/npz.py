@@ -44,8 +44,9 @@ class Split:
     or the member whole as one sample (``axis`` None).
 
     The default is DLIO's: its generator writes ``x`` of shape (dim1, dim2, samples) and
-    ``y`` the labels, and its reader takes ``x[..., i]`` (argonne-lcf/dlio_benchmark
-    dlio_benchmark/data_generator/npz_generator.py and reader/npz_reader.py @03bded3).
+    ``y`` the labels, and its reader takes ``x[..., i]`` and never reads ``y``
+    (argonne-lcf/dlio_benchmark dlio_benchmark/data_generator/npz_generator.py and
+    reader/npz_reader.py @03bded3; the same in the reader @85183dd, the generator @486406f).
     """
 
     member: str = MEMBER
