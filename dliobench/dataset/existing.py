@@ -36,7 +36,7 @@ from dliobench.dataset.manifest import (
     read_whole,
     records,
 )
-from dliobench.errors import DatasetError, InputError
+from dliobench.errors import ConfigError, DatasetError, InputError
 from dliobench.formats import format_for
 from dliobench.formats.npz import AXIS, MEMBER, Split
 from dliobench.storage import backend_for
@@ -90,6 +90,11 @@ def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
     """The existing dataset the configuration points at, indexed (once) by rank 0; None when
     the dataset is to be generated."""
     if not wanted(config.dataset):
+        if (config.dataset.npz_member, config.dataset.npz_sample_axis) != (MEMBER, AXIS):
+            raise ConfigError("dataset.npz_member and dataset.npz_sample_axis say how an "
+                              "existing npz dataset is split into samples; this run generates "
+                              "its dataset (x, a sample per row), so leave them out or read "
+                              "existing files (dataset.source=existing)")
         return None
     found = _open_or_index(config) if world.is_root else None
     shared: tuple[dict[str, Any], list[str], str] | None = comm.bcast(found)

@@ -39,16 +39,7 @@ def get_format(name: str) -> Format:
 
 def format_for(dataset: DatasetConfig) -> Format:
     """The format of a dataset, with the options its configuration sets (HDF5 chunking and
-    compression); the run's ``Plan`` is the one caller.
-
-    Raises ConfigError when the npz split's keys are set for files of another format.
-    """
-    if dataset.format != "npz":
-        from dliobench.formats.npz import AXIS, MEMBER
-
-        if (dataset.npz_member, dataset.npz_sample_axis) != (MEMBER, AXIS):
-            raise ConfigError("dataset.npz_member and dataset.npz_sample_axis apply to npz "
-                              f"files, not {dataset.format}; leave them out")
+    compression); the run's ``Plan`` is the one caller."""
     return get_format(dataset.format).configured(dataset)
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides large-sample speed
 
-from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
+from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import _npyheader as npyheader
 from dliobench.formats import _npzwrite as npzwrite
 from dliobench.formats.base import ByteRange, ContiguousFormat, Format, Stored
@@ -171,18 +171,11 @@ class NpzFormat(ContiguousFormat):
     axis = 0  # dliobench writes a sample per row
 
     def configured(self, dataset: DatasetConfig) -> Format:
-        """This format; for an existing dataset, reading its member and axis.
-
-        Raises ConfigError when the npz keys are set for a dataset dliobench generates.
-        """
+        """This format; for an existing dataset, reading its member along its axis (the npz
+        keys do not apply to the files dliobench generates: ``existing.adopt`` refuses them)."""
         super().configured(dataset)
         asked = (dataset.npz_member, dataset.npz_sample_axis)
-        if dataset.source != "existing":
-            if asked != (MEMBER, AXIS):
-                raise ConfigError("dataset.npz_member and dataset.npz_sample_axis say how an "
-                                  "existing npz dataset is split into samples; dliobench "
-                                  "generates x with a sample per row, so leave them out or "
-                                  "read existing files (dataset.source=existing)")
+        if dataset.source != "existing" or asked == (self.member, self.axis):
             return self
         out = copy.copy(self)
         out.member, out.axis = asked
