@@ -28,6 +28,7 @@ from dliobench.errors import ConfigError
 from dliobench.storage.location import S3_SCHEME, is_url, parse_s3
 
 IGNORED_TOP_LEVEL = ("framework",)
+COMMAND_LINE = "the command line"  # the overrides' layer
 INT64_MAX = 2**63 - 1  # integers end up in numpy arrays and file offsets
 
 
@@ -140,7 +141,7 @@ def read_workload(path: str | Path) -> _Layer:
 
 def parse_overrides(items: list[str]) -> _Layer:
     """``section.key=value`` items (DLIO's ``++workload.`` prefix accepted) into a layer."""
-    layer = _Layer("the command line")
+    layer = _Layer(COMMAND_LINE)
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep or not name.strip():
@@ -264,7 +265,9 @@ def resolve(layers: list[_Layer], source: str = "") -> tuple[Config, list[str]]:
         built["storage"] = dataclasses.replace(built["storage"], storage_type="s3")
     if is_url(built["checkpoint"].checkpoint_folder):
         parse_s3(built["checkpoint"].checkpoint_folder, "checkpoint.checkpoint_folder")
-    config = Config(**built, accelerators=profiles, source=source)
+    given = tuple(sorted({k for layer in layers if layer.origin == COMMAND_LINE
+                          for k in layer.values}))
+    config = Config(**built, accelerators=profiles, source=source, given=given)
     rules.check(config)
     return config, warnings + rules.advice(config)
 

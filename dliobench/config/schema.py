@@ -94,6 +94,13 @@ class DatasetConfig:
     index_checksums: bool = key(
         False, "bool", "existing datasets: also record every file's CRC-32C when indexing (reads "
         "every byte once; `dliobench generate --verify` can then check the files)")
+    npz_member: str = key(
+        "x", "name", "existing npz datasets: the member holding the samples (DLIO's x; other "
+        "members, such as DLIO's labels y, are not read, as DLIO reads x only)", nonempty=True)
+    npz_sample_axis: int = key(
+        -1, "int", "existing npz datasets: the axis of npz_member along which its samples lie "
+        "(-1, the last: x[..., i], as DLIO writes and reads them; 0: x[i]); "
+        "num_samples_per_file=1 on the command line reads the member whole as one sample")
     num_files_train: int = key(8, "int", "number of training files", minimum=1)
     num_samples_per_file: int = key(1, "int", "samples stored in each file", minimum=1)
     num_subfolders_train: int = key(
@@ -428,6 +435,7 @@ class Config:
     checkpoint: CheckpointConfig = CheckpointConfig()
     accelerators: dict[str, AcceleratorProfile] = field(default_factory=dict)
     source: str = ""
+    given: tuple[str, ...] = ()  # keys the command line set: an existing dataset honours them
 
     @property
     def name(self) -> str:

@@ -5,6 +5,11 @@ beside the data, or under ``<output.folder>/dataset-index/`` when the data folde
 written; the manifest then also names the files (``names.txt``), so later runs neither list
 the folder nor derive names. The run's configuration takes the format, file count, samples
 per file and sample sizes from the index.
+
+An npz file is cut into samples as ``formats.npz.Split`` says: DLIO's ``x[..., i]`` unless
+``dataset.npz_member`` / ``dataset.npz_sample_axis`` say otherwise, or the member whole when
+the command line sets ``dataset.num_samples_per_file=1``. The index records the split it was
+built for; a run asking for another indexes the files again. Every run says the split.
 """
 
 from __future__ import annotations
@@ -20,18 +25,20 @@ import numpy as np
 
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config, DatasetConfig
-from dliobench.dataset.indexing import Index, index
+from dliobench.dataset.indexing import Index, dlio_named, index
 from dliobench.dataset.layout import TRAIN
 from dliobench.dataset.manifest import (
     FOLDER,
+    HEADER_KEY,
     IDENTITY_KEYS,
     Manifest,
     identity,
     read_whole,
     records,
 )
-from dliobench.errors import DatasetError, InputError
+from dliobench.errors import ConfigError, DatasetError, InputError
 from dliobench.formats import format_for
+from dliobench.formats.npz import AXIS, MEMBER, Split
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 from dliobench.storage.location import is_url
@@ -39,6 +46,7 @@ from dliobench.units import size_text
 
 log = logging.getLogger(__name__)
 NAMES_KEY = f"{FOLDER}/names.txt"
+PER_FILE = "dataset.num_samples_per_file"
 INDEX_ROOT = "dataset-index"  # under output.folder, for data folders we cannot write
 
 
@@ -82,24 +90,58 @@ def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
     """The existing dataset the configuration points at, indexed (once) by rank 0; None when
     the dataset is to be generated."""
     if not wanted(config.dataset):
+        if (config.dataset.npz_member, config.dataset.npz_sample_axis) != (MEMBER, AXIS):
+            raise ConfigError("dataset.npz_member and dataset.npz_sample_axis say how an "
+                              "existing npz dataset is split into samples; this run generates "
+                              "its dataset (x, a sample per row), so leave them out or read "
+                              "existing files (dataset.source=existing)")
         return None
     found = _open_or_index(config) if world.is_root else None
     shared: tuple[dict[str, Any], list[str], str] | None = comm.bcast(found)
     assert shared is not None
     params, keys, where = shared
-    if world.is_root and params.get("samples_not_read"):
-        log.warning("the files of %s hold different numbers of samples: each is read as %d "
-                    "sample(s), so %d sample(s) are never read", config.dataset.data_folder,
-                    params["num_samples_per_file"], params["samples_not_read"])
+    _check_asked(config, params)
+    if world.is_root:
+        if params.get("split_said"):
+            log.info("%s", params["split_said"])
+        if params.get("samples_not_read"):
+            log.warning("the files of %s hold different numbers of samples: each is read as %d "
+                        "sample(s), so %d sample(s) are never read", config.dataset.data_folder,
+                        params["num_samples_per_file"], params["samples_not_read"])
     dataset = replace(config.dataset, **{k: params[k] for k in IDENTITY_KEYS},
                       num_files_train=len(keys), source="existing", layout=str(params["layout"]))
     return Existing(replace(config, dataset=dataset), keys, backend_for(where),
                     str(params["layout"]))
 
 
+def asked_split(config: Config) -> Split:
+    """The npz split the run asks for: the member whole when the command line sets
+    ``dataset.num_samples_per_file=1``, else its samples along ``dataset.npz_sample_axis``."""
+    d = config.dataset
+    whole = PER_FILE in config.given and d.num_samples_per_file == 1
+    return Split(d.npz_member, None if whole else d.npz_sample_axis)
+
+
+def _check_asked(config: Config, params: dict[str, Any]) -> None:
+    """Refuse, in one sentence, what the command line asks that the files do not hold."""
+    d, per_file, fmt = config.dataset, int(params["num_samples_per_file"]), params["format"]
+    if fmt != "npz" and (d.npz_member, d.npz_sample_axis) != (MEMBER, AXIS):
+        raise InputError(f"dataset.npz_member and dataset.npz_sample_axis apply to npz files, "
+                         f"and {d.data_folder} holds {fmt} files; leave them out")
+    if PER_FILE not in config.given or d.num_samples_per_file == per_file:
+        return
+    if fmt == "npz" and d.num_samples_per_file == 1:
+        return  # honoured: the member whole (asked_split)
+    how = f"as {params.get('split_text', 'indexed')}" if fmt == "npz" else "as indexed"
+    whole = ", or to 1 to read a file's member whole as one sample" if fmt == "npz" else ""
+    raise InputError(f"dataset.num_samples_per_file={d.num_samples_per_file} does not match "
+                     f"the files in {d.data_folder}, which hold {per_file} sample(s) each "
+                     f"{how}; leave it out, set it to {per_file}{whole}")
+
+
 def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     """(manifest parameters, file keys, manifest folder): the index beside the data or in the
-    output folder, or a new one."""
+    output folder, or a new one (also when it was built for another npz split)."""
     d = config.dataset
     if is_url(d.data_folder):
         raise InputError(f"dataset.data_folder {d.data_folder}: existing datasets are read from "
@@ -109,6 +151,7 @@ def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
     if not folder.is_dir():
         raise InputError(f"dataset.data_folder {folder} is not a folder; give the folder "
                          "holding your dataset")
+    split = asked_split(config)
     for place in (str(folder), str(fallback_folder(config))):
         backend = backend_for(place)
         manifest = Manifest.load(backend) if os.path.isdir(place) else None
@@ -117,12 +160,50 @@ def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
         if manifest.params.get("source") != "existing":
             raise DatasetError(f"{folder} holds a dataset dliobench generated; run it without "
                                "dataset.source=existing and dataset.layout=dlio")
+        if manifest.params.get("format") == "npz" and not _built_for(manifest.params, split):
+            log.info("the index in %s was built for another npz split (%s); indexing the "
+                     "files again for %s", backend.describe(FOLDER),
+                     manifest.params.get("split_text", "not recorded"), split_text(split))
+            _drop(manifest)
+            continue
         names = read_whole(backend, NAMES_KEY)
         if names is None:
             raise DatasetError(f"the index in {backend.describe(FOLDER)} lacks its list of "
                                "files; delete that folder to index the dataset again")
         return manifest.params, bytes(names).decode().split("\n"), place
-    return _new_index(config)
+    return _new_index(config, split)
+
+
+def _built_for(params: dict[str, Any], split: Split) -> bool:
+    """Whether an npz index serves ``split``: built for it, or (the member whole asked) built
+    for one sample along an axis of that member in every file, which is the member whole."""
+    built = params.get("npz_split")
+    if built == split.to_json():
+        return True
+    return split.axis is None and isinstance(built, dict) and \
+        built.get("member") == split.member and params.get("num_samples_per_file") == 1 \
+        and not params.get("samples_not_read")
+
+
+def _drop(manifest: Manifest) -> None:
+    """Remove an index (its header first: without it nothing trusts the rest); one that
+    cannot be removed (a read-only folder) stays, passed over the same way by later runs."""
+    backend = manifest.backend
+    try:
+        for key in (HEADER_KEY, NAMES_KEY,
+                    *(manifest.column_key(n) for n in manifest.to_json()["columns"])):
+            backend.delete(key)
+    except OSError:
+        pass
+
+
+def split_text(split: Split) -> str:
+    """The split in numpy's indexing, e.g. ``x[..., i] along axis -1``."""
+    if split.axis is None:
+        return f"{split.member} whole"
+    axis = split.axis
+    where = ":, " * axis + "i" if axis >= 0 else "..., i" + ", :" * (-axis - 1)
+    return f"{split.member}[{where}] along axis {axis}"
 
 
 def fallback_folder(config: Config) -> Path:
@@ -133,15 +214,18 @@ def fallback_folder(config: Config) -> Path:
     return Path(config.output.folder) / INDEX_ROOT / f"{slug}-{digest}"
 
 
-def _new_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
+def _new_index(config: Config, split: Split) -> tuple[dict[str, Any], list[str], str]:
     """List and index the folder; write the manifest where it can go."""
     d = config.dataset
     data = backend_for(d.data_folder)
     layout = "dlio" if d.layout == "dlio" or _has_dlio_names(data, d) else "own"
     prefix = TRAIN if layout == "dlio" or os.path.isdir(os.path.join(d.data_folder, TRAIN)) \
         else ""
-    found = index(data, prefix, samples_last=layout == "dlio", checksums=d.index_checksums)
-    params = _params(d, found, layout)
+    found = index(data, prefix, split, samples_last=layout == "dlio",
+                  checksums=d.index_checksums)
+    if d.layout == "auto" and dlio_named(found.keys):  # whatever num_files_train says
+        layout = "dlio"
+    params = _params(d, found, layout, split)
     place = d.data_folder if writable(data) else str(fallback_folder(config))
     _write(backend_for(place), params, found)
     log.info("indexed %d %s files in %s (%s, %d sample(s) per file, %s bytes per sample on "
@@ -156,8 +240,10 @@ def _has_dlio_names(data: Backend, dataset: DatasetConfig) -> bool:
     return any(data.size(key) is not None for key in dlio_first_keys(dataset))
 
 
-def _params(dataset: DatasetConfig, found: Index, layout: str) -> dict[str, Any]:
-    """The manifest's parameters: the identity of the configuration that reads the files."""
+def _params(dataset: DatasetConfig, found: Index, layout: str,
+            split: Split) -> dict[str, Any]:
+    """The manifest's parameters: the identity of the configuration that reads the files,
+    and for npz the split they were indexed for."""
     per_file = int(found.samples.min())
     sample = found.sample_bytes.astype(np.float64)
     derived = replace(dataset, format=found.format, num_samples_per_file=per_file,
@@ -165,9 +251,27 @@ def _params(dataset: DatasetConfig, found: Index, layout: str) -> dict[str, Any]
                       record_length_bytes_stdev=round(float(sample.std())),
                       num_subfolders_train=0)
     unread = int((found.samples - per_file).sum())
-    return {**identity(derived), "source": "existing", "layout": layout,
-            "data_folder": os.path.abspath(dataset.data_folder), "files": len(found.keys),
-            "samples_not_read": unread, "checksums": found.crcs is not None}
+    out = {**identity(derived), "source": "existing", "layout": layout,
+           "data_folder": os.path.abspath(dataset.data_folder), "files": len(found.keys),
+           "samples_not_read": unread, "checksums": found.crcs is not None}
+    if found.format == "npz":
+        out.update(npz_split=split.to_json(), split_text=split_text(split),
+                   split_said=_said(split, per_file, derived.record_length_bytes, found))
+    return out
+
+
+def _said(split: Split, per_file: int, sample_bytes: int, found: Index) -> str:
+    """The sentence every run prints (and the index keeps): how the npz files are cut."""
+    left = [m for m in found.members if m != split.member]
+    unread = f"; {', '.join(left)} {'is' if len(left) == 1 else 'are'} not read" if left else ""
+    if split.axis is None:
+        return (f"npz: each file is one sample, {split.member} whole ({sample_bytes:,} B on "
+                f"average), as dataset.num_samples_per_file=1 asks{unread}")
+    whose = "as DLIO writes them" if (split.member, split.axis) == (MEMBER, AXIS) \
+        else f"not DLIO's {MEMBER}[..., i]"
+    return (f"npz: samples are {split_text(split)}, {per_file} per file of {sample_bytes:,} B "
+            f"on average, {whose}{unread}; set dataset.npz_sample_axis / dataset.npz_member "
+            "to change")
 
 
 def _write(backend: Backend, params: dict[str, Any], found: Index) -> None:

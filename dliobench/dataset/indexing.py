@@ -1,7 +1,8 @@
 """Index a folder of existing data files: which format, which files, how many samples each.
 
 The one step allowed to list a folder (DESIGN, the storage seam). Sizes come from ``stat``;
-samples per file from the format's headers where it has them (npz and npy: the array's shape;
+samples per file from the format's headers where it has them (npz: its member's shape along
+the split's axis, ``formats.npz.Split``; npy: the array's shape;
 tfrecord: the lines of its DALI index beside it, else its records walked; jpeg and png: one
 image per file); nothing else is read unless checksums are asked for. Every refusal is one sentence.
 """
@@ -9,7 +10,9 @@ image per file); nothing else is read unless checksums are asked for. Every refu
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +22,7 @@ from dliobench.dataset.manifest import FOLDER
 from dliobench.errors import CorruptSampleError, DatasetError, InputError
 from dliobench.formats import _npyheader as npyheader
 from dliobench.formats.base import Stored
-from dliobench.formats.npz import _member
+from dliobench.formats.npz import Split, locate, members, samples_along
 from dliobench.formats.tfrecord import walk_records
 from dliobench.storage.backend import Backend
 
@@ -31,6 +34,7 @@ EXTENSIONS = {"npz": "npz", "npy": "npy", "jpg": "jpeg", "jpeg": "jpeg", "png": 
 NOT_YET = {"h5": "hdf5", "hdf5": "hdf5", "parquet": "parquet", "bin": "indexed_binary"}
 SIDE_SUFFIXES = (".idx",)  # TFRecord's DALI index, beside its data file
 HEAD_BYTES = 4096
+DLIO_NAME = re.compile(r"_(\d+)_of_(\d+)\.[^./]+$")  # <prefix>_<i>_of_<n>.<format>
 MAGIC = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
 
 
@@ -45,6 +49,7 @@ class Index:
     samples: np.ndarray  # samples in each file
     sample_bytes: np.ndarray  # bytes of one sample of each file
     crcs: np.ndarray | None = None
+    members: tuple[str, ...] = ()  # npz: the first file's members (the split reads one)
 
 
 def list_files(backend: Backend, prefix: str) -> list[str]:
@@ -81,11 +86,21 @@ def data_format(where: str, keys: list[str]) -> tuple[str, list[str]]:
     return kind, data
 
 
-def index(backend: Backend, prefix: str, samples_last: bool, checksums: bool) -> Index:
-    """List and index the data files under ``prefix`` (``samples_last``: DLIO's npz, samples
-    along the array's last axis)."""
+def dlio_named(keys: list[str]) -> bool:
+    """Whether the files bear DLIO's names, ``<prefix>_<i>_of_<n>.<format>`` with n the
+    number of files (whatever the configuration says of their count)."""
+    found = [DLIO_NAME.search(k) for k in keys]
+    return bool(keys) and all(m is not None and int(m.group(2)) == len(keys) for m in found)
+
+
+def index(backend: Backend, prefix: str, split: Split, samples_last: bool,
+          checksums: bool) -> Index:
+    """List and index the data files under ``prefix``: npz files cut as ``split`` says, npy
+    files along their first axis (``samples_last``, or files with DLIO's names: their last, as
+    DLIO writes them)."""
     where = backend.describe(prefix)
     fmt, keys = data_format(where, list_files(backend, prefix))
+    samples_last = samples_last or dlio_named(keys)
     sizes = np.empty(len(keys), np.int64)
     samples = np.empty(len(keys), np.int64)
     sample_bytes = np.empty(len(keys), np.int64)
@@ -95,15 +110,32 @@ def index(backend: Backend, prefix: str, samples_last: bool, checksums: bool) ->
             raise InputError(f"{backend.describe(key)} vanished while it was indexed; index "
                                "again once nothing changes the folder")
         sizes[i] = size
-        samples[i], sample_bytes[i] = _samples(backend, key, fmt, size, samples_last)
+        samples[i], sample_bytes[i] = _samples(backend, key, fmt, size, split, samples_last)
     crcs = None
     if checksums:
         crcs = np.array([crc_of(backend, k, int(s)) for k, s in zip(keys, sizes, strict=True)],
                         dtype=np.uint32)
-    return Index(fmt, keys, sizes, samples, sample_bytes, crcs)
+    names = _member_names(backend, keys[0], int(sizes[0])) if fmt == "npz" else ()
+    return Index(fmt, keys, sizes, samples, sample_bytes, crcs, names)
 
 
-def _samples(backend: Backend, key: str, fmt: str, size: int,
+def _reader(backend: Backend, key: str, size: int) -> Callable[[int, int], memoryview]:
+    """Reads of the file's bytes at an offset, clipped to its size."""
+    def read(offset: int, length: int) -> memoryview:
+        return backend.read_range(key, offset, max(0, min(length, size - offset)))[0]
+
+    return read
+
+
+def _member_names(backend: Backend, key: str, size: int) -> tuple[str, ...]:
+    """The members of an npz file, in order (for saying which ones the split leaves)."""
+    try:
+        return tuple(m[0] for m in members(backend.describe(key), _reader(backend, key, size)))
+    except (CorruptSampleError, DatasetError):
+        return ()
+
+
+def _samples(backend: Backend, key: str, fmt: str, size: int, split: Split,
              samples_last: bool) -> tuple[int, int]:
     """(samples, bytes per sample) of one file, from its header."""
     name = backend.describe(key)
@@ -111,6 +143,8 @@ def _samples(backend: Backend, key: str, fmt: str, size: int,
         raise InputError(f"{name} is empty (0 bytes); remove it or point at another folder")
     if fmt == "tfrecord":
         return _tfrecord_samples(backend, key, size)
+    if fmt == "npz":
+        return _npz_samples(backend, key, size, split)
     head, _ = backend.read_range(key, 0, min(size, HEAD_BYTES))
     if fmt in MAGIC:
         if bytes(head[:len(MAGIC[fmt])]) != MAGIC[fmt]:
@@ -118,24 +152,43 @@ def _samples(backend: Backend, key: str, fmt: str, size: int,
                                f"{fmt} signature); remove it or fix it")
         return 1, size
     try:
-        start = _member(name, head)[0] if fmt == "npz" else 0
-        header = npyheader.parse(name, head, start)
-    except (CorruptSampleError, DatasetError) as exc:
+        header = npyheader.parse(name, head, 0)
+    except CorruptSampleError as exc:
         raise InputError(f"{name} is not a readable {fmt} file ({_reason(exc)}); remove it "
                            "or fix it") from None
-    if header.data_offset + header.nbytes > size:
-        raise InputError(f"{name} is truncated: its header describes {header.nbytes:,} bytes "
-                           f"of data, the file has {size:,}; remove it or fix it")
+    _check_size(name, header.data_offset + header.nbytes, size)
     shape = header.shape or (1,)
     count = shape[-1] if samples_last else shape[0]
     if samples_last and count > 1:
         raise InputError(f"{name} holds {count} samples along its last axis, as DLIO writes "
-                           "npz files of many samples: they are interleaved, and dliobench reads "
-                           "a sample as a contiguous byte range; only one-sample DLIO npz files "
-                           "can be read")
+                           "them: they are interleaved, and dliobench reads a sample as a "
+                           "contiguous byte range; only one-sample DLIO npy files can be read")
     if samples_last or count == 0:
         count = 1
     return count, max(1, header.nbytes // count)
+
+
+def _npz_samples(backend: Backend, key: str, size: int, split: Split) -> tuple[int, int]:
+    """(samples, bytes per sample) of an npz file cut as ``split`` says."""
+    name = backend.describe(key)
+    try:
+        found = locate(name, _reader(backend, key, size), split.member)
+        _check_size(name, found.data_offset + found.nbytes, size)
+        count = 1 if split.axis is None else samples_along(name, found, split.axis)
+    except CorruptSampleError as exc:
+        raise InputError(f"{name} is not a readable npz file ({_reason(exc)}); remove it "
+                           "or fix it") from None
+    except DatasetError as exc:
+        raise InputError(str(exc)) from None
+    count = max(1, count)
+    return count, max(1, found.nbytes // count)
+
+
+def _check_size(name: str, end: int, size: int) -> None:
+    """Refuse a file shorter than its header says."""
+    if end > size:
+        raise InputError(f"{name} is truncated: its header describes data up to byte "
+                           f"{end:,}, the file has {size:,}; remove it or fix it")
 
 
 def _tfrecord_samples(backend: Backend, key: str, size: int) -> tuple[int, int]:

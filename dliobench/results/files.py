@@ -53,6 +53,7 @@ def config_dict(config: Config) -> dict[str, Any]:
     """The resolved configuration as plain data, credentials redacted (``config.secrets``)."""
     out = dataclasses.asdict(config)
     out.pop("source", None)
+    out.pop("given", None)
     return redact_config(out)
 
 

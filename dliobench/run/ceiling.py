@@ -145,7 +145,7 @@ def plan_of(config: Config, world: World, folder: Path) -> Config:
     return replace(
         config,
         dataset=replace(d, data_folder=str(folder), num_files_train=files, source="generate",
-                        layout="dliobench",
+                        layout="dliobench", npz_member="x", npz_sample_axis=-1,
                         num_subfolders_train=min(d.num_subfolders_train, files)),
         reader=replace(r, odirect=False),  # tmpfs has no O_DIRECT; memory is the point
         train=replace(config.train, computation_time=0.0, computation_time_stdev=0.0,
