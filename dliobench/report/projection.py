@@ -269,5 +269,6 @@ def _most_text(doc: dict[str, Any]) -> str:
         return f"no bound known at {floor}"
     if doc["most_at_floor_at_least"]:
         return f"at least {best:,} accelerator(s) keep AU at or above {floor}"
-    band = "" if low == high else f" ({low:,}-{'-' if high is None else f'{high:,}'})"
+    top = "no bound" if high is None else f"{high:,}"
+    band = "" if low == high else f" (band: {f'{low:,}' if low else 'none'} to {top})"
     return f"at most {best:,} accelerator(s){band} keep AU at or above {floor}"
