@@ -220,15 +220,16 @@ def _bandwidth(points: list[Point]) -> Estimate:
                     f"at least what {best.ranks} rank(s) read while keeping up", 0)
 
 
-def _ceiling(points: list[Point]) -> Estimate | None:
+def _ceiling(points: list[Point]) -> tuple[Estimate | None, int]:
     """C per rank from the client-bound runs, else the ceiling the runs recorded (measured
-    from memory by ``dliobench ceiling``, in bytes via the bytes read per sample)."""
+    from memory by ``dliobench ceiling``, in bytes via the bytes read per sample); and the
+    fewest ranks per host it was seen at."""
     bound = [p for p in points if p.limiter == "client"]
     if bound:
         return _measured([p.per_rank_bytes_per_s for p in bound],
                          [[e / p.ranks for e in p.epoch_bytes_per_s] for p in bound],
                          f"delivered by {len(bound)} client-bound run(s) at "
-                         f"{_ranks_text(bound)}")
+                         f"{_ranks_text(bound)}"), min(p.ranks_per_host for p in bound)
     recorded = [p for p in points if p.ceiling_samples_per_s]
     if recorded:  # a host's CPUs shared by more ranks give each less: the most ranks per host
         most = max(p.ranks_per_host for p in recorded)
@@ -236,8 +237,31 @@ def _ceiling(points: list[Point]) -> Estimate | None:
                   if p.ranks_per_host == most]
         value = statistics.median(values)
         return Estimate(value, value, value, False, f"the client ceiling recorded at {most} "
-                        "rank(s) per host (read from memory, dliobench ceiling)", len(values))
-    return None
+                        "rank(s) per host (read from memory, dliobench ceiling)",
+                        len(values)), most
+    return None, 0
+
+
+def _delivered(p: Point) -> float:
+    """Bytes/s one rank's loader delivered: what it read, or what its AU says it did."""
+    return max(p.per_rank_bytes_per_s, p.au * p.step_bytes / p.compute_s if p.au else 0.0)
+
+
+def _outread(c: Estimate | None, per_host: int,
+             points: list[Point]) -> tuple[Estimate | None, list[str]]:
+    """A ceiling that a run's ranks read past, with as many ranks per host or more, is
+    contradicted by that run (the client-bound runs met a passing load): its band reaches
+    what they read, so the projection keeps that run within it."""
+    over = [p for p in points if c is not None and p.ranks_per_host >= per_host
+            and _delivered(p) > c.high]
+    if c is None or not over:
+        return c, []
+    top = max(over, key=_delivered)
+    rate = _delivered(top)
+    return replace(c, high=rate), [
+        f"{Path(top.run_dir).name} ({top.ranks} rank(s)) read {rate / 1e6:,.1f} MB/s per rank, "
+        f"more than the client ceiling fitted ({c.value / 1e6:,.1f} MB/s): the ceiling's band "
+        "reaches it (was the host busier during the client-bound runs?)"]
 
 
 def _consistency(points: list[Point], b: Estimate) -> list[str]:
@@ -293,4 +317,5 @@ def fit(paths: list[str]) -> Fit:
                      f"bandwidth is only a lower bound, at least {b.value / 1e6:,.1f} "
                      "MB/s, and the AU projected is a lower bound too; run more ranks, or "
                      "train.computation_time=0, to saturate it")
-    return Fit(points, b, _ceiling(points), notes + _consistency(points, b))
+    c, outread = _outread(*_ceiling(points), points)
+    return Fit(points, b, c, notes + outread + _consistency(points, b))

@@ -3,8 +3,9 @@
 n accelerators (ranks), each computing c seconds and reading s bytes per step, on a storage
 of bandwidth B behind clients of ceiling C per rank: AU = min(A, c x min(C, B/n) / s), where
 A is the AU the runs reached while their loaders kept up (a step's own overhead: 1 when no
-run kept up). The band is the same formula at the ends of A's, B's and C's bands; when B is
-only a lower bound, so is the AU (its band reaches what C allows).
+run kept up). The band is the same formula at the ends of A's, B's and C's bands and of the
+compute per step the runs measured (the emulation overshoots more on a busier host); when B
+is only a lower bound, so is the AU (its band reaches what C allows).
 
 B and C are rates of the runs' reads, so the workload projected must read what they read:
 its ``calibrate.SHAPE_KEYS`` must be the runs' (else ``ConfigError`` names the keys that
@@ -38,6 +39,7 @@ class Demand:
     configured_s: float  # train.computation_time of the workload projected
     batch: int
     cap: Estimate  # A: the AU when the loader keeps up (value, band), from the runs
+    compute_band: tuple[float, float]  # the least and most compute per step the runs measured
 
 
 def check_shape(config: Config, shape: dict[str, Any], runs: str) -> None:
@@ -73,7 +75,8 @@ def demand(config: Config, points: list[Point]) -> Demand:
     sample = statistics.fmean(p.sample_bytes for p in points)
     return Demand(compute, batch * sample, config.metric.au,
                   f"{said}; {batch} x the {sample / UNIT:,.3f} MB per sample the runs read",
-                  c, batch, _cap(points, c, compute))
+                  c, batch, _cap(points, c, compute),
+                  (min(timed), max(timed)) if timed else (c, c))
 
 
 def _cap(points: list[Point], configured: float, compute: float) -> Estimate:
@@ -92,9 +95,11 @@ def _cap(points: list[Point], configured: float, compute: float) -> Estimate:
     return Estimate(statistics.fmean(caps), min(caps), max(caps), False, said, len(kept))
 
 
-def au(d: Demand, n: int, bandwidth: float, ceiling: float, cap: float) -> float:
-    """AU = min(A, c x min(C, B/n) / s)."""
-    return min(cap, d.compute_s * min(ceiling, bandwidth / n) / d.step_bytes)
+def au(d: Demand, n: int, bandwidth: float, ceiling: float, cap: float,
+       compute: float | None = None) -> float:
+    """AU = min(A, c x min(C, B/n) / s) (c: the demand's, unless ``compute`` is given)."""
+    c = d.compute_s if compute is None else compute
+    return min(cap, c * min(ceiling, bandwidth / n) / d.step_bytes)
 
 
 def _c(fit: Fit) -> Estimate:
@@ -103,10 +108,10 @@ def _c(fit: Fit) -> Estimate:
 
 def row(fit: Fit, d: Demand, n: int) -> dict[str, Any]:
     """The projection at n accelerators: AU, its band, the bytes/s the ranks would read."""
-    b, c, a = fit.bandwidth, _c(fit), d.cap
+    b, c, a, (least, most) = fit.bandwidth, _c(fit), d.cap, d.compute_band
     value = au(d, n, b.value, c.value, a.value)
-    return {"accelerators": n, "au": value, "au_low": au(d, n, b.low, c.low, a.low),
-            "au_high": au(d, n, b.high, c.high, a.high), "at_least": b.bound,
+    return {"accelerators": n, "au": value, "au_low": au(d, n, b.low, c.low, a.low, least),
+            "au_high": au(d, n, b.high, c.high, a.high, most), "at_least": b.bound,
             "bytes_per_s": n * value * d.step_bytes / d.compute_s}
 
 
