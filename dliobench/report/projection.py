@@ -117,7 +117,7 @@ def row(fit: Fit, d: Demand, n: int) -> dict[str, Any]:
 
 def most_at_floor(d: Demand, bandwidth: float, ceiling: float, cap: float) -> int | float:
     """The most accelerators whose AU stays at the floor (inf: no bound known; 0: not even
-    one, ``_short`` says why)."""
+    one, ``_why`` says why)."""
     if cap < d.floor or d.compute_s * ceiling / d.step_bytes < d.floor:
         return 0  # keeping up is not enough, or one rank's loader is already too slow
     if math.isinf(bandwidth):
@@ -125,7 +125,7 @@ def most_at_floor(d: Demand, bandwidth: float, ceiling: float, cap: float) -> in
     return math.floor(d.compute_s * bandwidth / (d.step_bytes * d.floor) * (1 + 1e-12))
 
 
-def _short(fit: Fit, d: Demand) -> str:
+def _why(fit: Fit, d: Demand) -> str:
     """Why not even one accelerator stays at the floor, or why no count is known."""
     b, c, floor = fit.bandwidth, _c(fit), f"{d.floor:.0%}"
     need = d.step_bytes * d.floor / d.compute_s  # one accelerator's bytes/s at the floor
@@ -175,12 +175,12 @@ def _most(fit: Fit, d: Demand) -> dict[str, Any]:
     b, c, a = fit.bandwidth, _c(fit), d.cap
     best = most_at_floor(d, b.value, c.value, a.value)
     span = [most_at_floor(d, b.low, c.low, a.low), most_at_floor(d, b.high, c.high, a.high)]
-    short = None if best else _short(fit, d)
-    if b.bound and not best and short and short.startswith("no count known"):
-        best = math.inf  # "at least 0" says nothing: the bandwidth is unknown
+    why = None if best else _why(fit, d)
+    if not best and b.bound and most_at_floor(d, math.inf, c.value, a.value):
+        best = math.inf  # only a lower bound of the bandwidth stops one: "at least 0" is no count
     return {"most_at_floor": None if math.isinf(best) else best,
             "most_at_floor_band": [None if math.isinf(v) else v for v in span],
-            "most_at_floor_at_least": b.bound, "most_at_floor_short": short}
+            "most_at_floor_at_least": b.bound, "most_at_floor_why": why}
 
 
 def project(config: Config, fit: Fit, largest: int | None,
@@ -268,8 +268,8 @@ def table(doc: dict[str, Any]) -> str:
 def _most_text(doc: dict[str, Any]) -> str:
     best, (low, high) = doc["most_at_floor"], doc["most_at_floor_band"]
     floor = f"{doc['au_floor']:.0%}"
-    if doc["most_at_floor_short"]:
-        return str(doc["most_at_floor_short"])
+    if doc["most_at_floor_why"]:
+        return str(doc["most_at_floor_why"])
     if best is None:
         return f"no bound known at {floor}"
     if doc["most_at_floor_at_least"]:
