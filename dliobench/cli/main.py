@@ -384,7 +384,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(search.sentence(spec.workload.stem.split("_")[0]))
         print(f"runs: {search.folder} ({len(search.probes)} probes)")
         _sweep_report(search.folder, any(p.run_dir for p in search.probes))
-        return 0 if search.best is not None else 1
+        return 0 if search.best is not None and search.error is None else 1
     folder, outcomes = run_sweep(spec, args.timeout)
     failed = [o for o in outcomes if o.error]
     for o in outcomes:

@@ -5,7 +5,12 @@ AU = min(1, c x min(C, B/n) / s): the ranks share the storage's bandwidth B and 
 loader goes past its client ceiling C (bytes/s per rank). A run that waited on its loader
 (AU under ``SATURATED_BELOW``, or one that emulated no compute) delivered B or n x C: it
 measures one of them. A run that kept up delivered less than both: B and n x C are at least
-what it read. Everything is read from ``result.json`` (``results.files.read_result``).
+what it read, and its AU is what a step's own overhead leaves when the loader keeps up.
+Everything is read from ``result.json`` (``results.files.read_result``).
+
+B and C are rates of the runs' reads: requests of their sample size, layout and loader
+(``SHAPE_KEYS``). A storage's bandwidth and a client's cost per sample depend on those, so the
+fit takes runs of one shape only, and its figures describe that shape (``Fit.shape``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ STORAGE_SHARE = 0.95  # a waiting run that got less than this share of the most 
 # from the storage was held back by its clients, not by the storage
 REL_FLOOR = 0.01  # the least relative uncertainty of a fitted bandwidth (1 %)
 SPREAD = 2.0  # the band is this many standard errors of a run's mean rate
+SHAPE_KEYS = ("dataset.format", "dataset.record_length_bytes",
+              "dataset.record_length_bytes_stdev", "dataset.num_samples_per_file",
+              "reader.data_loader", "reader.odirect")  # what one read is and how it is made
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,8 @@ class Point:
     epoch_bytes_per_s: tuple[float, ...]  # the same, per complete epoch
     ceiling_samples_per_s: float | None  # the client ceiling the run recorded, per rank
     limiter: str  # "storage", "client", "none" (kept up) or "other"
-    dataset: tuple[str, int]  # format and record length asked for
+    shape: tuple[tuple[str, Any], ...]  # (key, value) of SHAPE_KEYS the run set
+    batch: int  # reader.batch_size
     mount: str  # the mount point the run read from
     ranks_per_host: int  # the most ranks one host ran
 
@@ -72,6 +81,11 @@ class Fit:
     bandwidth: Estimate
     ceiling: Estimate | None  # None: no run says anything about it beyond B
     notes: list[str]
+
+    @property
+    def shape(self) -> dict[str, Any]:
+        """The SHAPE_KEYS values every run had (``fit`` takes runs of one shape only)."""
+        return dict(self.points[0].shape)
 
 
 def _limiter(doc: dict[str, Any], au: float | None, compute: float, per_rank_samples: float,
@@ -120,13 +134,39 @@ def _point(run_dir: Path, doc: dict[str, Any]) -> Point | None:
     epochs = tuple(float(e["bytes_per_s"]) for e in doc.get("epochs") or []
                    if e.get("complete", True) and e.get("bytes_per_s"))
     per_rank_samples = float(m["samples_per_s"]) / ranks
-    d = doc["config"]["dataset"]
     return Point(str(run_dir), ranks, au, compute, configured, nbytes / steps, nbytes / samples,
                  float(m["bytes_per_s"]), epochs, ceiling,
-                 _limiter(doc, au, compute, per_rank_samples, ceiling),
-                 (str(d["format"]), int(d["record_length_bytes"])),
+                 _limiter(doc, au, compute, per_rank_samples, ceiling), _shape(doc["config"]),
+                 int(doc["config"]["reader"]["batch_size"]),
                  str((doc.get("storage") or {}).get("mount") or "unknown"),
                  max((len(n.get("ranks") or []) for n in doc.get("nodes") or []), default=ranks))
+
+
+def _shape(config: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The run's SHAPE_KEYS values (a key its result does not record is left out)."""
+    pairs = ((key, config[key.split(".")[0]].get(key.split(".")[1])) for key in SHAPE_KEYS)
+    return tuple((key, value) for key, value in pairs if value is not None)
+
+
+def shape_text(shape: dict[str, Any], keys: list[str] | None = None) -> str:
+    """``key=value`` of a shape's keys (all of them by default), as overrides are written."""
+    return " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in shape.items() if keys is None or k in keys)
+
+
+def _one_shape(points: list[Point]) -> None:
+    """Refuse runs of different shapes: B and C are rates of one kind of read."""
+    shapes: dict[tuple[tuple[str, Any], ...], int] = {}
+    for p in points:
+        shapes[p.shape] = shapes.get(p.shape, 0) + 1
+    if len(shapes) > 1:
+        (first, n1), (second, n2) = sorted(shapes.items(), key=lambda kv: -kv[1])[:2]
+        a, b = dict(first), dict(second)
+        keys = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+        raise InputError(f"the runs read {len(shapes)} shapes of samples ({n1} run(s) with "
+                         f"{shape_text(a, keys)}, {n2} with {shape_text(b, keys)}), and a "
+                         "storage's bandwidth depends on them; give --from the runs of one "
+                         "shape at a time")
 
 
 def load_points(paths: list[str]) -> tuple[list[Point], list[str]]:
@@ -180,15 +220,16 @@ def _bandwidth(points: list[Point]) -> Estimate:
                     f"at least what {best.ranks} rank(s) read while keeping up", 0)
 
 
-def _ceiling(points: list[Point]) -> Estimate | None:
+def _ceiling(points: list[Point]) -> tuple[Estimate | None, int]:
     """C per rank from the client-bound runs, else the ceiling the runs recorded (measured
-    from memory by ``dliobench ceiling``, in bytes via the bytes read per sample)."""
+    from memory by ``dliobench ceiling``, in bytes via the bytes read per sample); and the
+    fewest ranks per host it was seen at."""
     bound = [p for p in points if p.limiter == "client"]
     if bound:
         return _measured([p.per_rank_bytes_per_s for p in bound],
                          [[e / p.ranks for e in p.epoch_bytes_per_s] for p in bound],
                          f"delivered by {len(bound)} client-bound run(s) at "
-                         f"{_ranks_text(bound)}")
+                         f"{_ranks_text(bound)}"), min(p.ranks_per_host for p in bound)
     recorded = [p for p in points if p.ceiling_samples_per_s]
     if recorded:  # a host's CPUs shared by more ranks give each less: the most ranks per host
         most = max(p.ranks_per_host for p in recorded)
@@ -196,8 +237,31 @@ def _ceiling(points: list[Point]) -> Estimate | None:
                   if p.ranks_per_host == most]
         value = statistics.median(values)
         return Estimate(value, value, value, False, f"the client ceiling recorded at {most} "
-                        "rank(s) per host (read from memory, dliobench ceiling)", len(values))
-    return None
+                        "rank(s) per host (read from memory, dliobench ceiling)",
+                        len(values)), most
+    return None, 0
+
+
+def _delivered(p: Point) -> float:
+    """Bytes/s one rank's loader delivered: what it read, or what its AU says it did."""
+    return max(p.per_rank_bytes_per_s, p.au * p.step_bytes / p.compute_s if p.au else 0.0)
+
+
+def _outread(c: Estimate | None, per_host: int,
+             points: list[Point]) -> tuple[Estimate | None, list[str]]:
+    """A ceiling that a run's ranks read past, with as many ranks per host or more, is
+    contradicted by that run (the client-bound runs met a passing load): its band reaches
+    what they read, so the projection keeps that run within it."""
+    over = [p for p in points if c is not None and p.ranks_per_host >= per_host
+            and _delivered(p) > c.high]
+    if c is None or not over:
+        return c, []
+    top = max(over, key=_delivered)
+    rate = _delivered(top)
+    return replace(c, high=rate), [
+        f"{Path(top.run_dir).name} ({top.ranks} rank(s)) read {rate / 1e6:,.1f} MB/s per rank, "
+        f"more than the client ceiling fitted ({c.value / 1e6:,.1f} MB/s): the ceiling's band "
+        "reaches it (was the host busier during the client-bound runs?)"]
 
 
 def _consistency(points: list[Point], b: Estimate) -> list[str]:
@@ -243,6 +307,7 @@ def _held_back(points: list[Point]) -> tuple[list[Point], list[str]]:
 def fit(paths: list[str]) -> Fit:
     """Fit B and C to the completed runs below ``paths``."""
     points, notes = load_points(paths)
+    _one_shape(points)
     points, held = _held_back(points)
     notes += held
     b = _bandwidth(points)
@@ -252,4 +317,5 @@ def fit(paths: list[str]) -> Fit:
                      f"bandwidth is only a lower bound, at least {b.value / 1e6:,.1f} "
                      "MB/s, and the AU projected is a lower bound too; run more ranks, or "
                      "train.computation_time=0, to saturate it")
-    return Fit(points, b, _ceiling(points), notes + _consistency(points, b))
+    c, outread = _outread(*_ceiling(points), points)
+    return Fit(points, b, c, notes + outread + _consistency(points, b))

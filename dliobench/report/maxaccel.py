@@ -2,12 +2,16 @@
 
 One emulated accelerator is one rank. Double the ranks while AU stays at or above the
 workload's floor, then bisect between the last success and the first failure, bounded by
-``--max-accelerators``. Every probe is a full run kept in the sweep folder.
+``--max-accelerators``. Every probe is a full run kept in the sweep folder. A probe that
+errors (it did not run: a failed check, a crash, a timeout) measured nothing about the
+storage, so it ends the search as an error, never as a count the storage failed to sustain.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,28 +29,36 @@ class MaxSearch:
     cap: int = 0
     best: PointOutcome | None = None
     probes: list[PointOutcome] = field(default_factory=list)
+    error: PointOutcome | None = None  # the probe that errored and ended the search
 
     @property
     def first_failure(self) -> PointOutcome | None:
-        """The smallest rank count that did not sustain the floor (None: none failed)."""
-        failed = [p for p in self.probes if not sustained(p)]
+        """The smallest rank count whose run did not sustain the floor (None: none failed;
+        a probe that errored is not a run that failed)."""
+        failed = [p for p in self.probes if p.result is not None and not sustained(p)]
         return min(failed, key=lambda p: p.ranks) if failed else None
 
     @property
     def cap_reached(self) -> bool:
         """Every probe sustained the floor up to ``--max-accelerators``: a lower bound only."""
-        return self.first_failure is None and self.best is not None
+        return self.error is None and self.first_failure is None and self.best is not None
 
     def summary(self) -> dict[str, object]:
         """The search's answer for ``sweep.json``."""
-        fail = self.first_failure
+        fail, err = self.first_failure, self.error
         return {"accelerator": self.accelerator, "max": self.cap,
+                "error": None if err is None else {"ranks": err.ranks, "reason": err.error},
                 "best": self.best.ranks if self.best else 0, "cap_reached": self.cap_reached,
                 "first_failure": None if fail is None else {
                     "ranks": fail.ranks, "limiter": _limiter(fail), "reason": _why(fail)}}
 
     def sentence(self, workload: str) -> str:
-        """The one-line answer: how many, or at least how many, and what stopped more."""
+        """The one-line answer: how many, or at least how many, and what stopped more (or
+        the error that stopped the search)."""
+        if self.error is not None:
+            so_far = f" ({self.best.ranks} sustained before it)" if self.best else ""
+            return (f"the probe at {self.error.ranks} {self.accelerator} accelerator(s) failed, "
+                    f"so the search stopped with no storage result{so_far}: {self.error.error}")
         fail = self.first_failure
         if self.best is None or self.best.result is None:
             why = _why(fail) if fail else "no run"
@@ -108,6 +120,11 @@ def find_max_accelerators(spec: SweepSpec, accelerator: str, max_accelerators: i
     def probe(n: int) -> bool:
         outcome = run_point(spec, n, settings, search.folder, timeout)
         search.probes.append(outcome)
+        if outcome.error or outcome.result is None:
+            search.error = outcome
+            log.info("%d accelerator(s): error: %s", n, outcome.error)
+            save_summary(search.folder, spec, search.probes, {"search": search.summary()})
+            raise _Stopped
         tried[n] = sustained(outcome)
         if tried[n] and (search.best is None or n > search.best.ranks):
             search.best = outcome
@@ -115,6 +132,17 @@ def find_max_accelerators(spec: SweepSpec, accelerator: str, max_accelerators: i
         save_summary(search.folder, spec, search.probes, {"search": search.summary()})
         return tried[n]
 
+    with contextlib.suppress(_Stopped):  # a probe errored: no further probe
+        _search(probe, max_accelerators, tried)
+    return search
+
+
+class _Stopped(Exception):
+    """A probe errored: the search ends there."""
+
+
+def _search(probe: Callable[[int], bool], max_accelerators: int, tried: dict[int, bool]) -> None:
+    """Double while the probes sustain the floor, then bisect to the last that does."""
     low, high, n = 0, None, 1
     while n <= max_accelerators and probe(n):
         low, n = n, n * 2
@@ -127,4 +155,3 @@ def find_max_accelerators(spec: SweepSpec, accelerator: str, max_accelerators: i
             low = mid
         else:
             high = mid
-    return search

@@ -17,7 +17,8 @@ from dliobench.report.plots import DPI
 
 def _measured(ax: Any, runs: list[dict[str, Any]], key: str, scale: float, label: str,
               hollow: bool) -> None:
-    runs = [r for r in runs if r[key] is not None]
+    # an AU measured at another compute per batch or batch size is not the projection's
+    runs = [r for r in runs if r[key] is not None and (key != "au" or r["comparable"])]
     if runs:
         ax.plot([r["ranks"] for r in runs], [r[key] * scale for r in runs], linestyle="none",
                 marker="o" if not hollow else "s", markersize=8, color="black",

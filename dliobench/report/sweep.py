@@ -235,8 +235,8 @@ def run_point(spec: SweepSpec, ranks: int, settings: dict[str, Any], folder: Pat
     runs = sorted(p for p in out.glob("*/result.json")) if out.exists() else []
     if proc.returncode != 0 or not runs:
         lines = [ln for ln in proc.stderr.strip().splitlines() if "error" in ln.lower()]
-        outcome.error = (lines[-1] if lines else proc.stderr.strip()[-300:]) or \
-            f"exit code {proc.returncode}"
+        line = lines[-1].removeprefix("dliobench: error: ") if lines else None
+        outcome.error = (line or proc.stderr.strip()[-300:]) or f"exit code {proc.returncode}"
         return outcome
     outcome.run_dir = str(runs[-1].parent)
     outcome.result = read_result(runs[-1].parent)

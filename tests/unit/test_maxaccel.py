@@ -54,3 +54,30 @@ def test_search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capacity: int, 
         assert summary["cap_reached"] is False
         assert summary["first_failure"] == {"ranks": best + 1, "limiter": "storage",
                                             "reason": "AU 50%"}
+
+
+def test_a_probe_that_errors_ends_the_search_as_an_error(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    """A probe that did not run (at 4 here, after 1 and 2 sustained) measured nothing: the
+    search stops there and says so; it is not the first failure, nor a storage limit."""
+    calls: list[int] = []
+    storage = fake_storage(64, calls)
+
+    def run_point(spec, ranks, settings, folder, timeout=None):  # type: ignore[no-untyped-def]
+        if ranks == 4:
+            calls.append(ranks)
+            return PointOutcome("r4", 4, settings, error="timed out after 60 s")
+        return storage(spec, ranks, settings, folder, timeout)
+
+    monkeypatch.setattr(maxaccel, "run_point", run_point)
+    spec = SweepSpec(name="t", workload=Path("w.yaml"), overrides=[], axes={},
+                     output=tmp_path)
+    search = maxaccel.find_max_accelerators(spec, "h100", 64)
+    assert calls == [1, 2, 4]
+    assert search.error is not None and search.first_failure is None
+    assert not search.cap_reached
+    assert search.sentence("unet3d") == (
+        "the probe at 4 h100 accelerator(s) failed, so the search stopped with no storage "
+        "result (2 sustained before it): timed out after 60 s")
+    summary = json.loads((search.folder / "sweep.json").read_text())["search"]
+    assert summary["error"] == {"ranks": 4, "reason": "timed out after 60 s"}

@@ -247,3 +247,23 @@ def test_cli_errors(real: tuple[Path, dict[str, Any]], tmp_path: Path,
     assert main(["predict", str(workload), "train.computation_time=0", "--from",
                  str(good)]) == 2
     assert "has no compute time per batch" in capsys.readouterr().err
+
+
+def test_a_ceiling_another_run_read_past_keeps_that_run_in_its_band(
+        real: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """One rank waited at 0.8 of its demand (a busy host: taken as its client's ceiling)
+    while two ranks on one host later kept up: the fit's ceiling is contradicted by them, so
+    its band reaches what they read and the projection at 2 keeps their AU within it."""
+    workload, result = real
+    s = _step_bytes(result)
+    _write(tmp_path / "fit", result, 1, 10 * s / C, ceiling=0.8 * s / C, recorded=False)
+    _write(tmp_path / "fit", result, 2, 10 * s / C)
+    f = fit([str(tmp_path / "fit")])
+    assert [p.limiter for p in f.points] == ["client", "none"]
+    assert f.ceiling is not None and f.ceiling.value == pytest.approx(0.8 * s / C)
+    assert f.ceiling.high == pytest.approx(s / C)
+    assert any("more than the client ceiling fitted" in n for n in f.notes)
+    doc = project(_config(workload), f, 4)
+    for run in doc["runs"]:
+        r = next(r for r in doc["projection"] if r["accelerators"] == run["ranks"])
+        assert r["au_low"] <= run["au"] <= r["au_high"]
