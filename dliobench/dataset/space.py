@@ -106,15 +106,22 @@ def pending(config: Config) -> Pending:
     from dliobench.dataset.existing import wanted
     from dliobench.dataset.layout import sample_sizes
     from dliobench.dataset.manifest import Manifest
+    from dliobench.errors import DatasetError
     from dliobench.formats import format_for
     from dliobench.storage import backend_for
+    from dliobench.storage.location import is_url
 
     dataset = config.dataset
     if not config.workflow.generate_data or wanted(dataset):
         return Pending(0, 0, None)
-    backend = backend_for(dataset.data_folder, config.storage)
+    folder = dataset.data_folder
+    # absolute: a relative folder not made yet has no nearest existing ancestor ('')
+    backend = backend_for(folder if is_url(folder) else os.path.abspath(folder), config.storage)
     sizes = sample_sizes(dataset)
-    manifest = Manifest.load(backend)  # None where there is none (no folder yet)
+    try:
+        manifest = Manifest.load(backend)  # None where there is none (no folder yet)
+    except DatasetError:  # damaged: the run refuses it by itself, before writing, in words
+        return Pending(0, 0, None)
     missing = np.ones(len(sizes), dtype=bool)
     if manifest is not None and manifest.num_files:
         missing = manifest.sizes(np.arange(len(sizes), dtype=np.int64)) < 0
