@@ -42,7 +42,9 @@ CONFIRM_ABOVE_FREE_SHARE = 0.5
 def check_outputs(config: Config, generating: bool) -> None:
     """Refuse, in one sentence naming the key and the path, a place the command would write
     that cannot be written, before anything is generated or run."""
-    check_writable(write_places(config, generating))
+    from dliobench.dataset.existing import wanted
+
+    check_writable(write_places(config, generating, existing=wanted(config.dataset)))
 
 
 @dataclass(frozen=True)

@@ -71,15 +71,18 @@ MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")  # their files live in RAM: reads never
 PROBE_PREFIX = ".dliobench-probe-"
 
 
-def write_places(config: Config, generating: bool) -> list[tuple[str, str]]:
+def write_places(config: Config, generating: bool, existing: bool) -> list[tuple[str, str]]:
     """(key, folder) of every place on this host a command writes: the data folder (its lock,
-    manifest and files) unless the dataset is an existing one; with a run (``generating``
+    manifest and files) unless the dataset is an ``existing`` one (its index goes elsewhere
+    when the folder is read-only) or the run only checkpoints; with a run (``generating``
     False) also the results, staged copy and checkpoints. Object stores are left out."""
     places = []
-    if config.dataset.source != "existing":
+    checkpoint_only = config.workflow.checkpoint and not config.workflow.train
+    if not existing and (generating or not checkpoint_only):
         places.append(("dataset.data_folder", config.dataset.data_folder))
     if not generating:
-        places.append(("output.folder", config.output.folder))
+        if config.workflow.train or config.workflow.checkpoint:  # what writes results
+            places.append(("output.folder", config.output.folder))
         if config.storage.stage_to and config.workflow.train:
             places.append(("storage.stage_to", config.storage.stage_to))
         if config.workflow.checkpoint:
