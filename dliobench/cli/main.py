@@ -117,7 +117,6 @@ def _torch_peer_lost(exc: BaseException) -> bool:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Generate the dataset if needed, train, write results, print the summary."""
-    from dliobench.plan import precheck
     from dliobench.results.summary import print_summary
     from dliobench.run import session as benchmark
 
@@ -127,12 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cfg = replace(cfg, output=replace(cfg.output, folder=args.output))
     world, comm = _world(args)
-    if cfg.workflow.checkpoint and not cfg.workflow.train:
-        from dliobench.run.ckpt_run import precheck as checkpoint_precheck
-
-        checkpoint_precheck(cfg, world)
-    else:
-        precheck(cfg, world, generating=False)  # a refusal is said once, by rank 0 (main)
+    cfg, warnings = _before_run(cfg, warnings, args, world)
     outcome = _on_every_rank(world, comm, lambda: benchmark.run(
         cfg, world, comm, warnings, show_progress=not args.no_progress),
         cfg.train.stall_timeout_s)
@@ -153,6 +147,31 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                     or cfg.metric.fail_below_floor):
             return BELOW_FLOOR_EXIT
     return 0
+
+
+def _before_run(cfg: Config, warnings: list[str], args: argparse.Namespace,
+                world: World) -> tuple[Config, list[str]]:
+    """What a run settles before any work (``cli.preflight``; a refusal is said once, by
+    rank 0): every place it writes can be written, the configuration fits the ranks, its
+    reads reach storage (the configuration it reads with, and why), a large generation is
+    confirmed."""
+    from dliobench.cli import preflight
+    from dliobench.plan import precheck
+
+    preflight.check_outputs(cfg, generating=False)
+    if cfg.workflow.checkpoint and not cfg.workflow.train:
+        from dliobench.run.ckpt_run import precheck as checkpoint_precheck
+
+        checkpoint_precheck(cfg, world)
+        return cfg, warnings
+    precheck(cfg, world, generating=False)
+    reads = preflight.reads_from_storage(cfg)
+    for sentence in reads.warnings:
+        log.warning("%s", sentence)
+    if reads.said and world.is_root:
+        print(reads.said, flush=True)
+    preflight.confirm_generation(reads.config, args.yes, world)
+    return reads.config, [*warnings, *reads.warnings]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -181,14 +200,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    """Write the dataset only (what is missing of it)."""
+    """Write the dataset only (what is missing of it), a large one only once confirmed."""
+    from dliobench.cli import preflight
     from dliobench.dataset.generate import generate
     from dliobench.dataset.lock import locked
     from dliobench.plan import precheck, resolve
 
     cfg, _ = _load(args)
     world, comm = _world(args)
+    preflight.check_outputs(cfg, generating=True)
     precheck(cfg, world, generating=True)
+    preflight.confirm_generation(cfg, args.yes, world)
 
     def work() -> Any:
         plan = resolve(cfg, world, comm)

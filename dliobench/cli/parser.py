@@ -63,6 +63,14 @@ def _add_launcher_arg(p: argparse.ArgumentParser) -> None:
                    "process)")
 
 
+def _add_yes_arg(p: argparse.ArgumentParser) -> None:
+    """`--yes` of the commands that may generate a dataset."""
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="generate the dataset without asking, however large (otherwise a "
+                   "generation above 5 GB, or above half the free space, is asked on a "
+                   "terminal and refused without one)")
+
+
 def _add_run_dirs_arg(p: argparse.ArgumentParser, metavar: str = "RUN_DIR") -> None:
     """The result folders a reading command takes."""
     p.add_argument("runs", nargs="+", metavar=metavar,
@@ -121,6 +129,7 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
                    "DLIO generated): indexed once into a manifest; same as "
                    "dataset.source=existing dataset.data_folder=DIR")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _add_yes_arg(p)
     p.add_argument("--trace", action="store_true", help="also write <run-dir>/trace.json, the "
                    "timeline as a Chrome/Perfetto trace")
     p.add_argument("--fail-below-floor", action="store_true",
@@ -143,6 +152,7 @@ def _add_generate_parser(sub: SubParsers, commands: Commands) -> None:
                    help="re-read every file, compare its CRC-32C with the manifest, and write "
                    "damaged files again")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _add_yes_arg(p)
     _add_launcher_arg(p)
     p.set_defaults(func=commands["generate"])
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dliobench.config.schema import DatasetConfig
+from dliobench.config.schema import Config, DatasetConfig
 from dliobench.dataset.file_writer import Fill, write_file
 from dliobench.dataset.layout import DataFile
 from dliobench.formats import Format
@@ -88,3 +88,46 @@ def bytes_needed(fmt: Format, dataset: DatasetConfig, sample_bytes: np.ndarray,
     manifest = len(sample_bytes) * (MANIFEST_FILE_BYTES
                                     + dataset.num_samples_per_file * MANIFEST_SAMPLE_BYTES)
     return int(files) + manifest
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What generating a configuration's dataset would write now: the files missing from its
+    manifest, the storage they take (``bytes_needed``) and the free space where they go."""
+
+    files: int
+    bytes: int
+    free: int | None  # None: not known (an object store, or dataset.check_free_space off)
+
+
+def pending(config: Config) -> Pending:
+    """Estimate, reading only the manifest (no file is written or listed), what a generation
+    of ``config``'s dataset would write; nothing for an existing dataset."""
+    from dliobench.dataset.existing import wanted
+    from dliobench.dataset.layout import sample_sizes
+    from dliobench.dataset.manifest import Manifest
+    from dliobench.errors import DatasetError
+    from dliobench.formats import format_for
+    from dliobench.storage import backend_for
+    from dliobench.storage.location import is_url
+
+    dataset = config.dataset
+    if not config.workflow.generate_data or wanted(dataset):
+        return Pending(0, 0, None)
+    folder = dataset.data_folder
+    # absolute: a relative folder not made yet has no nearest existing ancestor ('')
+    backend = backend_for(folder if is_url(folder) else os.path.abspath(folder), config.storage)
+    sizes = sample_sizes(dataset)
+    try:
+        manifest = Manifest.load(backend)  # None where there is none (no folder yet)
+    except DatasetError:  # damaged: the run refuses it by itself, before writing, in words
+        return Pending(0, 0, None)
+    missing = np.ones(len(sizes), dtype=bool)
+    if manifest is not None and manifest.num_files:
+        missing = manifest.sizes(np.arange(len(sizes), dtype=np.int64)) < 0
+    # free space not to be trusted (dataset.check_free_space=false) is not reported
+    free = backend.free_bytes() if dataset.check_free_space else None
+    if not missing.any():
+        return Pending(0, 0, free)
+    need = bytes_needed(format_for(dataset), dataset, sizes[missing], backend.block_bytes())
+    return Pending(int(missing.sum()), need, free)

@@ -201,7 +201,7 @@ def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) ->
     workload = settings.get("workload", spec.workload)
     keys = (f"{k}={v}" for k, v in settings.items() if k != "workload")
     run = [sys.executable, "-m", "dliobench", "run", str(workload), *spec.overrides, *keys,
-           "--output", str(out), "--no-progress"]
+           "--output", str(out), "--no-progress", "--yes"]  # points run unattended
     if ranks == 1:
         return run
     launcher = shlex.split(spec.launcher.format(ranks=ranks))
