@@ -89,7 +89,7 @@ def confirm_generation(config: Config, yes: bool, world: World) -> None:
     terminal; otherwise raise ConfigError before a byte of the dataset is written."""
     if yes:
         return
-    todo = pending(config)
+    todo = pending(config, _large)
     if not _large(todo):
         return
     if todo.free is not None and todo.bytes > todo.free:

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,9 +101,12 @@ class Pending:
     free: int | None  # None: not known (an object store, or dataset.check_free_space off)
 
 
-def pending(config: Config) -> Pending:
+def pending(config: Config,
+            matters: Callable[[Pending], bool] = lambda _: True) -> Pending:
     """Estimate, reading only the manifest (no file is written or listed), what a generation
-    of ``config``'s dataset would write; nothing for an existing dataset."""
+    of ``config``'s dataset would write; nothing for an existing dataset. Where the whole
+    dataset would not ``matter``, that upper bound is returned without loading the manifest
+    (the run loads it once, later)."""
     from dliobench.dataset.existing import wanted
     from dliobench.dataset.layout import sample_sizes
     from dliobench.dataset.manifest import Manifest
@@ -118,6 +122,12 @@ def pending(config: Config) -> Pending:
     # absolute: a relative folder not made yet has no nearest existing ancestor ('')
     backend = backend_for(folder if is_url(folder) else os.path.abspath(folder), config.storage)
     sizes = sample_sizes(dataset)
+    # free space not to be trusted (dataset.check_free_space=false) is not reported
+    free = backend.free_bytes() if dataset.check_free_space else None
+    fmt = format_for(dataset)
+    whole = Pending(len(sizes), bytes_needed(fmt, dataset, sizes, backend.block_bytes()), free)
+    if not matters(whole):
+        return whole
     try:
         manifest = Manifest.load(backend)  # None where there is none (no folder yet)
     except DatasetError:  # damaged: the run refuses it by itself, before writing, in words
@@ -125,9 +135,7 @@ def pending(config: Config) -> Pending:
     missing = np.ones(len(sizes), dtype=bool)
     if manifest is not None and manifest.num_files:
         missing = manifest.sizes(np.arange(len(sizes), dtype=np.int64)) < 0
-    # free space not to be trusted (dataset.check_free_space=false) is not reported
-    free = backend.free_bytes() if dataset.check_free_space else None
     if not missing.any():
         return Pending(0, 0, free)
-    need = bytes_needed(format_for(dataset), dataset, sizes[missing], backend.block_bytes())
+    need = bytes_needed(fmt, dataset, sizes[missing], backend.block_bytes())
     return Pending(int(missing.sum()), need, free)
