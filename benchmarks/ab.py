@@ -42,7 +42,7 @@ def overrides(shape: str, folder: Path, out: Path, loader: str) -> list[str]:
 def run_once(src: str, shape: str, folder: Path, out: Path, loader: str) -> float:
     """samples/s of one run of ``src``'s dliobench."""
     shutil.rmtree(out, ignore_errors=True)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "workloads/default.yaml",
+    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
                    *overrides(shape, folder, out, loader)], src=src)
     result = next(out.glob("*/result.json"))
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
@@ -57,7 +57,7 @@ def generate_once(src: str, shape: str, folder: Path) -> float:
     benchinfo.drop_caches()
     size, files, _, _ = SHAPES[shape]
     start = time.perf_counter()
-    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "workloads/default.yaml",
+    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes", "workloads/default.yaml",
                    f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
                    f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
                    "--no-progress"], src=src)

@@ -177,7 +177,7 @@ def ours_training_checkpoint(args: argparse.Namespace, nbytes: int, fsync: bool)
     """dliobench's training-time checkpoint (rank_zero, ``nbytes``) after one epoch of the
     same tiny dataset: (bytes/s from result.json, command)."""
     root = args.root / "ours-train"
-    cmd = [sys.executable, "-m", "dliobench", "run", "workloads/unet3d.yaml",
+    cmd = [sys.executable, "-m", "dliobench", "run", "--yes", "workloads/unet3d.yaml",
            f"dataset.data_folder={root / 'data'}", f"dataset.num_files_train={TINY['files']}",
            f"dataset.record_length_bytes={TINY['record']}", "dataset.record_length_bytes_stdev=0",
            "reader.batch_size=2", "train.computation_time=0", "train.epochs=1",

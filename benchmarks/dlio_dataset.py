@@ -57,7 +57,7 @@ def dlio_overrides(args: argparse.Namespace, fmt: str, folder: Path) -> dict[str
 
 def ours(fmt: str, overrides: dict[str, object], loader: str, out: Path) -> list[str]:
     """dliobench with DLIO's command line (the same workload name and overrides)."""
-    return [sys.executable, "-m", "dliobench", "run", f"workload={workload(fmt)}",
+    return [sys.executable, "-m", "dliobench", "run", "--yes", f"workload={workload(fmt)}",
             *(f"++workload.{k}={v}" for k, v in overrides.items()),
             f"++workload.reader.data_loader={loader}", "--output", str(out), "--no-progress"]
 
@@ -130,7 +130,7 @@ def index_cost(args: argparse.Namespace, root: Path) -> list[str]:
             sub.mkdir(parents=True)
         name = f"img_{str(i).rjust(len(str(n)), '0')}_of_{n}.npz"
         np.savez(sub / name, x=np.zeros((64, 64, 1), np.uint8), y=[0])
-    cmd = [sys.executable, "-m", "dliobench", "run", "workload=unet3d_a100",
+    cmd = [sys.executable, "-m", "dliobench", "run", "--yes", "workload=unet3d_a100",
            f"++workload.dataset.data_folder={data}", f"++workload.dataset.num_files_train={n}",
            f"++workload.dataset.num_subfolders_train={args.subfolders}",
            "++workload.train.total_training_steps=2", "++workload.train.computation_time=0",

@@ -69,7 +69,8 @@ def dataset_args(args: argparse.Namespace) -> list[str]:
 
 def generate(args: argparse.Namespace) -> list[Path]:
     """Write the dataset; return its files in name order."""
-    run([sys.executable, "-m", "dliobench", "generate", *dataset_args(args), "--no-progress"],
+    run([sys.executable, "-m", "dliobench", "generate", *dataset_args(args), "--no-progress",
+         "--yes"],
         args.src)
     files = sorted((args.root / "data" / "train").rglob("*.npz"))
     if len(files) != args.files:
@@ -81,7 +82,7 @@ def dliobench_cmd(args: argparse.Namespace, ranks: int, threads: int, out: Path)
     """One O_DIRECT epoch with compute 0 on ``ranks`` ranks."""
     launcher = ([] if ranks == 1 else
                 [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks)])
-    return [*launcher, sys.executable, "-m", "dliobench", "run", *dataset_args(args),
+    return [*launcher, sys.executable, "-m", "dliobench", "run", "--yes", *dataset_args(args),
             "workflow.generate_data=false", "reader.data_loader=native", "reader.odirect=true",
             f"reader.read_threads={threads}", f"reader.batch_size={args.batch}",
             f"reader.prefetch_size={args.prefetch}", "train.computation_time=0",

@@ -47,7 +47,7 @@ def one_run(root: Path, files: int, size: int, nprocs: int) -> dict[str, float]:
     shutil.rmtree(folder, ignore_errors=True)
     cmd = [sys.executable, "-m", "dliobench", "generate", str(REPO / "workloads/retinanet.yaml"),
            f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
-           f"dataset.record_length_bytes={size}", "--no-progress"]
+           f"dataset.record_length_bytes={size}", "--no-progress", "--yes"]
     if nprocs > 1:
         cmd = ["mpiexec", "-n", str(nprocs), *cmd]
     start = time.perf_counter()

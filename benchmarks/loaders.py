@@ -108,7 +108,7 @@ def loader_run(loader: str, overrides: list[str], out: Path, train: Path) -> Rat
     """(samples/s, bytes/s, CPU s/sample) of one dliobench run (dali-reader: DALI's own
     reader); the CPU of the run's training (its loader's start and close included)."""
     extra = ["reader.dali_native_reader=true"] if loader == "dali-reader" else []
-    dliobench("run", "workloads/default.yaml", f"reader.data_loader={loader.split('-')[0]}",
+    dliobench("run", "-y", "workloads/default.yaml", f"reader.data_loader={loader.split('-')[0]}",
               "dataset.record_length_bytes_resize=0", "--output", str(out), *overrides, *extra)
     newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
     result = json.loads((newest / "result.json").read_text())
@@ -121,7 +121,7 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
     size, files = SHAPES[shape]
     folder = root / shape.replace(" ", "")
     overrides = common(folder, size, files, threads)
-    dliobench("generate", "workloads/default.yaml", *overrides)
+    dliobench("generate", "--yes", "workloads/default.yaml", *overrides)
     paths = warm(folder / "train")
     results: dict[str, list[Rates]] = {"raw read": []}
     for _ in range(reps):  # alternate, so drifts in machine load hit every contender

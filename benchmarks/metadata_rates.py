@@ -60,7 +60,7 @@ def main() -> None:
                  f"dataset.num_subfolders_train={args.subfolders}", "dataset.format=npy",
                  "dataset.record_length_bytes=4096", "dataset.record_length_bytes_stdev=0"]
     try:
-        run([*_dliobench(1), "generate", "default", *overrides, "--no-progress",
+        run([*_dliobench(1), "generate", "--yes", "default", *overrides, "--no-progress",
              f"output.folder={root / 'out'}"], args.src)
         figures: dict[tuple[int, str], dict[str, list[float]]] = {}
         commands: dict[int, str] = {}

@@ -42,7 +42,7 @@ def ours(folder: Path, out: Path, files: int, rows: int, loader: str, ranks: int
          src: str) -> float:
     """rows/s of one `dliobench run` of the tree ``src`` (summed over ranks)."""
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, "-m", "dliobench", "run", "workloads/dlrm.yaml",
+    cmd = [sys.executable, "-m", "dliobench", "run", "--yes", "workloads/dlrm.yaml",
            *shape(folder, files, rows), f"reader.data_loader={loader}", "--output", str(out)]
     if ranks > 1:
         cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), *cmd]
@@ -83,7 +83,7 @@ def main() -> None:
     data, out = args.root / "data", args.root / "out"
     results: dict[str, list[float]] = {}
     try:
-        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "workloads/dlrm.yaml",
+        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "-y", "workloads/dlrm.yaml",
                        *shape(data, args.files, args.rows)])
         paths = sorted((data / "train").rglob("*.parquet"))
         nbytes = sum(p.stat().st_size for p in paths)

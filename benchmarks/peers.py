@@ -80,7 +80,7 @@ def ours(shape: Shape, ranks: int, folder: Path, out: Path, *extra: str) -> list
     """A dliobench command line for this shape."""
     launcher = [] if ranks == 1 else [str(Path(sys.executable).parent / "mpiexec"), "-n",
                                       str(ranks)]
-    return [*launcher, sys.executable, "-m", "dliobench", "run", "workloads/unet3d.yaml",
+    return [*launcher, sys.executable, "-m", "dliobench", "run", "--yes", "workloads/unet3d.yaml",
             f"dataset.data_folder={folder}", f"dataset.num_files_train={shape.files}",
             f"dataset.record_length_bytes={shape.record_bytes}",
             "dataset.record_length_bytes_stdev=0",

@@ -53,13 +53,13 @@ def main() -> None:
                   "storage.s3.region=us-east-1", "storage.s3.addressing_style=path",
                   f"reader.batch_size={a.batch}", "reader.read_threads=4",
                   "train.epochs=1", f"train.computation_time={compute:.6f}"]
-        benchinfo.run([sys.executable, "-m", "dliobench", "generate", *common,
+        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes", *common,
                        "--no-progress"], src=str(benchinfo.REPO))
         rows = []
         for n in a.ranks:
             out = work / f"ranks-{n}"
             launch = [mpiexec, "-n", str(n)] if n > 1 else []
-            benchinfo.run([*launch, sys.executable, "-m", "dliobench", "run", *common,
+            benchinfo.run([*launch, sys.executable, "-m", "dliobench", "run", "--yes", *common,
                            f"output.folder={out}", "--no-progress"], src=str(benchinfo.REPO))
             result = json.loads(next(out.glob("*/result.json")).read_text())
             m = result["metrics"]

@@ -125,7 +125,7 @@ def ours(server: Server, args: list[str], out: Path) -> tuple[float, float, floa
     seconds and client CPU seconds per byte read in training)."""
     shutil.rmtree(out, ignore_errors=True)
     cpu = cpu_seconds(server.pid)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", *args, f"output.folder={out}",
+    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", *args, f"output.folder={out}",
                    "--no-progress"], src=str(benchinfo.REPO))
     server_cpu = cpu_seconds(server.pid) - cpu
     result = json.loads(next(out.glob("*/result.json")).read_text())
@@ -139,7 +139,7 @@ def measure_set(server: Server, size: str, count: int, a: argparse.Namespace,
                 work: Path) -> list[str]:
     """Generate one set, read it with every client and dliobench; its report lines."""
     prefix = f"ds-{size.lower()}-{count}"
-    benchinfo.run([sys.executable, "-m", "dliobench", "generate",
+    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes",
                    *overrides(server, prefix, size, count, a.threads), "--no-progress"],
                   src=str(benchinfo.REPO))
     s3 = boto3_client(server.endpoint)

@@ -88,7 +88,7 @@ def overrides(args: argparse.Namespace, endpoint: str) -> list[str]:
 def dliobench_read(args: argparse.Namespace, endpoint: str, out: Path) -> float:
     """bytes/s of one dliobench run over the dataset (its counted window)."""
     shutil.rmtree(out, ignore_errors=True)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", *overrides(args, endpoint),
+    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", *overrides(args, endpoint),
                    f"output.folder={out}", "--no-progress"], src=str(benchinfo.REPO))
     result = json.loads(next(out.glob("*/result.json")).read_text())
     return float(result["metrics"]["bytes_per_s"])
@@ -109,7 +109,7 @@ def main() -> None:
     try:
         s3 = client(endpoint)
         s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
-        benchinfo.run([sys.executable, "-m", "dliobench", "generate",
+        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes",
                        *overrides(args, endpoint), "--no-progress"], src=str(benchinfo.REPO))
         pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
             Bucket=BUCKET, Prefix="ds/train/")

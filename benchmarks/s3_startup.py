@@ -41,7 +41,7 @@ def overrides(server: Server, count: int, size: str) -> list[str]:
 def generate(server: Server, count: int, size: str) -> float:
     """Seconds to generate the dataset."""
     start = time.perf_counter()
-    benchinfo.run([sys.executable, "-m", "dliobench", "generate",
+    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes",
                    *overrides(server, count, size), "--no-progress"], src=str(benchinfo.REPO))
     return time.perf_counter() - start
 
@@ -50,7 +50,7 @@ def start_up(server: Server, count: int, size: str, out: Path) -> tuple[float, f
     """(seconds from the command to its exit, the first step's seconds) of one run."""
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", *overrides(server, count, size),
+    benchinfo.run([sys.executable, "-m", "dliobench", "run", "-y", *overrides(server, count, size),
                    f"output.folder={out}", "--no-progress"], src=str(benchinfo.REPO))
     wall = time.perf_counter() - start
     result = json.loads(next(out.glob("*/result.json")).read_text())

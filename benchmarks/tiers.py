@@ -146,13 +146,13 @@ def layout_points(sweep: Path) -> list[list[str]]:
 
 def generate_all(a: argparse.Namespace, layouts: Path) -> None:
     """Write every dataset before the capped runs (writes are not capped)."""
-    sh([*DLIOBENCH, "generate", "unet3d", *unet_overrides(a), "--no-progress"])
-    sh([*DLIOBENCH, "generate", "bert", *bert_overrides(a), "--no-progress"])
+    sh([*DLIOBENCH, "generate", "--yes", "unet3d", *unet_overrides(a), "--no-progress"])
+    sh([*DLIOBENCH, "generate", "--yes", "bert", *bert_overrides(a), "--no-progress"])
     if a.no_layouts:
         return
     for root in (a.tier, a.local / "layouts"):
         for point in layout_points(layouts):
-            sh([*DLIOBENCH, "generate", "default", *point, f"storage.storage_root={root}",
+            sh([*DLIOBENCH, "generate", "--yes", "default", *point, f"storage.storage_root={root}",
                 "--no-progress"])
 
 

@@ -24,7 +24,7 @@ from ab import SHAPES, overrides
 def run_once(shape: str, folder: Path, out: Path, loader: str, verify: bool) -> float:
     """samples/s of one run with the check on or off."""
     shutil.rmtree(out, ignore_errors=True)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "workloads/default.yaml",
+    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
                    *overrides(shape, folder, out, loader), "dataset.sample_checksums=true",
                    f"reader.verify_samples={str(verify).lower()}"])
     result = next(out.glob("*/result.json"))
