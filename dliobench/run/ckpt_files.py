@@ -80,7 +80,8 @@ class ShardWriter:
                 import torch
 
                 spool = writer.spool_path()
-                torch.save(self._states[shard.name], str(spool))
+                with ckpt_space.c_writes():  # a full disk's errno, which torch drops
+                    torch.save(self._states[shard.name], str(spool))
                 written = spool.stat().st_size
             else:
                 assert self._chunk is not None

@@ -3,19 +3,24 @@
 Every checkpoint writer (raw bytes, ``torch.save``, the training loop's shards) goes through
 ``ckpt_files.checkpoint_writer``, which asks ``write_error`` what a failed write means. A
 full disk or quota reaches Python as an OSError (ENOSPC, EDQUOT) from our own writes, or
-wrapped in the chain of whatever the library raised; ``torch.save`` given a path writes from
-C++ and keeps no errno (``RuntimeError: [enforce fail at inline_container.cc] unexpected pos``
-or ``basic_ios::clear: iostream error``), so a write that failed while the storage had less
-room than the file needs is taken as a full disk too: the free space decides, not torch's
+wrapped in the chain of whatever the library raised. ``torch.save`` given a path writes from
+C++ and raises without errno (``RuntimeError: [enforce fail at inline_container.cc]
+unexpected pos`` or ``basic_ios::clear: iostream error``): ``c_writes`` reads the C errno the
+failed write left, and where there is none, a write that failed while the storage had less
+room than the file needs is taken as a full disk: errno and free space decide, not torch's
 wording.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from dliobench.errors import DatasetError
 from dliobench.storage import Backend
@@ -105,6 +110,43 @@ def mapped(backend: Backend, key: str, room: Room) -> Iterator[None]:
         if error is None:
             raise
         raise error from None
+
+
+@contextlib.contextmanager
+def c_writes() -> Iterator[None]:
+    """Around a library's writes from C in this thread (``torch.save`` to a path): its
+    RuntimeError is raised from an OSError of the C errno it left when that says the disk or
+    quota is full (errno is cleared first, so an older one is not taken for it)."""
+    where = _errno_location()
+    if where is not None:
+        where[0] = 0
+    try:
+        yield
+    except RuntimeError as exc:
+        code = where[0] if where is not None else 0
+        if code in FULL_ERRNOS:
+            raise OSError(code, os.strerror(code)) from exc
+        raise
+
+
+def _errno_location() -> ctypes._Pointer[ctypes.c_int] | None:
+    """This thread's C errno (glibc's and musl's ``__errno_location``), None elsewhere."""
+    function = _errno_function()
+    if function is None:
+        return None
+    location: ctypes._Pointer[ctypes.c_int] = function()
+    return location
+
+
+@functools.cache
+def _errno_function() -> Any:
+    """libc's ``__errno_location`` (looked up once), or None where there is none."""
+    try:
+        function = ctypes.CDLL(None).__errno_location
+    except (AttributeError, OSError):
+        return None
+    function.restype = ctypes.POINTER(ctypes.c_int)
+    return function
 
 
 def _free(backend: Backend) -> int | None:

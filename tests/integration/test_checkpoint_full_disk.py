@@ -5,6 +5,7 @@ checkpoint left looking whole with files missing."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import re
 import subprocess
@@ -59,6 +60,7 @@ def test_a_full_disk_keeps_the_first_checkpoint_in_a_partial_result(
                    f"checkpoint.keep={str(keep).lower()}",
                    f"checkpoint.checkpoint_folder={folder}") == 1
     err = _one_sentence(capsys.readouterr().err, folder)
+    assert "is full (No space left on device)" in err  # torch's dropped errno recovered
     result = last_result(workdir / "reports")
     assert f"reports/{result['run_id']}/result.json (status: partial)" in err
     assert result["status"] == "partial" and "is full" in result["errors"][0]
@@ -94,9 +96,16 @@ def test_a_full_disk_during_training_keeps_the_epochs_and_checkpoints(
     assert not [p for p in folder.rglob("*") if p.is_file()]
 
 
-def test_a_full_disk_is_known_by_its_errno_chain_or_the_free_space(tmp_path: Path) -> None:
+def test_a_full_disk_is_known_by_its_errno_chain_or_the_free_space(
+        disk: Path, tmp_path: Path) -> None:
     """torch reports a full disk as a RuntimeError: an ENOSPC/EDQUOT in its chain says so;
-    without one, the free space decides (plenty here: another failure, said as such)."""
+    without one, the free space decides (none on the filled tmpfs; plenty in tmp_path:
+    another failure, said as such)."""
+    with open(disk / "filler", "wb") as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"x" * 65536)
+            handle.flush()
+    assert is_full(RuntimeError("unexpected pos 1 vs 2"), backend_for(str(disk), None), 4096)
     backend = backend_for(str(tmp_path), None)
     room = Room.measure(backend, 3, 1 << 20, "checkpoint.scale")
     try:
