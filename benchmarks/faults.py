@@ -439,6 +439,39 @@ def signal_checkpoint(root: Path) -> Outcome:
     return case.close()
 
 
+def full_checkpoint_disk(root: Path, fmt: str) -> Outcome:
+    """The checkpoint folder's disk holds one checkpoint, not two (``fmt``: torch or raw of
+    the llama3_8b preset scaled down, or ``training``: a training run's checkpoints): one
+    sentence, the completed checkpoint's figures in a partial result, nothing left of the
+    checkpoint that did not fit."""
+    case = Case(root, f"full checkpoint disk {fmt}")
+    with watch_processes(case):
+        disk = case.tmpfs("ckpt", "16M")
+        folder = f"checkpoint.checkpoint_folder={disk}"
+        if fmt == "training":  # 6 MB after every epoch, kept until the end: 2 fit
+            case.workload(train={"epochs": 3, "computation_time": 0.001})
+            case.run("generate", "workload.yaml", "--no-progress")
+            done = case.run("run", "workload.yaml", "--no-progress", folder,
+                            "workflow.checkpoint=true", "model.model_size_bytes=6MB",
+                            "checkpoint.optimizer_state_factor=0", expect=1)
+        else:  # 11.2 MB a checkpoint, the first kept
+            preset = Path(__file__).resolve().parents[1] / "workloads" / "llama3_8b.yaml"
+            done = case.run("run", str(preset), "--no-progress", folder,
+                            "checkpoint.scale=0.0001", f"checkpoint.file_format={fmt}",
+                            "checkpoint.time_between_checkpoints=0", "checkpoint.keep=true",
+                            "checkpoint.num_checkpoints_write=2", expect=1)
+        case.out.code = done.returncode
+        case.sentence(done.stderr, "is full", "needs", "was free")
+        results = [json.loads(p.read_text()) for p in case.dir.glob("reports/*/result.json")]
+        figures = [r.get("checkpoint", {}).get("checkpoints" if fmt == "training" else "write")
+                   for r in results if r.get("status") == "partial" and r.get("errors")]
+        if not any(figures):
+            case.out.lost += 1  # the completed checkpoints' figures are gone
+        names = {p.parent.name for p in disk.rglob("*") if p.is_file()}
+        case.out.leftovers += sorted(names - {"checkpoint-0000"})  # the failed one's parts
+    return case.close()
+
+
 def signal_staging(root: Path) -> Outcome:
     """SIGTERM while the dataset is staged: no partial staged copy remains."""
     case = Case(root, "SIGTERM during staging")
@@ -499,6 +532,8 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
         [*gen, "dataset.generation_seed=7"], "run then generate")))
     out.append(("SIGTERM checkpoint", lambda: signal_checkpoint(root)))
     out.append(("SIGTERM staging", lambda: signal_staging(root)))
+    for fmt in ("torch", "raw", "training"):
+        out.append((f"full checkpoint disk {fmt}", lambda f=fmt: full_checkpoint_disk(root, f)))
     return out
 
 

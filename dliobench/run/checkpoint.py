@@ -17,7 +17,10 @@ from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.results.measured import CheckpointEvent
 from dliobench.run.ckpt_files import READ_BYTES, WRITE_BYTES, StampedChunk, checkpoint_writer
+from dliobench.run.ckpt_space import Room, mapped
 from dliobench.storage import backend_for, lustre
+
+SHRINK = "model.model_size_bytes, checkpoint.epochs_between_checkpoints"  # full disk advice
 
 
 def total_bytes(config: Config) -> int:
@@ -85,10 +88,12 @@ class Checkpointer:
         local = self.backend.local_path(self.run_id)
         if local is not None and not local.exists() and lustre.wants_striping(self.storage):
             lustre.set_stripe(local, self.storage)
-        self.backend.make_room(folder)
+        room = Room.measure(self.backend, len(self.events), self.nbytes, SHRINK)
+        with mapped(self.backend, folder, room):
+            self.backend.make_room(folder)
         chunk = self._chunk()
         start = time.perf_counter()
-        with checkpoint_writer(self.backend, key) as writer:
+        with checkpoint_writer(self.backend, key, room, self.nbytes) as writer:
             chunk.write(writer, self.nbytes, datafill.file_uid(self.world.rank, len(self.events)))
             writer.commit(durable=self.cfg.fsync)
             self.written.append(key)

@@ -20,7 +20,9 @@ import numpy as np
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.errors import ConfigError, DatasetError
+from dliobench.run import ckpt_space
 from dliobench.run.ckpt_layout import DTYPE_BYTES, ShardFile
+from dliobench.run.ckpt_space import Room
 from dliobench.storage import Backend
 from dliobench.storage.backend import Writer
 
@@ -70,19 +72,20 @@ class ShardWriter:
         return state
 
     def write(self, backend: Backend, key: str, shard: ShardFile, durable: bool,
-              index: int = 0) -> int:
-        """Write ``shard`` under ``key`` as checkpoint ``index`` (raw files of two checkpoints
-        differ); return the bytes the file holds."""
-        with checkpoint_writer(backend, key) as writer:
+              room: Room) -> int:
+        """Write ``shard`` under ``key`` as checkpoint ``room.index`` (raw files of two
+        checkpoints differ); return the bytes the file holds."""
+        with checkpoint_writer(backend, key, room, shard.nbytes) as writer:
             if self.fmt == "torch":  # torch writes the spool file itself: no Python copies
                 import torch
 
                 spool = writer.spool_path()
-                torch.save(self._states[shard.name], str(spool))
+                with ckpt_space.c_writes():  # a full disk's errno, which torch drops
+                    torch.save(self._states[shard.name], str(spool))
                 written = spool.stat().st_size
             else:
                 assert self._chunk is not None
-                number = index * len(self.files) + self._numbers[shard.name]
+                number = room.index * len(self.files) + self._numbers[shard.name]
                 self._chunk.write(writer, shard.nbytes, datafill.file_uid(self.seed, number))
                 written = shard.nbytes
             writer.commit(durable=durable)
@@ -90,18 +93,19 @@ class ShardWriter:
 
 
 @contextlib.contextmanager
-def checkpoint_writer(backend: Backend, key: str) -> Iterator[Writer]:
-    """The backend's writer of checkpoint file ``key``; anything that interrupts the block
-    aborts it (no partial file), a storage error as one sentence."""
+def checkpoint_writer(backend: Backend, key: str, room: Room, nbytes: int) -> Iterator[Writer]:
+    """The backend's writer of checkpoint file ``key`` (``nbytes`` planned) of checkpoint
+    ``room``: anything that interrupts the block aborts it, so no partial file is ever
+    committed under its name; a storage error (a full disk whatever the writer, torch
+    included: ``ckpt_space``) is one sentence."""
     writer = backend.open_write(key)
     try:
         yield writer
     except BaseException as exc:
+        error = ckpt_space.write_error(exc, backend, key, room, nbytes)  # before the abort
         writer.abort()
-        if isinstance(exc, OSError):
-            raise DatasetError(f"cannot write checkpoint {backend.describe(key)}: "
-                               f"{exc.strerror}; free space or choose another "
-                               "checkpoint.checkpoint_folder") from None
+        if error is not None:
+            raise error from None
         raise
 
 

@@ -20,12 +20,13 @@ from dliobench.config.schema import Config
 from dliobench.errors import ConfigError
 from dliobench.results import sysinfo
 from dliobench.results.measured import CheckpointOp
-from dliobench.run import ckpt_files
+from dliobench.run import ckpt_files, ckpt_space
 from dliobench.run.ckpt_layout import Layout, ShardFile, layout_for
 from dliobench.storage import Backend, backend_for
 from dliobench.storage.backend import drop_leftovers
 
 MEMORY_SHARE = 0.8  # of host memory the ranks' torch tensors may take
+SHRINK = "checkpoint.scale, checkpoint.num_checkpoints_write"  # a full disk's advice
 
 
 def layout_ranks(layout: Layout, config: Config, world: World) -> list[int]:
@@ -93,13 +94,16 @@ class _Rank:
         return [f"{self.folder(index)}/{f.name}" for f in self.files]
 
     def write(self, index: int, watchdog: Watchdog) -> CheckpointOp:
-        self.backend.make_room(self.folder(index))
+        room = ckpt_space.Room.measure(self.backend, index, sum(f.nbytes for f in self.files),
+                                       SHRINK)  # a statvfs, before the timed writes
+        with ckpt_space.mapped(self.backend, self.folder(index), room):
+            self.backend.make_room(self.folder(index))
         durable = self.config.checkpoint.fsync
         start = time.perf_counter()
         nbytes = 0
         for key, shard in zip(self.keys(index), self.files, strict=True):
             watchdog.beat("writing checkpoint file %s", key)  # a slow file is progress too
-            nbytes += self.writer.write(self.backend, key, shard, durable, index)
+            nbytes += self.writer.write(self.backend, key, shard, durable, room)
         return CheckpointOp("write", index, nbytes, time.perf_counter() - start, len(self.files))
 
     def read(self, number: int, index: int, watchdog: Watchdog) -> CheckpointOp:
@@ -145,15 +149,23 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
             comm.barrier()
             ops.append(rank.read(number, index, watchdog))
     except BaseException:
-        if not cfg.keep:  # best effort, without waiting for the other ranks
-            rank.remove(range(writes))
-            _remove_folders(rank, writes)
+        _drop_after_failure(rank, ops, writes)
         raise
     if not cfg.keep:
         rank.remove(range(writes))
         comm.barrier()
         if world.local_rank == 0:
             _remove_folders(rank, writes)
+
+
+def _drop_after_failure(rank: _Rank, ops: list[CheckpointOp], writes: int) -> None:
+    """A failed run's checkpoints, best effort and without waiting for the other ranks: all
+    of them unless ``checkpoint.keep``, and always the one this rank was writing (a full disk
+    part way through), so no checkpoint is left looking whole with files missing."""
+    written = sum(op.op == "write" for op in ops)
+    rank.remove(range(written, min(written + 1, writes)) if rank.config.checkpoint.keep
+                else range(writes))
+    _remove_folders(rank, writes)
 
 
 def _pause(seconds: float, done: int) -> None:

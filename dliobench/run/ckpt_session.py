@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,14 @@ from dliobench.config.schema import Config
 from dliobench.errors import DlioBenchError
 from dliobench.results import ckpt_summary, sysinfo
 from dliobench.results.assemble import build_result
-from dliobench.results.files import open_run_folder, write_partial_result
+from dliobench.results.files import RESULT_NAME, open_run_folder, write_partial_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.ckpt_layout import Layout, layout_for
 from dliobench.run.ckpt_run import CheckpointRun, run_checkpoints
 from dliobench.storage import backend_for
+
+log = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -65,9 +68,10 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         if trace.checkpoint_ops:  # what this rank measured, as a partial result
             partial = _result(config, run_id, "partial", [trace], [done], started,
                               {**extra, "ranks_launched": world.size}, world.size)
-            with contextlib.suppress(DlioBenchError, OSError):
-                run_dir.mkdir(parents=True, exist_ok=True)
-                write_partial_result(run_dir, partial, world.rank)
+            _say_where(exc, world, _write_partial(run_dir, partial, trace, config, world, save))
+        elif world.is_root:  # nothing measured: no empty run folder is left
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
         raise
     finally:
         watchdog.stop()
@@ -78,6 +82,31 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     result = _result(config, run_id, "complete", traces, runs, started, extra, world.size)
     where, problem = save(run_dir, result, [t.timeline for t in traces], config)
     return where, result, problem
+
+
+def _write_partial(run_dir: Path, result: Any, trace: RankTrace, config: Config,
+                   world: World, save: Any) -> Path:
+    """Commit what this rank measured before the run failed and return where it went:
+    beside the other ranks' (``write_partial_result``), or where ``save`` puts results when
+    the output folder cannot take them (a full disk, said in a warning)."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return write_partial_result(run_dir, result, world.rank)
+    except (DlioBenchError, OSError):
+        folder, problem = save(run_dir, result, [trace.timeline], config)
+        if problem:
+            log.warning("%s", problem)
+        return Path(folder) / RESULT_NAME
+
+
+def _say_where(exc: BaseException, world: World, where: Path) -> None:
+    """Tell where the partial result is: in the error's own sentence when it is one of ours
+    (the user reads one line), else in a warning before the error."""
+    said = f"what rank {world.rank} measured before it is in {where} (status: partial)"
+    if isinstance(exc, DlioBenchError) and len(exc.args) == 1:
+        exc.args = (f"{exc.args[0]}; {said}",)
+    else:
+        log.warning("the run ended early; %s", said)
 
 
 def _result(config: Config, run_id: str, status: str, traces: list[RankTrace],
