@@ -401,7 +401,8 @@ def packed(column: ParquetColumn) -> bool:
     """Whether ``column`` is stored as its bytes, one fixed-length value per row.
 
     Parquet has no physical type narrower than 32 bits for integers: INT(8) and INT(16) annotate
-    INT32 (apache/parquet-format LogicalTypes.md, "Signed Integers"), so int8 and uint8 values
+    int32 (apache/parquet-format LogicalTypes.md @0038848, "Signed Integers" and "Unsigned
+    Integers"; pyarrow 26 writes them so, plain), so int8 and uint8 values
     written as such take 4 bytes each and int16 2 bytes, 4x and 2x the bytes asked (upstream's
     generator gets about 1 byte back only through its writer's default dictionary encoding of
     random bytes, mlcommons/DLIO_local_changes dlio_benchmark/data_generator/parquet_generator.py
@@ -437,7 +438,8 @@ def _table(rows: np.ndarray, columns: tuple[ParquetColumn, ...]) -> pa.Table:
 
 def _column_arrays(batch: pa.RecordBatch) -> Columns:
     """Each column of the batch as a numpy array of its dtype, a row per batch row (shape
-    (rows,) or (rows, size) for a fixed-size list): views of Arrow's memory, not copies."""
+    (rows,) or (rows, size) for a fixed-size list or a packed column): views of Arrow's
+    memory, not copies."""
     return tuple(_numpy(column, field) for column, field in zip(batch.columns, batch.schema,
                                                                   strict=True))
 
