@@ -400,14 +400,14 @@ class _Guarded:
 def packed(column: ParquetColumn) -> bool:
     """Whether ``column`` is stored as its bytes, one fixed-length value per row.
 
-    Parquet has no physical type narrower than 32 bits for integers: INT(8) and INT(16) annotate
-    int32 (apache/parquet-format LogicalTypes.md @0038848, "Signed Integers" and "Unsigned
-    Integers"; pyarrow 26 writes them so, plain), so int8 and uint8 values
-    written as such take 4 bytes each and int16 2 bytes, 4x and 2x the bytes asked (upstream's
-    generator gets about 1 byte back only through its writer's default dictionary encoding of
-    random bytes, mlcommons/DLIO_local_changes dlio_benchmark/data_generator/parquet_generator.py
-    @f1a29af). A FIXED_LEN_BYTE_ARRAY of the row's values takes exactly their bytes, read back as
-    a numpy view of the dtype (``_numpy``); the dtype is kept in the field's metadata."""
+    Parquet has no physical type narrower than 32 bits for integers: INT(8) and INT(16)
+    annotate int32 (apache/parquet-format LogicalTypes.md @0038848, "Signed Integers" and
+    "Unsigned Integers"; pyarrow 26 writes them so), so int8 and uint8 values written as such
+    take 4 bytes each and int16 2 bytes: 4x and 2x the bytes asked, plain. (Upstream's generator
+    gets near 1 byte back only through its writer's default dictionary encoding of random
+    bytes: mlcommons/DLIO_local_changes dlio_benchmark/data_generator/parquet_generator.py
+    @f1a29af.) A FIXED_LEN_BYTE_ARRAY of the row's values takes exactly their bytes, read back
+    as a numpy view of the dtype (``_numpy``); the dtype is kept in the field's metadata."""
     dtype = np.dtype(column.dtype)
     return dtype.kind in "iu" and dtype.itemsize < 4 and column.width > 0
 
