@@ -265,6 +265,35 @@ def space_check(root: Path, fmt: str, files: int, size: int, refuse: bool) -> Ou
     return case.close()
 
 
+def sized(root: Path, columns: list[dict[str, object]]) -> Outcome:
+    """Files take the bytes asked (parquet stored 8-bit columns as 32-bit values: 4x): a
+    dataset whose samples fit a small disk is generated there (old: refused, or the disk
+    full), its files within 5 % of the bytes asked, and read back exactly once."""
+    label = ",".join(str(c["dtype"]) for c in columns) if columns else "uint8 row"
+    case = Case(root, f"size parquet {label}")
+    with watch_processes(case):
+        disk = case.tmpfs("disk", "2M")
+        files, rows, width = 12, 32, 4096
+        dataset: dict[str, object] = {"format": "parquet", "num_files_train": files,
+                                      "num_samples_per_file": rows, "record_length_bytes": width,
+                                      "data_folder": f"{disk.name}/data"}
+        if columns:
+            dataset["parquet"] = {"columns": columns}
+        case.workload(dataset=dataset)
+        case.run("generate", "workload.yaml", "--no-progress", "--yes")  # most of the disk
+        written = sum(p.stat().st_size for p in (disk / "data").rglob("*.parquet"))
+        if abs(written / (files * rows * width) - 1) > 0.05:
+            case.out.problems.append(f"files hold {written:,} bytes, {files * rows * width:,} "
+                                     "asked")
+        case.run("run", "workload.yaml", "--no-progress")
+        results = list((case.dir / "reports").glob("*/result.json"))
+        if not results:
+            case.out.lost += 1
+        elif not json.loads(results[0].read_text())["metrics"]["exactly_once"]:
+            case.out.problems.append("samples not read exactly once")
+    return case.close()
+
+
 def signal_generate(root: Path, sig: int, after: int, size: int, ranks: int = 0) -> Outcome:
     """A generation signalled part way: exit code, complete files kept and recorded."""
     name = signal.Signals(sig).name
@@ -501,6 +530,11 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
     # JPEG's compression makes 2.4 MB of samples fit in 2 MB: the check must let it through
     out.append(("space check jpeg fits", lambda: space_check(root, "jpeg", 24, 100_000, False)))
     out.append(("space check jpeg", lambda: space_check(root, "jpeg", 900, 4097, True)))
+    # parquet's 8- and 16-bit columns take their bytes (they took 4x and 2x)
+    out.append(("size parquet uint8 row", lambda: sized(root, [])))
+    out.append(("size parquet narrow columns", lambda: sized(root, [
+        {"name": "image", "dtype": "uint8", "size": 4084},
+        {"name": "box", "dtype": "int16", "size": 4}, {"name": "label", "dtype": "int32"}])))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
         for size, after in ((4096, 800), (4 << 20, 10)):
             out.append((f"{sig.name} generate {size}",

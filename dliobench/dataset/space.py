@@ -28,7 +28,7 @@ from dliobench.storage.posix import PosixBackend
 PROBE_SAMPLE_BYTES = 256 << 10  # the largest sample a probe writes
 PROBE_SAMPLES = 4  # the most samples a probe file holds
 MANIFEST_FILE_BYTES = 64  # manifest columns and journal records per file, generously
-MANIFEST_SAMPLE_BYTES = 8  # per-sample checksums in the manifest and journal
+MANIFEST_SAMPLE_BYTES = 8  # per-sample checksums in the manifest and journal, if any
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,16 @@ class FileCost:
                 + num_samples * sample_bytes.astype(np.float64) * self.per_byte)
 
 
-def measure_cost(fmt: Format, dataset: DatasetConfig, typical_sample_bytes: int) -> FileCost:
-    """Fit the format's per-file, per-sample and per-byte cost from a few real small files."""
+def measure_cost(fmt: Format, dataset: DatasetConfig, typical_sample_bytes: int,
+                 one_size: bool = False) -> FileCost:
+    """Fit the format's per-file, per-sample and per-byte cost from a few real small files.
+
+    ``one_size``: every file's samples are ``typical_sample_bytes`` (no spread). Where that is
+    small enough to probe, files of exactly that size are written and the cost is theirs, per
+    file and per sample (a row of parquet columns is framed per column: a probe of other
+    widths would have other columns, and a cost fitted across them is off by 2x for DLRM)."""
     fill = dataclasses.replace(Fill.for_dataset(dataset), direct=False, sample_crcs=False)
     hi = max(1, min(typical_sample_bytes, PROBE_SAMPLE_BYTES))
-    lo = max(1, hi // 4)
     n = max(1, min(dataset.num_samples_per_file, PROBE_SAMPLES))
     scratch = tempfile.mkdtemp(prefix="dliobench-space-",
                                dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -61,16 +66,32 @@ def measure_cost(fmt: Format, dataset: DatasetConfig, typical_sample_bytes: int)
                                  DataFile(0, "probe", samples, sample_bytes), fill)
             return float(written.size + sum(size for size, _ in written.sides))
 
-        big, small = stored(n, hi), stored(n, lo)
-        per_byte = max(0.0, (big - small) / (n * (hi - lo))) if hi > lo else 1.0
-        per_sample = 0.0
-        if n > 1:
-            one = stored(1, lo)
-            per_sample = max(0.0, (small - one - (n - 1) * lo * per_byte) / (n - 1))
-            small = one
-        per_file = max(0.0, small - per_sample - lo * per_byte)
+        if one_size and hi == typical_sample_bytes:  # as many samples as PROBE_SAMPLE_BYTES
+            rows = min(dataset.num_samples_per_file, PROBE_SAMPLE_BYTES // hi)
+            return _at_one_size(stored, max(n, rows), hi)
+        return _fitted(stored, n, hi)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _at_one_size(stored: Callable[[int, int], float], n: int, size: int) -> FileCost:
+    """The cost of files of ``size``-byte samples, from files of 1 and ``n`` of them."""
+    one = stored(1, size)
+    per_sample = (stored(n, size) - one) / (n - 1) if n > 1 else 0.0
+    return FileCost(max(0.0, one - per_sample), per_sample, 0.0)
+
+
+def _fitted(stored: Callable[[int, int], float], n: int, hi: int) -> FileCost:
+    """``A + n*C + n*s*B`` fitted to files of ``hi``- and ``hi / 4``-byte samples."""
+    lo = max(1, hi // 4)
+    big, small = stored(n, hi), stored(n, lo)
+    per_byte = max(0.0, (big - small) / (n * (hi - lo))) if hi > lo else 1.0
+    per_sample = 0.0
+    if n > 1:
+        one = stored(1, lo)
+        per_sample = max(0.0, (small - one - (n - 1) * lo * per_byte) / (n - 1))
+        small = one
+    per_file = max(0.0, small - per_sample - lo * per_byte)
     return FileCost(per_file, per_sample, per_byte)
 
 
@@ -80,14 +101,16 @@ def bytes_needed(fmt: Format, dataset: DatasetConfig, sample_bytes: np.ndarray,
     files rounded up to whole ``block_bytes``, plus their manifest records."""
     if not len(sample_bytes):
         return 0
-    cost = measure_cost(fmt, dataset, int(np.median(sample_bytes)))
+    one_size = bool(sample_bytes.min() == sample_bytes.max())
+    cost = measure_cost(fmt, dataset, int(np.median(sample_bytes)), one_size)
     per_file = cost.bytes(dataset.num_samples_per_file, sample_bytes)
     block = max(1, block_bytes)
     sides = len(fmt.side_suffixes)
     # the data file rounded up exactly; each side file may take one more block at most
     files = (np.ceil(per_file / block) * block).sum() + len(sample_bytes) * sides * block
+    per_sample = MANIFEST_SAMPLE_BYTES if dataset.sample_checksums else 0  # only then kept
     manifest = len(sample_bytes) * (MANIFEST_FILE_BYTES
-                                    + dataset.num_samples_per_file * MANIFEST_SAMPLE_BYTES)
+                                    + dataset.num_samples_per_file * per_sample)
     return int(files) + manifest
 
 

@@ -113,6 +113,8 @@ def test_a_batch_holds_the_columns_pyarrow_reads_at_its_rows(tmp_path: Path) -> 
         assert [c.dtype for c in got] == [np.int32, np.uint16, np.int64]
         for name, values in zip(["label", "dense", "sparse"], got, strict=True):
             want = [tables[i // 200][name][i % 200] for i in ids]
+            if isinstance(want[0], bytes):  # a packed column (16 bits): the values' bytes
+                want = [np.frombuffer(w, values.dtype).tolist() for w in want]
             assert values.tolist() == want
         assert nbytes > sum(c.nbytes for c in got) // 2  # whole row groups were read
     one, _ = fmt.read_sample(Stored(reader.backend, reader.keys[1]), reader.sizes[1], 200, 5,
@@ -208,3 +210,80 @@ def test_dlrm_from_s3(loader: str, workdir: Path, write_workload: Callable[..., 
         table = pq.read_table(io.BytesIO(body))
         assert table.num_rows == 3000 and table.column_names == [
             c["name"] for c in DLRM["dataset"]["parquet"]["columns"]]
+
+
+# 8- and 16-bit integer columns (parquet would widen them to INT32), a float32 one beside them
+NARROW: dict[str, Any] = {
+    "model": {"name": "narrow"},
+    "workflow": {"generate_data": True, "train": True, "checkpoint": False},
+    "dataset": {"data_folder": "data/narrow", "format": "parquet", "num_files_train": 4,
+                "num_samples_per_file": 96, "record_length_bytes": 4096 + 1 + 2 * 6 + 4 * 3,
+                "parquet": {"row_group_size": 32, "columns": [
+                    {"name": "image", "dtype": "uint8", "size": 4096},
+                    {"name": "flag", "dtype": "int8", "size": 1},
+                    {"name": "box", "dtype": "int16", "size": 6},
+                    {"name": "scale", "dtype": "float32", "size": 3}]}},
+    "reader": {"data_loader": "native", "batch_size": 32, "read_threads": 2,
+               "file_shuffle": "seed", "sample_shuffle": "seed"},
+    "train": {"epochs": 1, "computation_time": 0.0},
+}
+
+
+@pytest.mark.parametrize("columns", ["narrow", "none"])
+def test_a_uint8_dataset_takes_the_bytes_datasize_counts(
+        columns: str, workdir: Path, write_workload: Callable[..., Path],
+        run_cli: Callable[..., int]) -> None:
+    """uint8, int8 and int16 columns (and the default row: one uint8 column) take the bytes
+    asked on disk, not 4x: within 5 % of what `dliobench datasize` counts per file and of the
+    space check's estimate; every sample is read back exactly once."""
+    from dliobench.config.load import load
+    from dliobench.dataset.datasize import required_files
+    from dliobench.dataset.layout import sample_sizes
+    from dliobench.dataset.space import bytes_needed
+    from dliobench.formats import format_for
+
+    doc: dict[str, Any] = {**NARROW, "dataset": {**NARROW["dataset"]}}
+    if columns == "none":
+        del doc["dataset"]["parquet"]
+    result = _run(doc, "native", workdir, write_workload, run_cli)
+    assert sum(e["delivered"] for r in result["ranks"] for e in r["epochs"]) == 4 * 96
+    config, _ = load(write_workload(doc))
+    d = config.dataset
+    asked = required_files(config, 1, 1, 1 << 30)
+    assert asked.bytes // asked.files == d.record_length_bytes * d.num_samples_per_file
+    files = sorted((workdir / "data" / "narrow").rglob("*.parquet"))
+    on_disk = sum(p.stat().st_size for p in files)
+    assert len(files) == 4
+    assert abs(on_disk / len(files) / (asked.bytes / asked.files) - 1) < 0.05
+    estimate = bytes_needed(format_for(d), d, sample_sizes(d), 1)
+    assert abs(on_disk / estimate - 1) < 0.05
+    for path in files:  # another parquet reader sees each row's bytes of the uint8 column
+        table = pq.read_table(path)
+        assert table.num_rows == 96 and table.column(0).type.byte_width == (
+            4096 if columns == "narrow" else d.record_length_bytes)
+
+
+def test_every_dtype_takes_its_bytes_and_reads_back_as_itself(tmp_path: Path) -> None:
+    """Each column dtype a workload may name is stored in its own bytes (a few bytes per row
+    of list framing at most) and read back as the same values, shape and dtype."""
+    import numpy as np
+
+    from dliobench.config.schema import PARQUET_DTYPES, ParquetColumn
+    from dliobench.formats.base import stored
+    from dliobench.formats.parquet import ParquetFormat
+
+    rows = 64
+    for dtype in PARQUET_DTYPES:
+        for size in (1, 50):
+            column = ParquetColumn("c", dtype, size)
+            fmt, path = ParquetFormat((column,), row_group_size=16), tmp_path / f"{dtype}.pq"
+            data = np.random.default_rng(3).integers(0, 256, (rows, column.width), np.uint8)
+            fmt.write(path, data)
+            payload = rows * column.width
+            assert path.stat().st_size <= payload * 1.02 + 2048, (dtype, size)
+            got, nbytes = fmt.read_rows(stored(path), path.stat().st_size, rows,
+                                        np.arange(rows), False)
+            want = data.view(dtype).reshape((rows, size) if size > 1 else (rows,))
+            assert got[0].dtype == np.dtype(dtype) and got[0].shape == want.shape
+            assert np.array_equal(got[0].view(np.uint8), want.view(np.uint8)), dtype
+            assert nbytes >= payload
