@@ -5,8 +5,9 @@ Each case runs ``python -m dliobench ...`` as a subprocess in a folder of its ow
 temporary folder: every numeric key negative, of the wrong type and beyond int64, every
 string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
 duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, checkpoints
-without a model, more ranks than samples (under mpiexec when there is one) and report on
-files that are not results. Expected of each: exit code 2 and one error line on stderr.
+without a model, more ranks than samples (under mpiexec when there is one), report on
+files that are not results, and half an S3 key pair. Expected of each: exit code 2 and one
+error line on stderr.
 Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
 error line. Exits 1 when any case had a traceback, a hang or a false success.
 """
@@ -39,6 +40,7 @@ class Case:
     argv: list[str]
     files: dict[str, bytes] = field(default_factory=dict)
     mpi_ranks: int = 0  # run under mpiexec -n this many
+    env: dict[str, str] = field(default_factory=dict)  # set for this case ("": unset)
 
 
 @dataclass
@@ -231,6 +233,25 @@ def cli_cases() -> list[Case]:
     return cases
 
 
+S3_RUN = ["run", "dataset.data_folder=s3://bucket/data", "--no-progress",
+          "storage.s3.endpoint_url=http://127.0.0.1:9", "storage.s3.max_attempts=1"]
+NO_AWS = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "",
+          "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+          "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def s3_cases() -> list[Case]:
+    """Half an S3 key pair, in the configuration or the environment (refused before any
+    request, so the endpoint need not answer)."""
+    secret, key_id = "storage.s3.secret_access_key=s3cr3t", "storage.s3.access_key_id=AKIAX"
+    return [Case("s3: secret key only", [*S3_RUN, secret], env=NO_AWS),
+            Case("s3: secret key, key id in the environment", [*S3_RUN, secret],
+                 env={**NO_AWS, "AWS_ACCESS_KEY_ID": "AKIAX"}),
+            Case("s3: key id only", [*S3_RUN, key_id], env=NO_AWS),
+            Case("s3: AWS_ACCESS_KEY_ID only", S3_RUN,
+                 env={**NO_AWS, "AWS_ACCESS_KEY_ID": "AKIAX"})]
+
+
 def run_case(case: Case, folder: Path, timeout: float) -> Outcome:
     """Run one case in ``folder``."""
     folder.mkdir(parents=True)
@@ -242,7 +263,9 @@ def run_case(case: Case, folder: Path, timeout: float) -> Outcome:
         local = Path(sys.executable).parent / "mpiexec"
         argv = [str(local) if local.exists() else "mpiexec", "-n", str(case.mpi_ranks), *argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT),
-           "XDG_CACHE_HOME": str(folder.parent / ".cache")}  # matplotlib's font cache: once
+           "XDG_CACHE_HOME": str(folder.parent / ".cache"),  # matplotlib's font cache: once
+           **case.env}
+    env = {k: v for k, v in env.items() if v or k not in case.env}
     started = time.monotonic()
     try:
         proc = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True,
@@ -262,7 +285,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    cases = [c for c in key_cases() + file_cases() + cli_cases() if args.only in c.name]
+    cases = [c for c in key_cases() + file_cases() + cli_cases() + s3_cases()
+             if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:
         with ThreadPoolExecutor(args.jobs) as pool:
