@@ -148,7 +148,7 @@ def test_cli_numbers_must_be_positive(refused: Refused, argv: tuple[str, ...]) -
     ('{"schema_version": 9, "run_id": "x", "status": "complete", "metrics": {}, "config": {}}',
      "has result schema 9"),
     ('{"schema_version": 1, "run_id": "x", "status": "complete", "metrics": [], "config": {}}',
-     "metrics do not hold what a result holds"),
+     "metrics is [], where an object belongs"),
 ])
 def test_report_refuses_what_is_not_a_result(workdir: Path, refused: Refused, content: str,
                                              needle: str) -> None:
