@@ -6,21 +6,25 @@ temporary folder: every numeric key negative, of the wrong type and beyond int64
 string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
 duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, checkpoints
 without a model, more ranks than samples (under mpiexec when there is one), report on
-files that are not results, and half an S3 key pair. Expected of each: exit code 2 and one
-error line on stderr.
+files that are not results, half an S3 key pair, a real result with fields of the wrong type
+(report, predict --from, check), and a dataset file of the wrong size. Expected of each: exit
+code 2 (1 for the dataset) and one error line on stderr.
 Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
-error line. Exits 1 when any case had a traceback, a hang or a false success.
+error line, vague (the line does not name what the case says it must). Exits 1 when any case
+had a traceback, a hang, a false success or a vague line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +45,10 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)
     mpi_ranks: int = 0  # run under mpiexec -n this many
     env: dict[str, str] = field(default_factory=dict)  # set for this case ("": unset)
+    before: list[list[str]] = field(default_factory=list)  # commands that must succeed first
+    damage: Callable[[Path], None] | None = None  # then done to the case's folder
+    expect: int = 2  # the exit code wanted (a dataset's fault is 1)
+    says: str = ""  # what the error line must name (else: "vague")
 
 
 @dataclass
@@ -69,10 +77,12 @@ class Outcome:
             out.append("hang")
         elif self.code == 0:
             out.append("false-success")
-        elif self.code != 2:
+        elif self.code != self.case.expect:
             out.append("code")
         if self.code is not None and len(self.error_lines) > 1:
             out.append("lines")
+        if self.code is not None and self.case.says not in self.stderr:
+            out.append("vague")
         return out
 
 
@@ -252,12 +262,67 @@ def s3_cases() -> list[Case]:
                  env={**NO_AWS, "AWS_ACCESS_KEY_ID": "AKIAX"})]
 
 
+TINY = (b"model: {name: tiny}\ntrain: {epochs: 1, computation_time: 0.001}\n"
+        b"dataset: {data_folder: data, format: npz, num_files_train: 16, "
+        b"num_samples_per_file: 1, record_length_bytes: 65536}\n"
+        b"reader: {batch_size: 2, read_threads: 2, prefetch_size: 2}\n")
+RUN_TINY = ["run", "w.yaml", "--no-progress", "--output", "runs"]
+
+
+def edit_result(**fields: object) -> Callable[[Path], None]:
+    """Set fields (``metrics.au``, ``ranks.0.samples``) of the one result under runs/."""
+    def damage(folder: Path) -> None:
+        (path,) = (folder / "runs").glob("*/result.json")
+        doc = json.loads(path.read_text())
+        for name, value in fields.items():
+            *parents, last = [int(p) if p.isdigit() else p for p in name.split(".")]
+            node = doc
+            for p in parents:
+                node = node[p]
+            node[last] = value
+        path.write_text(json.dumps(doc))
+    return damage
+
+
+def truncate_a_file(folder: Path) -> None:
+    """Cut the fourth data file of the dataset to 1000 bytes (it exists, of the wrong size)."""
+    os.truncate(sorted((folder / "data" / "train").glob("*.npz"))[3], 1000)
+
+
+def damaged_cases() -> list[Case]:
+    """A real run's result with fields of the wrong type, read by each reader; a dataset with
+    a file of the wrong size."""
+    typed = {"report: metrics.au high, ranks_count two": (
+                 ["report", "runs", "-o", "out"], {"metrics.au": "high", "ranks_count": "two"},
+                 "ranks_count"),
+             "predict --from: time_shares a string": (
+                 ["predict", "--from", "runs"], {"time_shares": "compute"}, "time_shares"),
+             "check: verdict.meets_floor a string": (
+                 ["check", "runs"], {"verdict.meets_floor": "yes"}, "verdict.meets_floor"),
+             "report: ranks[0].samples a string": (
+                 ["report", "runs", "-o", "out"], {"ranks.0.samples": "12"}, "ranks[0].samples")}
+    cases = [Case(f"result field {name}", argv, {"w.yaml": TINY}, before=[RUN_TINY],
+                  damage=edit_result(**fields), says=says)
+             for name, (argv, fields, says) in typed.items()]
+    cases.append(Case("dataset file of the wrong size", [
+        "run", "w.yaml", "--no-progress", "workflow.generate_data=false"], {"w.yaml": TINY},
+        before=[["generate", "w.yaml", "--no-progress"]], damage=truncate_a_file, expect=1,
+        says="img_0000003.npz is 1,000 bytes where 65,812 were written"))
+    return cases
+
+
 def run_case(case: Case, folder: Path, timeout: float) -> Outcome:
     """Run one case in ``folder``."""
     folder.mkdir(parents=True)
     for name, data in case.files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data)
+    for before in case.before:
+        subprocess.run([sys.executable, "-m", "dliobench", *before], cwd=folder, check=True,
+                       capture_output=True, timeout=timeout,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if case.damage is not None:
+        case.damage(folder)
     argv = [sys.executable, "-m", "dliobench", *case.argv]
     if case.mpi_ranks:
         local = Path(sys.executable).parent / "mpiexec"
@@ -285,7 +350,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    cases = [c for c in key_cases() + file_cases() + cli_cases() + s3_cases()
+    cases = [c for c in key_cases() + file_cases() + cli_cases() + s3_cases() + damaged_cases()
              if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:
@@ -304,11 +369,12 @@ def main() -> int:
         print(f"| {o.case.name} | {o.code} | {o.seconds:.1f} | {', '.join(o.flags()) or 'ok'} "
               f"| {first} |")
     totals = {flag: sum(flag in o.flags() for o in outcomes)
-              for flag in ("traceback", "hang", "false-success", "code", "lines")}
+              for flag in ("traceback", "hang", "false-success", "code", "lines", "vague")}
     clean = sum(not o.flags() for o in outcomes)
-    print(f"\n{len(outcomes)} cases: {clean} ended with exit 2 and one error line; "
-          + ", ".join(f"{k}: {v}" for k, v in totals.items()))
-    return 1 if totals["traceback"] or totals["hang"] or totals["false-success"] else 0
+    print(f"\n{len(outcomes)} cases: {clean} ended with the exit code expected and one error "
+          "line; " + ", ".join(f"{k}: {v}" for k, v in totals.items()))
+    return 1 if totals["traceback"] or totals["hang"] or totals["false-success"] \
+        or totals["vague"] else 0
 
 
 if __name__ == "__main__":
