@@ -99,7 +99,10 @@ def key_cases() -> list[Case]:
             negative = -2 if low is None or low < 0 else -1
             if name == "train.total_training_steps":
                 negative = -5
-            cases.append(Case(f"{name} negative", ["show-config", f"{name}={negative}"]))
+            # an axis counts from the end when negative: which are wrong depends on the
+            # member's shape, checked when the files are read, not by show-config
+            if name != "dataset.npz_sample_axis":
+                cases.append(Case(f"{name} negative", ["show-config", f"{name}={negative}"]))
             huge = "1e400" if kind in ("float", "seconds") else HUGE
             cases.append(Case(f"{name} huge", ["show-config", f"{name}={huge}"]))
         if kind in ("str", "path", "name", "choice"):
@@ -176,7 +179,8 @@ def file_cases() -> list[Case]:
              for name, text in WORKLOAD_DEFECTS.items()]
     cases += [Case(f"workload {name} (run)", ["run", "w.yaml", "--no-progress"],
                    {"w.yaml": WORKLOAD_DEFECTS[name]})
-              for name in ("alias bomb", "duplicate key", "checkpoint without model")]
+              for name in ("alias bomb", "duplicate key", "checkpoint without model",
+                           "checkpoint without training")]
     cases += [Case(f"sweep {name}", ["sweep", "s.yaml", "--dry-run"],
                    {"s.yaml": text, "w.yaml": WORKLOAD}) for name, text in SWEEP_DEFECTS.items()]
     for name, text in RESULTS.items():
