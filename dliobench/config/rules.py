@@ -59,6 +59,12 @@ def _check_checkpoint(config: Config) -> None:
                           "use a transformer preset (workloads/llama3_8b.yaml), or set "
                           "workflow.checkpoint=false")
     m = config.model
+    if not config.workflow.train and m.num_layers == 0:  # the layout would have no tensors
+        raise ConfigError("workflow.train is false, so workflow.checkpoint runs the "
+                          "checkpoint-only workflow, which writes a transformer's layout, but "
+                          "model.num_layers is 0; use a transformer preset "
+                          "(workloads/llama3_8b.yaml), or set workflow.train=true to write "
+                          "model.model_size_bytes checkpoints while training")
     if m.num_layers and m.hidden_size * m.vocab_size == 0:
         raise ConfigError("model.num_layers is set but model.transformer.hidden_size or "
                           "vocab_size is 0; give the transformer's sizes (see "

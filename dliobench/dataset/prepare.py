@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from dliobench.bounds import check_memory
 from dliobench.comm.world import Comm, World
 from dliobench.dataset.generate import Generated, generate, open_manifest, survey
+from dliobench.dataset.manifest import Manifest
 from dliobench.errors import DatasetError
 from dliobench.plan import FileRows, FileSizes, Plan
 
@@ -41,11 +44,7 @@ def prepare(plan: Plan, world: World, comm: Comm, show_progress: bool) -> ReadyD
             f"{plan.manifest_backend.describe('dliobench-manifest')} to index the dataset again")
     if missing:
         if not config.workflow.generate_data:
-            raise DatasetError(
-                f"the dataset in {dataset.data_folder} lacks {len(missing)} of "
-                f"{dataset.num_files_train} {dataset.format} files; run `dliobench generate` "
-                "with the same workload and overrides, or set workflow.generate_data=true"
-            )
+            raise incomplete(plan, manifest, missing)
         generated = generate(plan, world, comm, show_progress, manifest=manifest,
                              missing=missing)
         assert generated.manifest is not None
@@ -56,3 +55,46 @@ def prepare(plan: Plan, world: World, comm: Comm, show_progress: bool) -> ReadyD
     crcs = FileRows(ids, manifest.sample_checksums(ids)) if config.reader.verify_samples \
         else None
     return ReadyDataset(plan.with_sizes(sizes, crcs), generated, present)
+
+
+def incomplete(plan: Plan, manifest: Manifest, missing: list[int]) -> DatasetError:
+    """The sentence for a run that may not generate and finds files not complete: how many,
+    what is wrong with the first (its path, and its size against the one written), and what
+    to run."""
+    dataset = plan.config.dataset
+    count = len(missing)
+    if manifest.num_files == 0:
+        return DatasetError(
+            f"the dataset in {dataset.data_folder} has none of its {dataset.num_files_train:,} "
+            f"{dataset.format} files (no generation recorded any there); run `dliobench "
+            "generate` with the same workload and overrides, or set workflow.generate_data=true")
+    first = "the first: " if count > 1 else ""
+    it = "it" if count == 1 else "them"
+    return DatasetError(
+        f"{count:,} of the {dataset.num_files_train:,} {dataset.format} files of the dataset in "
+        f"{dataset.data_folder} {'is' if count == 1 else 'are'} not complete "
+        f"({first}{what_is_wrong(plan, manifest, missing[0])}); run `dliobench generate` with "
+        f"the same workload and overrides to write {it} again, or set "
+        "workflow.generate_data=true")
+
+
+def what_is_wrong(plan: Plan, manifest: Manifest, index: int) -> str:
+    """File ``index`` (or one of its side files) in words: never recorded as written, gone,
+    or of another size than the manifest records (one stat per object, of this file only)."""
+    entries = manifest.entries(np.array([index], dtype=np.int64))
+    wants = [int(entries.size[0]), *(int(s) for s in entries.side_size[0])]
+    keys = plan.object_keys(index)
+    name = plan.backend.describe
+    if wants[0] < 0:
+        return (f"{name(keys[0])} was never recorded as written: a generation stopped before "
+                "it")
+    for key, want in zip(keys, wants, strict=True):
+        try:
+            have = plan.backend.size(key)
+        except OSError as exc:
+            return f"{name(key)} cannot be read ({exc.strerror or exc})"
+        if have is None:
+            return f"{name(key)} is missing"
+        if want >= 0 and have != want:
+            return f"{name(key)} is {have:,} bytes where {want:,} were written"
+    return f"{name(keys[0])} changed while it was checked"

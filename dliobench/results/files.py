@@ -17,6 +17,7 @@ from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
 from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
+from dliobench.results.typed import first_mismatch
 
 if TYPE_CHECKING:
     from dliobench.comm.world import Comm, World
@@ -25,8 +26,6 @@ from dliobench.storage.posix_io import read_text
 
 RESULT_NAME = "result.json"
 REQUIRED = ("run_id", "status", "metrics", "config")
-KINDS = {"run_id": str, "status": str, "metrics": dict, "config": dict, "machine": dict,
-         "storage": dict, "honesty": dict, "epochs": list, "ranks": list, "nodes": list}
 
 
 def new_run_id(workload: str) -> str:
@@ -90,7 +89,8 @@ def read_result(run_dir: str | Path) -> RunResult:
     """A run folder's result, or DlioBenchError saying in one sentence why it is not one.
 
     A result of another schema major version is refused; a newer minor version is read (its
-    extra fields are kept).
+    extra fields are kept). Every field the schema declares, nested ones too, must hold its
+    declared type (``typed.first_mismatch``), so no reader meets a figure of the wrong kind.
     """
     path = Path(run_dir) / RESULT_NAME
     try:
@@ -109,8 +109,8 @@ def read_result(run_dir: str | Path) -> RunResult:
         raise InputError(f"{path} has result schema {doc['schema_version']}; this dliobench "
                          f"reads schema {SCHEMA_MAJOR}.x: use the dliobench version that "
                          f"wrote it ({doc.get('dliobench_version', 'unknown')})")
-    wrong = [k for k, kind in KINDS.items() if k in doc and not isinstance(doc[k], kind)]
-    if wrong:
-        raise InputError(f"{path} is not a dliobench result: {', '.join(wrong)} "
-                         "do not hold what a result holds; leave that folder out")
+    wrong = first_mismatch(doc, RunResult)
+    if wrong is not None:
+        raise InputError(f"{path}: {wrong}, so it was edited or damaged after the run "
+                         "wrote it; run it again, or leave that folder out")
     return cast(RunResult, doc)

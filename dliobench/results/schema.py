@@ -4,11 +4,16 @@ The keys are an interface (README, "Result files"): scripts, ``dliobench report`
 the max-accelerator search read them. ``schema_version`` is ``MAJOR`` (an int, as version 1
 always wrote) or ``"MAJOR.MINOR"``: a reader refuses another major version and reads newer
 minor versions, keeping fields it does not know.
+
+The types below are also the check made on reading (``results.typed.first_mismatch``): every
+field declared here, nested ones too, must hold its declared type where it is present, so a
+damaged or edited file is one sentence naming the field rather than a blank figure or a
+traceback in a reader.
 """
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
 SCHEMA_MINOR = 5  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
@@ -33,6 +38,9 @@ class RateMetrics(TypedDict):
     compute_s: float
     comm_s: float
     first_step_s: float | None
+    wait_s: NotRequired[float]
+    ckpt_s: NotRequired[float]
+    wall_s: NotRequired[float]
 
 
 class RequestLatency(TypedDict):
@@ -52,7 +60,7 @@ class RunMetrics(RateMetrics):
     """``metrics``: the run's figures over all ranks and epochs."""
 
     au_min: float | None
-    exactly_once: bool
+    exactly_once: bool | None  # None: a rank was interrupted, nothing to check
     undelivered_samples: int
     min_counted_steps: int
     stragglers: list[int]
@@ -63,8 +71,20 @@ class EpochMetrics(RateMetrics):
     """One entry of ``epochs``."""
 
     epoch: int
-    exactly_once: bool
+    au_min: NotRequired[float | None]
+    exactly_once: bool | None  # None: a rank was interrupted in this epoch
     complete: bool
+
+
+class RankEpoch(TypedDict):
+    """One entry of ``ranks[].epochs``: what the rank's exactly-once check found."""
+
+    epoch: int
+    planned: int
+    delivered: int
+    undelivered: int
+    complete: bool
+    exactly_once: bool
 
 
 class RankMetrics(TypedDict):
@@ -78,7 +98,16 @@ class RankMetrics(TypedDict):
     samples_per_s: float | None
     bytes_per_s: float | None
     wall_s: float
-    epochs: list[dict[str, Any]]
+    epochs: list[RankEpoch]
+    steps: NotRequired[int]
+    compute_s: NotRequired[float]
+    comm_s: NotRequired[float]
+    wait_s: NotRequired[float]
+    ckpt_s: NotRequired[float]
+    cpu_s: NotRequired[float]  # 1.1
+    cpu_cores: NotRequired[float]
+    cpu_share: NotRequired[float | None]
+    device_read_bytes: NotRequired[int | None]  # 1.5
 
 
 class NodeMetrics(TypedDict):
@@ -111,6 +140,120 @@ class Honesty(TypedDict):
     device_read_counter: NotRequired[str]
 
 
+class Machine(TypedDict, total=False):
+    """``machine``: the hosts of the run and rank 0's host."""
+
+    hosts: list[str]
+    host: str
+    cpus: int | None
+    memory_bytes: int
+    platform: str
+    python: str
+
+
+class Verdict(TypedDict, total=False):
+    """``verdict`` (1.1): did the run meet its AU floor, what limited it, and the figures."""
+
+    meets_floor: bool | None
+    limiter: str
+    reason: str
+    au: float | None
+    au_floor: float
+    demand_samples_per_s_per_rank: float | None
+    client_ceiling_samples_per_s_per_rank: float | None
+    client_ceiling_source: str | None
+    client_ceiling_load: dict[str, float] | None
+    device_read_share: float | None
+
+
+class TimeShares(TypedDict, total=False):
+    """``time_shares`` (1.1): shares of the counted wall time, summed over ranks."""
+
+    compute: float
+    wait: float
+    comm: float
+    checkpoint: float
+    other: float
+
+
+class Provenance(TypedDict, total=False):
+    """``provenance`` (1.2): what made the run, to tell an edited result."""
+
+    config_sha256: str
+    argv: list[str]
+    cwd: str
+    packages: dict[str, str | None]
+    mpi_library: str | None
+
+
+class Generation(TypedDict, total=False):
+    """``generation``: the files the run generated first."""
+
+    files: int
+    bytes: int
+    mean_file_bytes: float
+    seconds: float
+    bytes_per_s: float | None
+
+
+class Staging(TypedDict, total=False):
+    """``staging``: the copy of the dataset the run read."""
+
+    source: str
+    scope: str
+    path: str
+    files: int
+    bytes: int
+    seconds: float
+    bytes_per_s: float | None
+
+
+class CheckpointOps(TypedDict, total=False):
+    """``checkpoint.write`` / ``checkpoint.read`` of a checkpoint-only run."""
+
+    count: int
+    bytes: int
+    bytes_per_checkpoint: float
+    duration_s_mean: float
+    throughput_bytes_per_s_mean: float | None
+    aggregate_bytes_per_s: float | None
+    aggregate_bytes_per_s_p50: float | None
+    aggregate_bytes_per_s_p99: float | None
+    rank_s_p50: float | None
+    rank_s_p99: float | None
+    checkpoints: list[dict[str, Any]]
+
+
+class CheckpointReadHonesty(TypedDict, total=False):
+    """``checkpoint.read_honesty``: could the checkpoint reads come from the page cache?"""
+
+    evicted: bool
+    written_bytes: int
+    host_memory_bytes: int
+    written_to_memory_ratio: float | None
+    reads_honest: bool
+    made_honest_by: str | None
+
+
+class Checkpoint(TypedDict, total=False):
+    """``checkpoint``: checkpoints taken during training (count .. checkpoints), or a
+    checkpoint-only run's layout, writes and reads (workflow .. read_honesty)."""
+
+    count: int
+    bytes: int
+    write_bytes_per_s: float | None
+    read_bytes_per_s: float | None
+    checkpoints: list[dict[str, Any]]
+    workflow: str
+    file_format: str
+    fsync: bool
+    layout: dict[str, Any]
+    files_per_checkpoint: int
+    write: CheckpointOps | None
+    read: CheckpointOps | None
+    read_honesty: CheckpointReadHonesty
+
+
 class _Required(TypedDict):
     schema_version: int | str
     run_id: str
@@ -122,8 +265,8 @@ class _Required(TypedDict):
     workload: str
     ranks_count: int
     config: dict[str, Any]  # every section of the resolved configuration
-    machine: dict[str, Any]
-    storage: dict[str, Any]
+    machine: Annotated[dict[str, Any], Machine]
+    storage: dict[str, Any]  # the backend's facts (a file system's, an object store's)
     honesty: Honesty
     metrics: RunMetrics
     epochs: list[EpochMetrics]
@@ -132,19 +275,22 @@ class _Required(TypedDict):
 
 
 class RunResult(_Required, total=False):
-    """The whole ``result.json``; the optional keys appear when they apply."""
+    """The whole ``result.json``; the optional keys appear when they apply.
+
+    ``Annotated[static, checked]``: a section writers build as a plain dict (its static
+    type) whose fields the TypedDict ``checked`` declares, and reading checks."""
 
     errors: list[str]
     deviations: list[str]
     warnings: list[str]
     ranks_launched: int
     launcher: str  # what started the ranks: "mpi", "torch" or "none"
-    generation: dict[str, Any]
-    staging: dict[str, Any]
-    checkpoint: dict[str, Any]
-    verdict: dict[str, Any]  # 1.1: meets_floor, limiter, reason and the figures behind them
-    time_shares: dict[str, float] | None  # 1.1: compute, wait, comm, checkpoint, other
-    provenance: dict[str, Any]  # 1.2: config_sha256, argv, cwd, packages, mpi_library
+    generation: Annotated[dict[str, Any], Generation]
+    staging: Annotated[dict[str, Any], Staging]
+    checkpoint: Annotated[dict[str, Any], Checkpoint]
+    verdict: Annotated[dict[str, Any], Verdict]  # 1.1
+    time_shares: Annotated[dict[str, float] | None, TimeShares | None]  # 1.1
+    provenance: Annotated[dict[str, Any], Provenance]  # 1.2
     metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
 
 
@@ -159,3 +305,4 @@ def parse_version(value: object) -> tuple[int, int] | None:
         if major.isdigit() and (minor.isdigit() or not minor):
             return int(major), int(minor or 0)
     return None
+

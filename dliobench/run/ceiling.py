@@ -184,7 +184,7 @@ def measure(config: Config, world: World, comm: Comm,
         value = rate / world.size
         ranks = outcome.result["ranks"]
         samples = sum(r["samples"] for r in ranks)
-        cpu = sum(r.get("cpu_s") or 0.0 for r in ranks)  # type: ignore[misc]
+        cpu = sum(r.get("cpu_s") or 0.0 for r in ranks)
         _remember(config, world, value, {"files": probe.dataset.num_files_train,
                                          "cpu_s_per_sample": cpu / samples if samples else None,
                                          "epochs": probe.train.epochs, "load": load,

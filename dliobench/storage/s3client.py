@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dliobench.config.secrets import REDACTED
-from dliobench.errors import DatasetError, MissingExtraError
+from dliobench.errors import ConfigError, DatasetError, MissingExtraError
 
 if TYPE_CHECKING:
     from dliobench.config.schema import StorageConfig
 
 # Error codes S3 answers when the credentials (not the request) are the problem.
+# The two halves of a key pair: the configuration key and the AWS chain's variable of each.
+PAIR = (("storage.s3.access_key_id", "AWS_ACCESS_KEY_ID"),
+        ("storage.s3.secret_access_key", "AWS_SECRET_ACCESS_KEY"))
 CREDENTIAL_CODES = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
                               "InvalidToken", "ExpiredToken", "AuthorizationHeaderMalformed",
                               "InvalidSecurity", "403", "Forbidden"})
@@ -59,6 +62,27 @@ class S3Settings:
         """The credential values given as keys (to be kept out of every message)."""
         return [s for s in (self.secret_access_key, self.access_key_id) if s]
 
+    def half_pair(self) -> str | None:
+        """One sentence when a key pair is given by half (no value in it), else None.
+
+        botocore uses keys given in the configuration only as a pair (it does not complete one
+        from the environment) and refuses ``AWS_ACCESS_KEY_ID`` without its secret; both
+        would end in a PartialCredentialsError deep in client creation."""
+        given = [bool(self.access_key_id), bool(self.secret_access_key)]
+        if any(given) and not all(given):
+            (have, _), (missing, variable) = PAIR if given[0] else PAIR[::-1]
+            env = (f" ({variable} is in the environment, but keys in the configuration are "
+                   "used only as a pair)") if os.environ.get(variable) else ""
+            return (f"{have} is given in the configuration without {missing}{env}; give "
+                    f"{missing} as well, or neither key to use the AWS chain "
+                    "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)")
+        if not any(given) and os.environ.get(PAIR[0][1]) and not os.environ.get(PAIR[1][1]):
+            return ("AWS_ACCESS_KEY_ID is set in the environment without "
+                    "AWS_SECRET_ACCESS_KEY; set AWS_SECRET_ACCESS_KEY as well, unset "
+                    "AWS_ACCESS_KEY_ID to use AWS_PROFILE, or give storage.s3.access_key_id "
+                    "and storage.s3.secret_access_key")
+        return None
+
     def redact(self, text: str) -> str:
         """``text`` with every credential value replaced."""
         for secret in self.secrets():
@@ -91,9 +115,11 @@ def client(settings: S3Settings, bucket: str, where: str) -> Any:
     with _lock:
         made = _clients.get(key)
         if made is None:
-            made = _make(settings)
             try:
+                made = _make(settings)
                 made.head_bucket(Bucket=bucket)
+            except (ConfigError, MissingExtraError):
+                raise
             except Exception as exc:
                 raise failure(exc, settings, bucket, where, "open the bucket") from None
             _clients[key] = made
@@ -101,7 +127,11 @@ def client(settings: S3Settings, bucket: str, where: str) -> Any:
 
 
 def _make(settings: S3Settings) -> Any:
-    """A boto3 S3 client with these settings (checksums only where we send them)."""
+    """A boto3 S3 client with these settings (checksums only where we send them); a key pair
+    given by half is a ConfigError of one sentence, before any request."""
+    half = settings.half_pair()
+    if half is not None:
+        raise ConfigError(settings.redact(half))
     try:
         import boto3
         from botocore.config import Config as BotoConfig
@@ -143,8 +173,14 @@ def failure(exc: BaseException, settings: S3Settings, bucket: str, where: str,
     endpoint = settings.endpoint()
     endpoint = "AWS" if endpoint == "aws" else endpoint
     code = error_code(exc)
-    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-        text = (f"no S3 credentials to {doing} {where}: set AWS_ACCESS_KEY_ID and "
+    if isinstance(exc, PartialCredentialsError):  # from a profile or a credentials file
+        text = (f"the AWS chain's S3 credentials to {doing} {where} are incomplete ({exc}); "
+                "complete that profile or file, or give storage.s3.access_key_id and "
+                "storage.s3.secret_access_key")
+    elif isinstance(exc, NoCredentialsError):
+        half = (" (AWS_SECRET_ACCESS_KEY is set without AWS_ACCESS_KEY_ID)"
+                if os.environ.get(PAIR[1][1]) and not os.environ.get(PAIR[0][1]) else "")
+        text = (f"no S3 credentials to {doing} {where}{half}: set AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), or storage.s3.access_key_id and "
                 "storage.s3.secret_access_key")
     elif isinstance(exc, EndpointConnectionError) or (code is None and _is_connection(exc)):

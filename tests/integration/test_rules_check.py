@@ -265,14 +265,20 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path: Path,
 def test_a_result_without_what_the_rules_read_is_refused(
         real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = full_size(real, 0)
-    doc["metrics"]["au"] = "high"
     del doc["config"]["reader"]["batch_size"]
     folder = write_set(tmp_path / "bad", [doc])
     assert main(["check", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"dliobench: error: {folder / 'run-0' / 'result.json'} lacks "
-                   "reader.batch_size, metrics.au as a run writes them, so the rules cannot be "
+                   "reader.batch_size as a run writes them, so the rules cannot be "
                    "applied to it; leave that folder out")
+    doc["metrics"]["au"] = "high"  # a figure of the wrong type: refused on reading, as
+    folder = write_set(tmp_path / "typed", [doc])  # every reader refuses it
+    assert main(["check", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"dliobench: error: {folder / 'run-0' / 'result.json'}: metrics.au is "
+                   '"high", where a number or null belongs, so it was edited or damaged after '
+                   "the run wrote it; run it again, or leave that folder out")
 
 
 # What a user scaling an upstream file down sets, and nothing else: fewer and smaller files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -135,7 +136,28 @@ def test_missing_dataset_without_generation_says_how(
     path = write_workload(tiny_workload(workflow={"generate_data": False}))
     assert run_cli("run", str(path)) == 1
     err = capsys.readouterr().err
-    assert "lacks 8 of 8 npz files" in err and "dliobench generate" in err
+    assert "has none of its 8 npz files" in err and "dliobench generate" in err
+
+
+def test_a_file_of_the_wrong_size_is_named_with_both_sizes_and_what_to_run(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It was "lacks 1 of 8 npz files", though the file was there, truncated."""
+    path = write_workload(tiny_workload(workflow={"generate_data": False}))
+    assert run_cli("generate", str(path), "--no-progress") == 0
+    victim = sorted((workdir / "data/tiny/train").glob("*.npz"))[3]
+    size = victim.stat().st_size
+    os.truncate(victim, 1000)
+    capsys.readouterr()
+    assert run_cli("run", str(path), "--no-progress") == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"dliobench: error: 1 of the 8 npz files of the dataset in data/tiny is not "
+                   f"complete (data/tiny/train/{victim.name} is 1,000 bytes where {size:,} were "
+                   "written); run `dliobench generate` with the same workload and overrides to "
+                   "write it again, or set workflow.generate_data=true")
+    assert run_cli("generate", str(path), "--no-progress") == 0  # what it says to run
+    assert victim.stat().st_size == size
+    assert run_cli("run", str(path), "--no-progress") == 0
 
 
 def test_generate_resumes_and_refuses_other_parameters(

@@ -109,6 +109,39 @@ def test_unreachable_buckets_are_one_sentence(
     assert "Traceback" not in err and len(err.splitlines()) == 1 and "not-the-secret" not in err
 
 
+@pytest.mark.parametrize("case", ["secret key only", "secret key, key id in the environment",
+                                  "key id only", "key id in the environment only"])
+def test_half_a_key_pair_is_one_sentence_naming_the_missing_half(
+        workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
+        s3_env: S3Server, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """botocore's PartialCredentialsError (a 49-line traceback) becomes one sentence saying
+    which key is missing and where the other came from, with no credential in it."""
+    path = s3_workload(write_workload, s3_env, s3_env.bucket("half"))
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    if "in the environment" not in case:
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    given = {"secret key only": f"storage.s3.secret_access_key={s3_env.secret_access_key}",
+             "secret key, key id in the environment":
+                 f"storage.s3.secret_access_key={s3_env.secret_access_key}",
+             "key id only": f"storage.s3.access_key_id={s3_env.access_key_id}"}.get(case)
+    capsys.readouterr()
+    assert run_cli("run", str(path), "--no-progress", *([given] if given else [])) == 2
+    err = capsys.readouterr().err.strip()
+    expected = {"secret key only": "storage.s3.secret_access_key is given in the "
+                                   "configuration without storage.s3.access_key_id; ",
+                "secret key, key id in the environment": "without storage.s3.access_key_id "
+                                                         "(AWS_ACCESS_KEY_ID is in the "
+                                                         "environment, but",
+                "key id only": "storage.s3.access_key_id is given in the configuration "
+                               "without storage.s3.secret_access_key; ",
+                "key id in the environment only": "AWS_ACCESS_KEY_ID is set in the "
+                                                  "environment without AWS_SECRET_ACCESS_KEY"}
+    assert err.startswith("dliobench: error: ") and expected[case] in err, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert s3_env.secret_access_key not in err and s3_env.access_key_id not in err
+
+
 def test_secrets_in_the_configuration_never_reach_an_output(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
         s3_env: S3Server, capsys: pytest.CaptureFixture[str],

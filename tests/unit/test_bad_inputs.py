@@ -128,6 +128,11 @@ def test_checkpoints_need_a_model_size_or_a_layout(refused: Refused) -> None:
     assert "checkpoint.scale must be above 0" in refused(
         "show-config", "workflow.checkpoint=true", "model.model_size_bytes=1MB",
         "checkpoint.scale=0")
+    # the checkpoint-only workflow writes a layout: without one it wrote nothing and ended in
+    # a ZeroDivisionError traceback (bad_inputs.py "workload checkpoint without training")
+    assert "checkpoint-only workflow, which writes a transformer's layout, but " \
+        "model.num_layers is 0" in refused("run", "workflow.checkpoint=true",
+                                           "workflow.train=false", "model.model_size_bytes=1000")
 
 
 @pytest.mark.parametrize("argv", [
@@ -148,7 +153,7 @@ def test_cli_numbers_must_be_positive(refused: Refused, argv: tuple[str, ...]) -
     ('{"schema_version": 9, "run_id": "x", "status": "complete", "metrics": {}, "config": {}}',
      "has result schema 9"),
     ('{"schema_version": 1, "run_id": "x", "status": "complete", "metrics": [], "config": {}}',
-     "metrics do not hold what a result holds"),
+     "metrics is [], where an object belongs"),
 ])
 def test_report_refuses_what_is_not_a_result(workdir: Path, refused: Refused, content: str,
                                              needle: str) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dliobench.cli.main import main
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.files import read_result, write_partial_result, write_result
 from dliobench.results.provenance import config_hash
 from dliobench.results.schema import SCHEMA_MAJOR, SCHEMA_MINOR, parse_version
@@ -121,3 +121,77 @@ def test_the_first_partial_result_owns_the_folder_and_a_later_one_is_kept_beside
     assert [r["rank"] for r in read_result(tmp_path)["ranks"]] == [1]
     beside = json.loads((tmp_path / "partial-rank0.json").read_text())
     assert [r["rank"] for r in beside["ranks"]] == [0]
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """A change setting the field at ``path`` (``metrics.au``, ``ranks.0.samples``)."""
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for p in parents:
+            doc = doc[p]
+        doc[last] = value
+    return change
+
+
+@pytest.mark.parametrize(("path", "value", "said"), [
+    ("time_shares", "compute", 'time_shares is "compute", where an object or null belongs'),
+    ("metrics.au", "high", 'metrics.au is "high", where a number or null belongs'),
+    ("ranks_count", "two", 'ranks_count is "two", where an integer belongs'),
+    ("ranks.0.samples", "12", 'ranks[0].samples is "12", where an integer belongs'),
+    ("ranks.0.epochs.1.complete", 1, "ranks[0].epochs[1].complete is 1, where true or "
+                                     "false belongs"),
+    ("time_shares.wait", None, "time_shares.wait is null, where a number belongs"),
+    ("verdict.meets_floor", "yes", 'verdict.meets_floor is "yes", where true or false or '
+                                   "null belongs"),
+    ("honesty.dataset_bytes", True, "honesty.dataset_bytes is true, where an integer belongs"),
+    ("epochs.1.steps", 2.5, "epochs[1].steps is 2.5, where an integer belongs"),
+    ("machine.hosts", "vm", 'machine.hosts is "vm", where a list belongs'),
+    ("provenance.packages.numpy", 2, "provenance.packages.numpy is 2, where text or null "
+                                     "belongs"),
+    ("nodes.0.ranks", [0, "1"], 'nodes[0].ranks[1] is "1", where an integer belongs'),
+])
+def test_a_field_of_the_wrong_type_is_one_sentence_naming_file_and_field(
+        real_run: Path, tmp_path: Path, path: str, value: Any, said: str) -> None:
+    """Every declared field, nested ones too, is checked on reading (schema.first_mismatch),
+    so no reader shows a blank figure or meets a string where it does arithmetic."""
+    folder = _copy_with(real_run, tmp_path, _set(path, value))
+    with pytest.raises(InputError) as info:
+        read_result(folder)
+    assert str(info.value).startswith(f"{folder / 'result.json'}: {said}, so it was edited")
+    assert "\n" not in str(info.value)
+
+
+def test_numbers_as_json_may_write_them_and_nulls_where_declared_are_read(
+        real_run: Path, tmp_path: Path) -> None:
+    def rewritten(doc: dict[str, Any]) -> None:
+        doc["metrics"]["bytes"] = float(doc["metrics"]["bytes"])  # 789744.0: an integer
+        doc["metrics"]["compute_s"] = 1  # a number without a fraction
+        doc["metrics"]["au"] = None
+        doc["time_shares"] = None
+        doc["metrics"]["new_in_1_9"] = "kept"  # a field this version does not declare
+
+    result = read_result(_copy_with(real_run, tmp_path, rewritten))
+    assert result["metrics"]["au"] is None and result["time_shares"] is None
+
+
+@pytest.mark.parametrize(("command", "change"), [
+    (["report", "runs", "-o", "out"], lambda d: (_set("metrics.au", "high")(d),
+                                                 _set("ranks_count", "two")(d))),
+    (["predict", "--from", "runs"], _set("time_shares", "compute")),
+    (["check", "runs"], _set("verdict.limiter", 3)),
+], ids=["report", "predict", "check"])
+def test_report_predict_and_check_refuse_a_result_of_the_wrong_types(
+        real_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, command: list[str],
+        change: Callable[[dict[str, Any]], None]) -> None:
+    """report exited 0 with AU blank and ranks "two" (a false success), predict --from ended
+    in an AttributeError traceback: now each is one sentence and exit 2."""
+    folder = _copy_with(real_run, tmp_path, change)
+    folder.rename(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dliobench: error: runs/result.json: "), err
+    assert len(err.splitlines()) == 1 and "belongs, so it was edited or damaged" in err, err
+    assert not (tmp_path / "out").exists()
