@@ -7,6 +7,7 @@ import datetime as dt
 import logging
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,20 @@ from dliobench.config.schema import Config
 from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
 from dliobench.dataset.lock import locked
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, Terminated
 from dliobench.plan import check_run, resolve
-from dliobench.results.assemble import build_result
+from dliobench.results.assemble import build_result, run_facts
 from dliobench.results.files import (
     RESULT_NAME,
     open_run_folder,
     write_partial_result,
     write_result,
 )
+from dliobench.results.journal import FOLDER as JOURNALS
+from dliobench.results.journal import ended, journal_path
 from dliobench.results.measured import RankTrace
 from dliobench.results.metadata import metadata_phase
+from dliobench.results.recover import RECOVER_HINT, recover, write_header
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
@@ -85,16 +89,19 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
         return RunOutcome(None, None)
     run_id, run_dir = open_run_folder(config, world, comm)
     started = _now()
-    staged = None
+    staged, facts = None, None
     try:
         staged = _stage(ready, world, comm, run_id, extra)
         reads = staged.plan if staged else ready.plan  # the result keeps the source folder
-        trace = train(reads, world, comm, show_progress, run_id)
+        if world.is_root:
+            facts = _journal_header(config, world, run_id, run_dir, started,
+                                    ready.total_bytes, extra)
+        trace = train(reads, world, comm, show_progress, run_id, run_dir)
     except BaseException as exc:
         if isinstance(exc, TrainingFailed):
-            _write_partial(config, world, run_id, run_dir, exc.trace, started,
-                           ready.total_bytes, extra)
-        if world.is_root:  # nothing measured (staging failed, or before the first step)
+            _end_early(config, world, run_id, run_dir, exc, started, ready.total_bytes, extra)
+        elif world.is_root:  # nothing measured (staging failed, or before the first step)
+            shutil.rmtree(run_dir / JOURNALS, ignore_errors=True)
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # only if empty
         if staged is not None and not config.storage.keep_staged and world.local_rank == 0:
@@ -108,12 +115,31 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
     result = None
     if world.is_root and traces is not None:
         result = build_result(config, run_id, "complete", traces, started, _now(),
-                              ready.total_bytes, extra)
+                              ready.total_bytes, extra, facts)
     _judge_client(config, world, comm, result)
     if result is None or traces is None:
         return RunOutcome(None, None)
     where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    if where == run_dir:  # the result holds every journaled record: the journals can go
+        shutil.rmtree(run_dir / JOURNALS, ignore_errors=True)
     return RunOutcome(where, result, problem)
+
+
+def _journal_header(config: Config, world: World, run_id: str, run_dir: Path, started: str,
+                    dataset_bytes: int, extra: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0, before training: the run's facts, kept with the journals so that they alone
+    make a result (``dliobench recover``); a job of several ranks says so, since its
+    launcher may kill every rank at once (MPICH's does, with SIGKILL)."""
+    facts = run_facts(config)
+    try:
+        write_header(run_dir, config, run_id, started, dataset_bytes, extra, facts, world.size)
+    except (DlioBenchError, OSError) as exc:
+        log.warning("%s; a run killed before its end cannot be recovered", exc)
+        return facts
+    if world.size > 1:
+        log.info("the ranks journal their measurements in %s; should the job be killed, %s",
+                 run_dir / JOURNALS, RECOVER_HINT.format(run_dir))
+    return facts
 
 
 def save(run_dir: Path, result: RunResult, timelines: list[Timeline],
@@ -169,6 +195,47 @@ def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: st
         extra["staging"] = {"source": config.dataset.data_folder,
                             "scope": config.storage.stage_scope, **staging.summary(parts)}
     return staged
+
+
+ENDS_WAIT_S = 2.0  # rank 0, terminated: how long the other ranks' end records may take
+
+
+def _end_early(config: Config, world: World, run_id: str, run_dir: Path, exc: TrainingFailed,
+               started: str, dataset_bytes: int, extra: dict[str, Any]) -> None:
+    """The run ended early on this rank: assemble the partial result from every rank's
+    journal (``results.recover``) and say where it is, or why there is none.
+
+    Rank 0 does it, and any rank that failed on its own; a rank stopped by SIGTERM (which a
+    batch system sends every rank) leaves it to rank 0, first waiting up to ``ENDS_WAIT_S``
+    for the other ranks' end records. Without journals (they could not be written), this
+    rank's own measurements go into the partial result, as before journals.
+    """
+    terminated = isinstance(exc.cause, Terminated)
+    if terminated and not world.is_root:
+        return
+    if terminated and world.size > 1:
+        _await_ends(run_dir, world.size, ENDS_WAIT_S)
+    try:
+        where, result = recover(run_dir)
+    except (DlioBenchError, OSError) as problem:
+        log.warning("the partial result could not be assembled from the journals (%s); "
+                    "this rank's own measurements are kept instead", problem)
+        _write_partial(config, world, run_id, run_dir, exc.trace, started, dataset_bytes,
+                       extra)
+        return
+    ranks = ", ".join(str(r["rank"]) for r in result["ranks"]) or "none"
+    log.warning("the run ended early; what ranks %s measured is in %s (status: %s)", ranks,
+                where, result["status"])
+
+
+def _await_ends(run_dir: Path, ranks: int, seconds: float) -> None:
+    """Wait up to ``seconds`` for every rank's journal to hold its end record."""
+    deadline = time.monotonic() + seconds
+    waiting = list(range(ranks))
+    while waiting and time.monotonic() < deadline:
+        waiting = [r for r in waiting if not ended(journal_path(run_dir, r))]
+        if waiting:
+            time.sleep(0.05)
 
 
 def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
