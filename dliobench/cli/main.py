@@ -207,11 +207,12 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
     for given in args.runs:
         run_dir = Path(given)
-        if (run_dir / "result.json").exists():
-            with contextlib.suppress(DlioBenchError):
-                if read_result(run_dir)["status"] == "complete":
-                    raise InputError(f"{run_dir} holds a complete result already; there is "
-                                     "nothing to recover")
+        status = None
+        with contextlib.suppress(DlioBenchError):  # none, or unreadable: assemble it
+            status = read_result(run_dir)["status"]
+        if status == "complete":
+            raise InputError(f"{run_dir} holds a complete result already; there is nothing "
+                             "to recover")
         where, result = recover(run_dir)
         endings: list[dict[str, Any]] = result.get("ranks_ended", [])  # type: ignore[assignment]
         ended = "; ".join(f"rank {r['rank']}: {r['steps']} steps, {r['ended']}"
