@@ -7,6 +7,7 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,30 +106,34 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
                           show_progress and world.is_root) as advance:
             ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
                         watchdog, trace.timeline, t0, advance, meter)
-            for epoch, n_steps in enumerate(plan.steps):
-                if config.storage.drop_cache:
-                    evict_dataset(plan, world)
-                watchdog.beat(f"waiting for the other ranks to start epoch {epoch}")
-                comm.barrier()
-                trace.checks.append(_epoch(ctx, epoch, n_steps))
-                if journal is not None:
-                    figures.journal(journal)
+            _epochs(plan, world, ctx, trace, figures.journal_to(journal))
         checkpointer.finish()
     except BaseException as exc:
         trace.error, how = str(exc) or type(exc).__name__, _how(exc)
         checkpointer.discard()
         raise TrainingFailed(trace, exc) from exc
     finally:
-        failed = trace.error is not None
         watchdog.stop()
         gradients.close()
-        _close(loader, bounded=failed)  # worker processes end here: their CPU time counts
+        _close(loader, bounded=trace.error is not None)  # workers end: their CPU time counts
         if journal is None:
             figures.take()
         else:
             figures.journal(journal)
             journal.close(how, trace.error)
     return trace
+
+
+def _epochs(plan: Plan, world: World, ctx: _Step, trace: RankTrace,
+            after_epoch: Callable[[], object]) -> None:
+    """Every epoch of the run, each begun together (a barrier), its check kept."""
+    for epoch, n_steps in enumerate(plan.steps):
+        if ctx.config.storage.drop_cache:
+            evict_dataset(plan, world)
+        ctx.watchdog.beat(f"waiting for the other ranks to start epoch {epoch}")
+        ctx.comm.barrier()
+        trace.checks.append(_epoch(ctx, epoch, n_steps))
+        after_epoch()
 
 
 def _how(exc: BaseException) -> str:
@@ -169,6 +174,10 @@ class _Figures:
                 trace.requests.merge(requests)
         trace.device_reads = self.meter.result()
         return requests
+
+    def journal_to(self, journal: Journal | None) -> Callable[[], None]:
+        """What to do after each epoch: journal the figures (nothing without a journal)."""
+        return (lambda: self.journal(journal)) if journal is not None else (lambda: None)
 
     def journal(self, journal: Journal) -> None:
         """Take the figures and journal them (requests: those since the last time)."""
