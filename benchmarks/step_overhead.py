@@ -137,7 +137,7 @@ def measure(args: argparse.Namespace) -> list[Config]:
             run(cmd, cfg.tree)
             newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
             cfg.add(overheads(newest / "timeline.csv"))
-            cfg.command = " ".join(cmd)
+            cfg.command = " ".join([*([f"PYTHONPATH={cfg.tree}"] if cfg.tree else []), *cmd])
             shutil.rmtree(newest)
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr, flush=True)
     return configs

@@ -27,7 +27,7 @@ from dliobench.results.files import (
     write_result,
 )
 from dliobench.results.journal import FOLDER as JOURNALS
-from dliobench.results.journal import ended, journal_path
+from dliobench.results.journal import HEADER, ended, journal_path
 from dliobench.results.measured import RankTrace
 from dliobench.results.metadata import metadata_phase
 from dliobench.results.recover import RECOVER_HINT, recover, write_header
@@ -117,12 +117,23 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
         result = build_result(config, run_id, "complete", traces, started, _now(),
                               ready.total_bytes, extra, facts)
     _judge_client(config, world, comm, result)
-    if result is None or traces is None:
-        return RunOutcome(None, None)
-    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
-    if where == run_dir:  # the result holds every journaled record: the journals can go
-        shutil.rmtree(run_dir / JOURNALS, ignore_errors=True)
+    where, problem = None, None
+    if result is not None and traces is not None:
+        where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    if comm.bcast(where == run_dir):  # the result holds every journaled record
+        _drop_journal(run_dir, world)
     return RunOutcome(where, result, problem)
+
+
+def _drop_journal(run_dir: Path, world: World) -> None:
+    """Remove this rank's journal once the run's result is committed (rank 0: the header
+    too), and the folders it leaves empty (a node whose output folder is not rank 0's)."""
+    journal_path(run_dir, world.rank).unlink(missing_ok=True)
+    if world.is_root:
+        (run_dir / JOURNALS / HEADER).unlink(missing_ok=True)
+    for folder in (run_dir / JOURNALS, run_dir):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty
 
 
 def _journal_header(config: Config, world: World, run_id: str, run_dir: Path, started: str,
