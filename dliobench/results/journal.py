@@ -133,7 +133,8 @@ class Journal:
             if not data:
                 return
             try:
-                os.write(self._fd, data)
+                while data:  # a short write (a disk filling up) goes on where it stopped
+                    data = data[os.write(self._fd, data):]
                 os.fsync(self._fd)
             except OSError as exc:
                 self.failed = f"{self.path}: {exc.strerror or exc}"

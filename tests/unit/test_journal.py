@@ -19,9 +19,13 @@ from dliobench.config.load import load
 from dliobench.dataset.prepare import prepare
 from dliobench.plan import resolve
 from dliobench.results.assemble import build_result, run_facts
-from dliobench.results.journal import journal_path, read_journal
+from dliobench.results.journal import Journal, journal_path, read_journal
+from dliobench.results.measured import RankTrace
 from dliobench.results.recover import assemble, write_header
+from dliobench.results.timeline import Timeline
 from dliobench.run.loop import train
+from dliobench.storage.devreads import DeviceReads
+from dliobench.storage.latency import LatencyLog
 from tests.conftest import tiny_workload
 
 
@@ -82,6 +86,29 @@ def test_a_torn_or_damaged_record_is_left_out(tmp_path: Path) -> None:
     assert back.damaged == 2 and back.end is not None and back.end["how"] == "complete"
     assert back.trace.timeline.rows == trace.timeline.rows[lost:]
     assert [c.epoch for c in back.trace.checks] == [0, 1, 2]
+
+
+def test_object_store_latencies_and_figures_survive_the_journal(tmp_path: Path) -> None:
+    """A rank's request latencies journaled epoch by epoch (only the new ones each time) add
+    up to the rank's whole log when read back; the last figures win."""
+    trace = RankTrace(3, "node7", Timeline(3))
+    journal = Journal(journal_path(tmp_path, 3), trace, every_s=60)
+    whole = LatencyLog()
+    for epoch in range(3):
+        part = LatencyLog()
+        for i in range(50):
+            part.record(1e-4 * (i + epoch), 1e-3 * (i + 1))
+        whole.merge(part)
+        journal.progress((1.0 + epoch, 2.0 + epoch, 0.5), part,
+                         DeviceReads(4096 * epoch, "device", 42), [f"deviation {epoch}"])
+    journal.close("complete")
+    back = read_journal(journal_path(tmp_path, 3))
+    assert back.trace.requests is not None
+    assert back.trace.requests.summary() == whole.summary()
+    t = back.trace
+    assert (t.host, t.cpu_s, t.cpu_wall_s, t.cpu_cores) == ("node7", 3.0, 4.0, 0.5)
+    assert t.device_reads == DeviceReads(8192, "device", 42)
+    assert t.deviations == ["deviation 2"] and back.end is not None and back.damaged == 0
 
 
 def test_a_killed_run_is_recovered_from_its_journal(
