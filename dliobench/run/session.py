@@ -231,8 +231,12 @@ def _end_early(config: Config, world: World, run_id: str, run_dir: Path, exc: Tr
     except (DlioBenchError, OSError) as problem:
         log.warning("the partial result could not be assembled from the journals (%s); "
                     "this rank's own measurements are kept instead", problem)
-        _write_partial(config, world, run_id, run_dir, exc.trace, started, dataset_bytes,
-                       extra)
+        try:
+            _write_partial(config, world, run_id, run_dir, exc.trace, started, dataset_bytes,
+                           extra)
+        except (DlioBenchError, OSError) as again:  # the original error is the one to raise
+            log.warning("no partial result could be written (%s); %s", again,
+                        RECOVER_HINT.format(run_dir))
         return
     ranks = ", ".join(str(r["rank"]) for r in result["ranks"]) or "none"
     log.warning("the run ended early; what ranks %s measured is in %s (status: %s)", ranks,
