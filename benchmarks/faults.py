@@ -380,9 +380,29 @@ def killed_rank(root: Path, launcher: str, ranks: int) -> Outcome:
             case.out.problems.append("rank 1 not found")
         else:
             os.kill(pid, signal.SIGKILL)
-        case.finish(proc, None, "run")
+        if launcher == "torchrun":  # torchrun's own ChildFailedError traceback is not ours
+            torchruns(case, proc)
+        else:
+            case.finish(proc, None, "run")
         recovered(case, reports, set(range(ranks)))
+        if launcher == "mpi":  # the next MPI job removes the shared memory the killed one left
+            time.sleep(6)
+            case.run("run", "workload.yaml", "--no-progress", "train.epochs=1", ranks=ranks)
     return case.close()
+
+
+def torchruns(case: Case, proc: subprocess.Popen[str]) -> None:
+    """Wait for a torchrun job; judge its stderr without torchrun's own traceback (the
+    agent's ``ChildFailedError``, printed above its failure table)."""
+    try:
+        _, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        case.out.hang = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+    ours = re.sub(r"Traceback \(most recent call last\):.*?ChildFailedError:", "", err,
+                  flags=re.S)
+    case.judge(proc.returncode, ours, None, "torchrun", faulted=True)
 
 
 def recovered(case: Case, reports: Path, ranks: set[int]) -> None:
