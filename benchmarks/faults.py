@@ -353,12 +353,12 @@ def stopped_rank(root: Path, command: str) -> Outcome:
 TORCHRUN = shutil.which("torchrun", path=str(Path(PY).parent))
 
 
-def killed_rank(root: Path, launcher: str, ranks: int) -> Outcome:
-    """SIGKILL rank 1 of a training job once every rank journaled steps: what every rank
+def killed_rank(root: Path, launcher: str, ranks: int, victim: int = 1) -> Outcome:
+    """SIGKILL a rank of a training job once every rank journaled steps: what every rank
     measured (to its last journaled second) reaches a partial result, written by a surviving
     rank (torchrun) or, when the launcher SIGKILLs every rank (MPICH), by `dliobench
     recover`; nothing is lost and the partial result says where each rank's records end."""
-    case = Case(root, f"SIGKILL rank 1 of {ranks} run {launcher}")
+    case = Case(root, f"SIGKILL rank {victim} of {ranks} run {launcher}")
     with watch_processes(case):
         case.workload(train={"epochs": 2000, "computation_time": 0.005})
         case.run("generate", "workload.yaml", "--no-progress")
@@ -375,15 +375,17 @@ def killed_rank(root: Path, launcher: str, ranks: int) -> Outcome:
         until(lambda: all(b'"k":"steps"' in b"".join(
             p.read_bytes() for p in reports.glob(f"*/journal/rank-{r:05d}.jsonl"))
             for r in range(ranks)))
-        pid = _rank_pid(case.dir, 1, "RANK" if launcher == "torchrun" else "PMI_RANK")
+        pid = _rank_pid(case.dir, victim, "RANK" if launcher == "torchrun" else "PMI_RANK")
         if pid is None:
-            case.out.problems.append("rank 1 not found")
+            case.out.problems.append(f"rank {victim} not found")
         else:
             os.kill(pid, signal.SIGKILL)
         if launcher == "torchrun":  # torchrun's own ChildFailedError traceback is not ours
             torchruns(case, proc)
         else:
             case.finish(proc, None, "run")
+        if launcher == "torchrun" and not list(reports.glob("*/result.json")):
+            case.out.problems.append("no surviving rank wrote the partial result")
         recovered(case, reports, set(range(ranks)))
         if launcher == "mpi":  # the next MPI job removes the shared memory the killed one left
             time.sleep(6)
@@ -564,8 +566,9 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
         out.append(("SIGSTOP generate mpi", lambda: stopped_rank(root, "generate")))
         out.append(("SIGKILL rank 1 of 3 run mpi", lambda: killed_rank(root, "mpi", 3)))
     if TORCHRUN:
-        out.append(("SIGKILL rank 1 of 2 run torchrun",
-                    lambda: killed_rank(root, "torchrun", 2)))
+        for victim in (1, 0):  # rank 0 killed: rank 1, sent SIGTERM, writes the result
+            out.append((f"SIGKILL rank {victim} of 2 run torchrun",
+                        lambda v=victim: killed_rank(root, "torchrun", 2, v)))
     out.append(("full output disk 0", lambda: full_output_disk(root, 0)))
     out.append(("full output disk 8", lambda: full_output_disk(root, 8)))
     gen = ["generate", "workload.yaml", "--no-progress"]

@@ -217,15 +217,16 @@ def _end_early(config: Config, world: World, run_id: str, run_dir: Path, exc: Tr
     journal (``results.recover``) and say where it is, or why there is none.
 
     Rank 0 does it, and any rank that failed on its own; a rank stopped by SIGTERM (which a
-    batch system sends every rank) leaves it to rank 0, first waiting up to ``ENDS_WAIT_S``
+    batch system sends every rank) leaves it to rank 0 if rank 0 journals its end within
+    ``ENDS_WAIT_S`` (rank 0 gone, killed, it does it itself), and rank 0 first waits as long
     for the other ranks' end records. Without journals (they could not be written), this
     rank's own measurements go into the partial result, as before journals.
     """
     terminated = isinstance(exc.cause, Terminated)
-    if terminated and not world.is_root:
+    if terminated and not world.is_root and _await_ends(run_dir, [0], ENDS_WAIT_S):
         return
-    if terminated and world.size > 1:
-        _await_ends(run_dir, world.size, ENDS_WAIT_S)
+    if terminated and world.is_root and world.size > 1:
+        _await_ends(run_dir, list(range(world.size)), ENDS_WAIT_S)
     try:
         where, result = recover(run_dir)
     except (DlioBenchError, OSError) as problem:
@@ -243,14 +244,16 @@ def _end_early(config: Config, world: World, run_id: str, run_dir: Path, exc: Tr
                 where, result["status"])
 
 
-def _await_ends(run_dir: Path, ranks: int, seconds: float) -> None:
-    """Wait up to ``seconds`` for every rank's journal to hold its end record."""
+def _await_ends(run_dir: Path, ranks: list[int], seconds: float) -> bool:
+    """Wait up to ``seconds`` for the journals of ``ranks`` to hold their end records;
+    whether they all do."""
     deadline = time.monotonic() + seconds
-    waiting = list(range(ranks))
-    while waiting and time.monotonic() < deadline:
+    waiting = ranks
+    while True:
         waiting = [r for r in waiting if not ended(journal_path(run_dir, r))]
-        if waiting:
-            time.sleep(0.05)
+        if not waiting or time.monotonic() >= deadline:
+            return not waiting
+        time.sleep(0.05)
 
 
 def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
