@@ -122,6 +122,15 @@ def assemble(run_dir: Path) -> tuple[RunResult, list[Any]]:
     return result, [t.timeline for t in traces]
 
 
+def held(result: RunResult) -> str:
+    """Whose measurements a result holds, in words: ``rank 0``, ``ranks 0, 2`` or ``no
+    rank``."""
+    ranks = [str(r["rank"]) for r in result["ranks"]]
+    if not ranks:
+        return "no rank"
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)}"
+
+
 def recover(run_dir: Path) -> tuple[Path, RunResult]:
     """Assemble the run folder's result from its journals and commit ``result.json`` and
     ``timeline.csv`` there (each atomically: ranks may do this at once)."""

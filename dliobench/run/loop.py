@@ -25,6 +25,7 @@ from dliobench.plan import Plan
 from dliobench.results.journal import Journal, journal_path
 from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.metrics import window
+from dliobench.results.recover import RECOVER_HINT, held, recover
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
@@ -204,8 +205,6 @@ def _open_journal(run_dir: Path | None, trace: RankTrace, watchdog: Watchdog) ->
 def _stalled(journal: Journal, run_dir: Path, why: str) -> None:
     """The watchdog ends a stalled job: journal this rank's end, then assemble the run's
     partial result from every rank's journal (the job is about to be aborted)."""
-    from dliobench.results.recover import RECOVER_HINT, recover
-
     journal.close("stalled", why)
     try:
         where, result = recover(run_dir)
@@ -213,8 +212,8 @@ def _stalled(journal: Journal, run_dir: Path, why: str) -> None:
         log.warning("the partial result could not be assembled (%s); %s", exc,
                     RECOVER_HINT.format(run_dir))
         return
-    ranks = ", ".join(str(r["rank"]) for r in result["ranks"]) or "none"
-    log.warning("what ranks %s measured is in %s (status: %s)", ranks, where, result["status"])
+    log.warning("what %s measured is in %s (status: %s)", held(result), where,
+                result["status"])
 
 
 LOADER_CLOSE_S = 20.0  # after a failure or an interruption, the loader's clean-up at most

@@ -30,7 +30,7 @@ from dliobench.results.journal import FOLDER as JOURNALS
 from dliobench.results.journal import HEADER, ended, journal_path
 from dliobench.results.measured import RankTrace
 from dliobench.results.metadata import metadata_phase
-from dliobench.results.recover import RECOVER_HINT, recover, write_header
+from dliobench.results.recover import RECOVER_HINT, held, recover, write_header
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
@@ -239,8 +239,7 @@ def _end_early(config: Config, world: World, run_id: str, run_dir: Path, exc: Tr
             log.warning("no partial result could be written (%s); %s", again,
                         RECOVER_HINT.format(run_dir))
         return
-    ranks = ", ".join(str(r["rank"]) for r in result["ranks"]) or "none"
-    log.warning("the run ended early; what ranks %s measured is in %s (status: %s)", ranks,
+    log.warning("the run ended early; what %s measured is in %s (status: %s)", held(result),
                 where, result["status"])
 
 
