@@ -343,6 +343,8 @@ def signal_run(root: Path, sig: int, loader: str, ranks: int = 0) -> Outcome:
                     case.out.problems.append(f"result: {result['status']}")
         if len(err.splitlines()) > 4 + 2 * ranks:  # MPI: a line per rank, the launcher's
             case.out.problems.append(f"{len(err.splitlines())} lines on stderr: {err[-300:]}")
+        if sig == signal.SIGKILL:  # its journals make the partial result (recover)
+            recovered(case, reports, set())
         if sig == signal.SIGKILL:  # the next run removes what the killed one left
             time.sleep(6)
             case.run("run", "workload.yaml", "--no-progress", "train.epochs=1", ranks=ranks)
@@ -374,12 +376,88 @@ def stopped_rank(root: Path, command: str) -> Outcome:
         case.sentence(err, "made no progress", "train.stall_timeout_s")
         if command == "generate":  # MPI_Abort SIGKILLs the stopped rank
             case.check_dataset("data", 4000, killed=True)
-        else:
-            case.out.lost += 0 if list((case.dir / "reports").glob("*")) else 1
+        else:  # the stalled job assembled its partial result before it ended
+            case.out.lost += 0 if list((case.dir / "reports").glob("*/result.json")) else 1
     return case.close()
 
 
-def _rank_pid(folder: Path, rank: int) -> int | None:
+TORCHRUN = shutil.which("torchrun", path=str(Path(PY).parent))
+
+
+def killed_rank(root: Path, launcher: str, ranks: int, victim: int = 1) -> Outcome:
+    """SIGKILL a rank of a training job once every rank journaled steps: what every rank
+    measured (to its last journaled second) reaches a partial result, written by a surviving
+    rank (torchrun) or, when the launcher SIGKILLs every rank (MPICH), by `dliobench
+    recover`; nothing is lost and the partial result says where each rank's records end."""
+    case = Case(root, f"SIGKILL rank {victim} of {ranks} run {launcher}")
+    with watch_processes(case):
+        case.workload(train={"epochs": 2000, "computation_time": 0.005})
+        case.run("generate", "workload.yaml", "--no-progress")
+        run = ["run", "workload.yaml", "--no-progress"]
+        if launcher == "torchrun":
+            assert TORCHRUN, "no torchrun"
+            proc = subprocess.Popen([TORCHRUN, "--standalone", f"--nproc-per-node={ranks}",
+                                     "-m", "dliobench", *run], cwd=case.dir, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        else:
+            proc = case.start(*run, ranks=ranks)
+        reports = case.dir / "reports"
+        until(lambda: all(b'"k":"steps"' in b"".join(
+            p.read_bytes() for p in reports.glob(f"*/journal/rank-{r:05d}.jsonl"))
+            for r in range(ranks)))
+        pid = _rank_pid(case.dir, victim, "RANK" if launcher == "torchrun" else "PMI_RANK")
+        if pid is None:
+            case.out.problems.append(f"rank {victim} not found")
+        else:
+            os.kill(pid, signal.SIGKILL)
+        if launcher == "torchrun":  # torchrun's own ChildFailedError traceback is not ours
+            torchruns(case, proc)
+        else:
+            case.finish(proc, None, "run")
+        if launcher == "torchrun" and not list(reports.glob("*/result.json")):
+            case.out.problems.append("no surviving rank wrote the partial result")
+        recovered(case, reports, set(range(ranks)))
+        if launcher == "mpi":  # the next MPI job removes the shared memory the killed one left
+            time.sleep(6)
+            case.run("run", "workload.yaml", "--no-progress", "train.epochs=1", ranks=ranks)
+    return case.close()
+
+
+def torchruns(case: Case, proc: subprocess.Popen[str]) -> None:
+    """Wait for a torchrun job; judge its stderr without torchrun's own traceback (the
+    agent's ``ChildFailedError``, printed above its failure table)."""
+    try:
+        _, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        case.out.hang = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+    ours = re.sub(r"Traceback \(most recent call last\):.*?ChildFailedError:", "", err,
+                  flags=re.S)
+    case.judge(proc.returncode, ours, None, "torchrun", faulted=True)
+
+
+def recovered(case: Case, reports: Path, ranks: set[int]) -> None:
+    """The killed run's partial result: as a surviving rank wrote it, else as `dliobench
+    recover` assembles it from the journals; it must hold steps of ``ranks`` and say where
+    every rank's records end. A run left without one counts as lost."""
+    runs = list(reports.glob("*"))
+    if not runs:
+        case.out.lost += 1
+        return
+    if not (runs[0] / "result.json").exists():
+        case.run("recover", str(runs[0]))
+    if not (runs[0] / "result.json").exists():
+        case.out.lost += 1
+        return
+    result = json.loads((runs[0] / "result.json").read_text())
+    held = {r["rank"] for r in result["ranks"] if r["steps"]}
+    if result["status"] != "partial" or not ranks <= held or "ranks_ended" not in result:
+        case.out.problems.append(f"result: {result['status']}, ranks with steps {held}")
+
+
+def _rank_pid(folder: Path, rank: int, variable: str = "PMI_RANK") -> int | None:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -388,11 +466,12 @@ def _rank_pid(folder: Path, rank: int) -> int | None:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if cwd == str(folder) and f"PMI_RANK={rank}\0".encode() in env \
+        mark = f"\0{variable}={rank}\0".encode()
+        if cwd == str(folder) and mark in b"\0" + env \
                 and os.getppid() != int(entry.name):
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if not (Path(f"/proc/{parent}/environ").exists() and f"PMI_RANK={rank}\0".encode()
-                    in Path(f"/proc/{parent}/environ").read_bytes()):
+            if not (Path(f"/proc/{parent}/environ").exists() and mark
+                    in b"\0" + Path(f"/proc/{parent}/environ").read_bytes()):
                 return int(entry.name)  # the rank itself, not one of its workers
     return None
 
@@ -556,6 +635,11 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
         out.append(("SIGKILL run mpi", lambda: signal_run(root, signal.SIGKILL, "native", 2)))
         out.append(("SIGSTOP run mpi", lambda: stopped_rank(root, "run")))
         out.append(("SIGSTOP generate mpi", lambda: stopped_rank(root, "generate")))
+        out.append(("SIGKILL rank 1 of 3 run mpi", lambda: killed_rank(root, "mpi", 3)))
+    if TORCHRUN:
+        for victim in (1, 0):  # rank 0 killed: rank 1, sent SIGTERM, writes the result
+            out.append((f"SIGKILL rank {victim} of 2 run torchrun",
+                        lambda v=victim: killed_rank(root, "torchrun", 2, v)))
     out.append(("full output disk 0", lambda: full_output_disk(root, 0)))
     out.append(("full output disk 8", lambda: full_output_disk(root, 8)))
     gen = ["generate", "workload.yaml", "--no-progress"]

@@ -2,7 +2,14 @@
 
 Usage: python benchmarks/step_overhead.py [--steps 2000] [--reps 3] [--ranks 1 2]
            [--compute 0.002 0] [--allreduce-bytes 0 4096] [--files 1024] [--batch 4]
-           [--threads 2] [--root /work/bench-step] [--src DIR]
+           [--threads 2] [--root /work/bench-step] [--src DIR] [--baseline DIR]
+
+With ``--baseline DIR`` (another source tree, e.g. ``git worktree add /tmp/base main``) every
+configuration also runs on that tree, alternating with the measured one, and a second table
+gives what the measured tree adds per step: the difference of the medians (and p99s) of the
+overhead, and of the median wait. That is how the per-rank journal (``results.journal``) is
+measured: it costs nothing inline per step (a thread appends the steps once a second), so
+whatever it costs shows as overhead or wait beside the baseline's.
 
 Generates a small npz dataset (64 KiB samples, one per file) and reads it once, so every run
 reads from the page cache. Then, per repetition, runs ``dliobench run`` (native loader,
@@ -51,6 +58,7 @@ class Config:
     ranks: int
     compute: float
     allreduce: int
+    tree: str | None = None  # the source tree measured (None: the installed dliobench)
     figures: dict[str, list[float]] = field(default_factory=dict)
     command: str = ""
 
@@ -119,31 +127,49 @@ def overheads(timeline: Path) -> dict[str, float]:
 
 def measure(args: argparse.Namespace) -> list[Config]:
     """All repetitions of every configuration, alternating configurations within each."""
-    configs = [Config(r, c, a if r > 1 else 0) for r in args.ranks for c in args.compute
-               for a in (args.allreduce_bytes if r > 1 else [0])]
+    trees = [args.src, *([args.baseline] if args.baseline else [])]
+    configs = [Config(r, c, a if r > 1 else 0, tree) for r in args.ranks for c in args.compute
+               for a in (args.allreduce_bytes if r > 1 else [0]) for tree in trees]
     out = args.root / "runs"
     for rep in range(args.reps):
         for cfg in configs:
             cmd = run_cmd(args, cfg, out)
-            run(cmd, args.src)
+            run(cmd, cfg.tree)
             newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
             cfg.add(overheads(newest / "timeline.csv"))
-            cfg.command = " ".join(cmd)
+            cfg.command = " ".join([*([f"PYTHONPATH={cfg.tree}"] if cfg.tree else []), *cmd])
             shutil.rmtree(newest)
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr, flush=True)
     return configs
 
 
+def added(configs: list[Config], baseline: str) -> list[str]:
+    """Markdown rows: per configuration, the measured tree's figures minus the baseline's."""
+    out = ["| ranks | compute (ms) | allreduce (B) | added overhead: median / p99 (us) | "
+           "added median wait (us) |", "|---|---|---|---|---|"]
+    base = {(c.ranks, c.compute, c.allreduce): c for c in configs if c.tree == baseline}
+    for c in configs:
+        b = base.get((c.ranks, c.compute, c.allreduce))
+        if c.tree == baseline or b is None:
+            continue
+        out.append(f"| {c.ranks} | {c.compute * 1e3:g} | {c.allreduce} | "
+                   f"{c.median('med') - b.median('med'):+.1f} / "
+                   f"{c.median('p99') - b.median('p99'):+.1f} | "
+                   f"{c.median('wait') - b.median('wait'):+.1f} |")
+    return out
+
+
 def table(configs: list[Config]) -> list[str]:
     """Markdown rows, one per configuration (medians over runs)."""
-    out = ["| ranks | compute (ms) | allreduce (B) | overhead median (us) | overhead p99 (us) "
-           "| incl. comm: median / p99 (us) | median wait (us) | median comm (us) | "
-           "epoch boundary gap (us) | steps counted / left out per run | runs: median, p99 "
-           "(us) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| tree | ranks | compute (ms) | allreduce (B) | overhead median (us) | "
+           "overhead p99 (us) | incl. comm: median / p99 (us) | median wait (us) | "
+           "median comm (us) | epoch boundary gap (us) | steps counted / left out per run | "
+           "runs: median, p99 (us) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in configs:
         runs = "; ".join(f"{m:.1f}, {p:.1f}" for m, p in zip(c.figures["med"], c.figures["p99"],
                                                               strict=True))
-        out.append(f"| {c.ranks} | {c.compute * 1e3:g} | {c.allreduce} | {c.median('med'):.1f} "
+        out.append(f"| {c.tree or 'installed'} | {c.ranks} | {c.compute * 1e3:g} | "
+                   f"{c.allreduce} | {c.median('med'):.1f} "
                    f"| {c.median('p99'):.1f} | {c.median('med_c'):.1f} / "
                    f"{c.median('p99_c'):.1f} | {c.median('wait'):.1f} | "
                    f"{c.median('comm'):.1f} | {c.median('boundary'):,.0f} | "
@@ -178,6 +204,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2, help="reader.read_threads")
     p.add_argument("--src", help="measure the dliobench source tree DIR (a `git clone`) "
                    "instead of the installed one")
+    p.add_argument("--baseline", help="also measure the source tree DIR, alternating, and "
+                   "print what --src adds per step beside it")
     return p.parse_args(argv)
 
 
@@ -189,7 +217,11 @@ def main(argv: list[str] | None = None) -> None:
         generate(args)
         configs = measure(args)
         print("\n".join(["## Harness overhead per step", "", *machine_info(args), "",
-                         *table(configs), "", "```sh", *[c.command for c in configs], "```"]))
+                         *table(configs), "",
+                         *([f"Added by {args.src or 'the installed tree'} beside "
+                            f"{args.baseline}:", "", *added(configs, args.baseline), ""]
+                           if args.baseline else []),
+                         "```sh", *[c.command for c in configs], "```"]))
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dliobench.cli import parser as cli_parser
 from dliobench.comm.watchdog import Watchdog
-from dliobench.errors import ConfigError, DlioBenchError, Terminated
+from dliobench.errors import ConfigError, DlioBenchError, InputError, Terminated
 from dliobench.units import size_text
 
 if TYPE_CHECKING:
@@ -196,6 +197,27 @@ def cmd_report(args: argparse.Namespace) -> int:
                 log.warning("%s", exc)
     page = write_report(args.runs, Path(args.out) if args.out else None, args.timeline_run)
     print(f"report: {page}")
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Assemble the result of run folders a killed job left, from their ranks' journals."""
+    from dliobench.results.files import read_result
+    from dliobench.results.recover import recover
+
+    for given in args.runs:
+        run_dir = Path(given)
+        status = None
+        with contextlib.suppress(DlioBenchError):  # none, or unreadable: assemble it
+            status = read_result(run_dir)["status"]
+        if status == "complete":
+            raise InputError(f"{run_dir} holds a complete result already; there is nothing "
+                             "to recover")
+        where, result = recover(run_dir)
+        endings: list[dict[str, Any]] = result.get("ranks_ended", [])  # type: ignore[assignment]
+        ended = "; ".join(f"rank {r['rank']}: {r['steps']} steps, {r['ended']}"
+                          for r in endings)
+        print(f"result: {where} (status: {result['status']}; {ended})")
     return 0
 
 
@@ -497,8 +519,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "report": cmd_report, "generate": cmd_generate, "datasize": cmd_datasize,
-    "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys, "ceiling": cmd_ceiling,
+    "run": cmd_run, "report": cmd_report, "recover": cmd_recover, "generate": cmd_generate,
+    "datasize": cmd_datasize, "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
+    "ceiling": cmd_ceiling,
     "check": cmd_check, "metadata": cmd_metadata, "predict": cmd_predict,
 }
 
@@ -523,8 +546,8 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 
 
 TERMINATED_GRACE_S = 5.0  # batch systems allow 30 s or more between SIGTERM and SIGKILL
-TERMINATED = ("terminated (SIGTERM); what was measured until then is in the run's "
-              "result.json (status: partial) and generated files are kept")
+# where a run's partial result went (if it could be written) is said by the run itself
+TERMINATED = "terminated (SIGTERM); generated files are kept"
 
 
 def _a_quiet_rank() -> bool:

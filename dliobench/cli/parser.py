@@ -95,6 +95,18 @@ def _add_report_parser(sub: SubParsers,
     p.set_defaults(func=commands["report"])
 
 
+def _add_recover_parser(sub: SubParsers, commands: Commands) -> None:
+    """`dliobench recover`: a killed job's result from its ranks' journals."""
+    p = sub.add_parser(
+        "recover", help="assemble a killed run's result from its ranks' journals",
+        description="A run whose job was killed (a launcher that SIGKILLs every rank when one "
+        "dies, as MPICH's mpiexec does) leaves its ranks' journals in its run folder: "
+        "assemble result.json (status: partial) and timeline.csv from them. The result says "
+        "where each rank's records end and why (ranks_ended).")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders a killed job left")
+    p.set_defaults(func=commands["recover"])
+
+
 def _add_check_parser(sub: SubParsers, commands: Commands) -> None:
     """`dliobench check`."""
     p = sub.add_parser(
@@ -320,6 +332,7 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run_parser(sub, commands)
     _add_report_parser(sub, commands)
+    _add_recover_parser(sub, commands)
     _add_check_parser(sub, commands)
     _add_generate_parser(sub, commands)
     _add_datasize_parser(sub, commands)

@@ -13,11 +13,13 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 from dliobench.comm.world import Comm, World
 
 EXIT_STALLED = 1
+RESCUE_S = 10.0  # what ``on_stall`` may take before the job ends regardless
 
 
 class Watchdog:
@@ -29,6 +31,8 @@ class Watchdog:
         self._last = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # called with the sentence before the job ends (the run keeps what was measured)
+        self.on_stall: Callable[[str], None] | None = None
         if seconds > 0:
             self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
             self._thread.start()
@@ -50,13 +54,22 @@ class Watchdog:
             idle = time.monotonic() - self._last
             if idle > self.seconds:
                 w = self.world
-                print(f"dliobench: error: rank {w.rank} of {w.size} on {w.host} made no progress "
-                      f"for {idle:.0f} s while {self.doing} (another rank stopped, or storage "
-                      "hangs); ending the job (train.stall_timeout_s)", file=sys.stderr,
-                      flush=True)
+                why = (f"made no progress for {idle:.0f} s while {self.doing} (another rank "
+                       "stopped, or storage hangs)")
+                print(f"dliobench: error: rank {w.rank} of {w.size} on {w.host} {why}; ending "
+                      "the job (train.stall_timeout_s)", file=sys.stderr, flush=True)
+                self._rescue(why)
                 if w.size > 1:
                     self.comm.abort(EXIT_STALLED)
                 os._exit(EXIT_STALLED)
+
+    def _rescue(self, why: str) -> None:
+        """Give ``on_stall`` ``RESCUE_S`` at most (it writes to storage that may hang too)."""
+        if self.on_stall is None:
+            return
+        rescue = threading.Thread(target=self.on_stall, args=(why,), name="rescue", daemon=True)
+        rescue.start()
+        rescue.join(RESCUE_S)
 
     def __enter__(self) -> Watchdog:
         return self

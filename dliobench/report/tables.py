@@ -82,6 +82,9 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
         if _is_run(given):
             found.append(given)
             continue
+        if (given / "journal" / "run.json").is_file():  # a killed job's: results.recover
+            raise InputError(f"{given}: no result.json, but the journals of a killed run; "
+                             f"`dliobench recover {given}` assembles its partial result")
         if not given.is_dir():
             what = "a file, not a folder" if given.exists() else "no such folder"
             raise InputError(f"{given}: {what}; give run folders (with a result.json) or "

@@ -7,7 +7,9 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,16 +19,20 @@ from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import progress
 from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
+from dliobench.errors import Terminated
 from dliobench.loaders import Loader, make_loader
 from dliobench.plan import Plan
+from dliobench.results.journal import Journal, journal_path
 from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.metrics import window
+from dliobench.results.recover import RECOVER_HINT, held, recover
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint import Checkpointer
 from dliobench.run.gradients import GradientSync
 from dliobench.storage import latency
 from dliobench.storage.devreads import DeviceMeter
+from dliobench.storage.latency import LatencyLog
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +74,14 @@ class _Step:
 
 
 def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
-          run_id: str = "run") -> RankTrace:
+          run_id: str = "run", run_dir: Path | None = None) -> RankTrace:
     """Run the emulated training on this rank and return its trace.
 
     An exception inside the loop is recorded in the trace (with the steps done so far) and
     raised as ``TrainingFailed`` after the loader is closed, so the caller can write a
-    partial result.
+    partial result. With ``run_dir``, the rank journals what it measures there as it goes
+    (``results.journal``), and a stalled job assembles its partial result from the journals
+    before it ends (``results.recover``).
     """
     config = plan.config
     accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
@@ -86,37 +94,126 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     meter = DeviceMeter(config.dataset.data_folder)
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     watchdog = Watchdog(config.train.stall_timeout_s, world, comm)
+    journal: Journal | None = None
+    figures, how = _Figures(trace, meter, loader, world, cpu0, t0), "complete"
     try:
         watchdog.beat("waiting for the other ranks to start training")
-        comm.barrier()
+        comm.barrier()  # rank 0 has made the run folder
+        journal = _open_journal(run_dir, trace, watchdog)
         latency.take()  # the reads of training only (not the dataset's preparation)
         t0 = time.perf_counter()
+        figures.t0 = t0
         with progress.bar(f"training {config.name}", sum(plan.steps),
                           show_progress and world.is_root) as advance:
             ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
                         watchdog, trace.timeline, t0, advance, meter)
-            for epoch, n_steps in enumerate(plan.steps):
-                if config.storage.drop_cache:
-                    evict_dataset(plan, world)
-                watchdog.beat(f"waiting for the other ranks to start epoch {epoch}")
-                comm.barrier()
-                trace.checks.append(_epoch(ctx, epoch, n_steps))
+            _epochs(plan, world, ctx, trace, figures.journal_to(journal))
         checkpointer.finish()
     except BaseException as exc:
-        trace.error = str(exc) or type(exc).__name__
+        trace.error, how = str(exc) or type(exc).__name__, _how(exc)
         checkpointer.discard()
         raise TrainingFailed(trace, exc) from exc
     finally:
-        failed = trace.error is not None
         watchdog.stop()
         gradients.close()
-        _close(loader, bounded=failed)  # worker processes end here: their CPU time counts
-        trace.deviations = list(loader.deviations)
-        trace.cpu_s, trace.cpu_wall_s = cpu_seconds() - cpu0, time.perf_counter() - t0
-        trace.cpu_cores = len(os.sched_getaffinity(0)) / max(1, world.local_size)
-        trace.requests = latency.take()
-        trace.device_reads = meter.result()
+        _close(loader, bounded=trace.error is not None)  # workers end: their CPU time counts
+        if journal is None:
+            figures.take()
+        else:
+            figures.journal(journal)
+            journal.close(how, trace.error)
     return trace
+
+
+def _epochs(plan: Plan, world: World, ctx: _Step, trace: RankTrace,
+            after_epoch: Callable[[], object]) -> None:
+    """Every epoch of the run, each begun together (a barrier), its check kept."""
+    for epoch, n_steps in enumerate(plan.steps):
+        if ctx.config.storage.drop_cache:
+            evict_dataset(plan, world)
+        ctx.watchdog.beat(f"waiting for the other ranks to start epoch {epoch}")
+        ctx.comm.barrier()
+        trace.checks.append(_epoch(ctx, epoch, n_steps))
+        after_epoch()
+
+
+def _how(exc: BaseException) -> str:
+    """How a rank's training ended early, in one word (its journal's end record)."""
+    from dliobench.comm.torch import lost_a_peer  # (a test of the message: no torch import)
+
+    if isinstance(exc, Terminated):
+        return "terminated"
+    if lost_a_peer(exc):
+        return "lost a peer"
+    return "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+
+
+@dataclass
+class _Figures:
+    """A rank's figures beside its steps (CPU, requests, device reads, deviations), taken
+    into its trace at the end and journaled after each epoch."""
+
+    trace: RankTrace
+    meter: DeviceMeter
+    loader: Loader
+    world: World
+    cpu0: float = 0.0
+    t0: float = 0.0
+
+    def take(self) -> LatencyLog | None:
+        """Bring the trace's figures up to now; the object-store requests since the last
+        time."""
+        trace = self.trace
+        trace.deviations = list(self.loader.deviations)
+        trace.cpu_s, trace.cpu_wall_s = cpu_seconds() - self.cpu0, time.perf_counter() - self.t0
+        trace.cpu_cores = len(os.sched_getaffinity(0)) / max(1, self.world.local_size)
+        requests = latency.take()
+        if requests is not None:
+            if trace.requests is None:
+                trace.requests = requests
+            else:
+                trace.requests.merge(requests)
+        trace.device_reads = self.meter.result()
+        return requests
+
+    def journal_to(self, journal: Journal | None) -> Callable[[], None]:
+        """What to do after each epoch: journal the figures (nothing without a journal)."""
+        return (lambda: self.journal(journal)) if journal is not None else (lambda: None)
+
+    def journal(self, journal: Journal) -> None:
+        """Take the figures and journal them (requests: those since the last time)."""
+        fresh, t = self.take(), self.trace
+        journal.progress((t.cpu_s, t.cpu_wall_s, t.cpu_cores), fresh, t.device_reads,
+                         t.deviations)
+
+
+def _open_journal(run_dir: Path | None, trace: RankTrace, watchdog: Watchdog) -> Journal | None:
+    """This rank's journal in ``run_dir`` (None: not journaled, or it cannot be: said once),
+    and the watchdog's rescue of a stalled job."""
+    if run_dir is None:
+        return None
+    try:
+        journal = Journal(journal_path(run_dir, trace.rank), trace)
+    except OSError as exc:
+        log.warning("the measurements cannot be journaled in %s (%s); the run goes on, and "
+                    "its result is written at its end", run_dir, exc.strerror or exc)
+        return None
+    watchdog.on_stall = lambda why: _stalled(journal, run_dir, why)
+    return journal
+
+
+def _stalled(journal: Journal, run_dir: Path, why: str) -> None:
+    """The watchdog ends a stalled job: journal this rank's end, then assemble the run's
+    partial result from every rank's journal (the job is about to be aborted)."""
+    journal.close("stalled", why)
+    try:
+        where, result = recover(run_dir)
+    except Exception as exc:  # the rescue of a dying job: say why, and how to do it later
+        log.warning("the partial result could not be assembled (%s); %s", exc,
+                    RECOVER_HINT.format(run_dir))
+        return
+    log.warning("what %s measured is in %s (status: %s)", held(result), where,
+                result["status"])
 
 
 LOADER_CLOSE_S = 20.0  # after a failure or an interruption, the loader's clean-up at most

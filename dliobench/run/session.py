@@ -7,6 +7,7 @@ import datetime as dt
 import logging
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,20 @@ from dliobench.config.schema import Config
 from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
 from dliobench.dataset.lock import locked
-from dliobench.errors import DlioBenchError
+from dliobench.errors import DlioBenchError, Terminated
 from dliobench.plan import check_run, resolve
-from dliobench.results.assemble import build_result
+from dliobench.results.assemble import build_result, run_facts
 from dliobench.results.files import (
     RESULT_NAME,
     open_run_folder,
     write_partial_result,
     write_result,
 )
+from dliobench.results.journal import FOLDER as JOURNALS
+from dliobench.results.journal import HEADER, ended, journal_path
 from dliobench.results.measured import RankTrace
 from dliobench.results.metadata import metadata_phase
+from dliobench.results.recover import RECOVER_HINT, held, recover, write_header
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
@@ -85,16 +89,19 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
         return RunOutcome(None, None)
     run_id, run_dir = open_run_folder(config, world, comm)
     started = _now()
-    staged = None
+    staged, facts = None, None
     try:
         staged = _stage(ready, world, comm, run_id, extra)
         reads = staged.plan if staged else ready.plan  # the result keeps the source folder
-        trace = train(reads, world, comm, show_progress, run_id)
+        if world.is_root:
+            facts = _journal_header(config, world, run_id, run_dir, started,
+                                    ready.total_bytes, extra)
+        trace = train(reads, world, comm, show_progress, run_id, run_dir)
     except BaseException as exc:
         if isinstance(exc, TrainingFailed):
-            _write_partial(config, world, run_id, run_dir, exc.trace, started,
-                           ready.total_bytes, extra)
-        if world.is_root:  # nothing measured (staging failed, or before the first step)
+            _end_early(config, world, run_id, run_dir, exc, started, ready.total_bytes, extra)
+        elif world.is_root:  # nothing measured (staging failed, or before the first step)
+            shutil.rmtree(run_dir / JOURNALS, ignore_errors=True)
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # only if empty
         if staged is not None and not config.storage.keep_staged and world.local_rank == 0:
@@ -108,12 +115,42 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
     result = None
     if world.is_root and traces is not None:
         result = build_result(config, run_id, "complete", traces, started, _now(),
-                              ready.total_bytes, extra)
+                              ready.total_bytes, extra, facts)
     _judge_client(config, world, comm, result)
-    if result is None or traces is None:
-        return RunOutcome(None, None)
-    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    where, problem = None, None
+    if result is not None and traces is not None:
+        where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    if comm.bcast(where == run_dir):  # the result holds every journaled record
+        _drop_journal(run_dir, world)
     return RunOutcome(where, result, problem)
+
+
+def _drop_journal(run_dir: Path, world: World) -> None:
+    """Remove this rank's journal once the run's result is committed (rank 0: the header
+    too), and the folders it leaves empty (a node whose output folder is not rank 0's)."""
+    journal_path(run_dir, world.rank).unlink(missing_ok=True)
+    if world.is_root:
+        (run_dir / JOURNALS / HEADER).unlink(missing_ok=True)
+    for folder in (run_dir / JOURNALS, run_dir):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty
+
+
+def _journal_header(config: Config, world: World, run_id: str, run_dir: Path, started: str,
+                    dataset_bytes: int, extra: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0, before training: the run's facts, kept with the journals so that they alone
+    make a result (``dliobench recover``); a job of several ranks says so, since its
+    launcher may kill every rank at once (MPICH's does, with SIGKILL)."""
+    facts = run_facts(config)
+    try:
+        write_header(run_dir, config, run_id, started, dataset_bytes, extra, facts, world.size)
+    except (DlioBenchError, OSError) as exc:
+        log.warning("%s; a run killed before its end cannot be recovered", exc)
+        return facts
+    if world.size > 1:
+        log.info("the ranks journal their measurements in %s; should the job be killed, %s",
+                 run_dir / JOURNALS, RECOVER_HINT.format(run_dir))
+    return facts
 
 
 def save(run_dir: Path, result: RunResult, timelines: list[Timeline],
@@ -169,6 +206,53 @@ def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: st
         extra["staging"] = {"source": config.dataset.data_folder,
                             "scope": config.storage.stage_scope, **staging.summary(parts)}
     return staged
+
+
+ENDS_WAIT_S = 2.0  # rank 0, terminated: how long the other ranks' end records may take
+
+
+def _end_early(config: Config, world: World, run_id: str, run_dir: Path, exc: TrainingFailed,
+               started: str, dataset_bytes: int, extra: dict[str, Any]) -> None:
+    """The run ended early on this rank: assemble the partial result from every rank's
+    journal (``results.recover``) and say where it is, or why there is none.
+
+    Rank 0 does it, and any rank that failed on its own; a rank stopped by SIGTERM (which a
+    batch system sends every rank) leaves it to rank 0 if rank 0 journals its end within
+    ``ENDS_WAIT_S`` (rank 0 gone, killed, it does it itself), and rank 0 first waits as long
+    for the other ranks' end records. Without journals (they could not be written), this
+    rank's own measurements go into the partial result, as before journals.
+    """
+    terminated = isinstance(exc.cause, Terminated)
+    if terminated and not world.is_root and _await_ends(run_dir, [0], ENDS_WAIT_S):
+        return
+    if terminated and world.is_root and world.size > 1:
+        _await_ends(run_dir, list(range(world.size)), ENDS_WAIT_S)
+    try:
+        where, result = recover(run_dir)
+    except (DlioBenchError, OSError) as problem:
+        log.warning("the partial result could not be assembled from the journals (%s); "
+                    "this rank's own measurements are kept instead", problem)
+        try:
+            _write_partial(config, world, run_id, run_dir, exc.trace, started, dataset_bytes,
+                           extra)
+        except (DlioBenchError, OSError) as again:  # the original error is the one to raise
+            log.warning("no partial result could be written (%s); %s", again,
+                        RECOVER_HINT.format(run_dir))
+        return
+    log.warning("the run ended early; what %s measured is in %s (status: %s)", held(result),
+                where, result["status"])
+
+
+def _await_ends(run_dir: Path, ranks: list[int], seconds: float) -> bool:
+    """Wait up to ``seconds`` for the journals of ``ranks`` to hold their end records;
+    whether they all do."""
+    deadline = time.monotonic() + seconds
+    waiting = ranks
+    while True:
+        waiting = [r for r in waiting if not ended(journal_path(run_dir, r))]
+        if not waiting or time.monotonic() >= deadline:
+            return not waiting
+        time.sleep(0.05)
 
 
 def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,

@@ -50,18 +50,28 @@ def test_torchrun_ranks_share_the_dataset_and_one_result(
     assert result["nodes"][0]["ranks"] == [0, 1]
 
 
+def _journaled(workdir: Path, rank: int) -> bool:
+    """Whether ``rank`` of the one run in ``workdir/reports`` has journaled a step."""
+    return any(b'{"k":"steps"' in path.read_bytes()
+               for path in (workdir / "reports").glob(f"*/journal/rank-{rank:05d}.jsonl"))
+
+
 @needs_torchrun
 def test_killed_torchrun_rank_ends_the_job_within_seconds(
         workdir: Path, write_workload: Callable[..., Path]) -> None:
-    path = write_workload(tiny_workload(train={"epochs": 50, "computation_time": 0.02}),
+    """SIGKILL rank 1 once both ranks journaled steps: the job ends within seconds, and the
+    surviving rank 0 (which loses its peer, or is sent SIGTERM by torchrun) assembles the
+    partial result from both ranks' journals, saying where rank 1's records end and why."""
+    path = write_workload(tiny_workload(train={"epochs": 500, "computation_time": 0.02}),
                           "killme.yaml")
     proc = subprocess.Popen(torchrun_cmd(2, "run", str(path), "--no-progress"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline, pid = time.monotonic() + 60, None
         while pid is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-            if (workdir / "reports").exists() and any((workdir / "reports").iterdir()):
+            time.sleep(0.05)
+            if (workdir / "reports").exists() and _journaled(workdir, 0) \
+                    and _journaled(workdir, 1):
                 pid = rank_pid("killme.yaml", 1, variable="RANK")
         assert pid is not None, "rank 1 never started training"
         os.kill(pid, signal.SIGKILL)
@@ -74,6 +84,14 @@ def test_killed_torchrun_rank_ends_the_job_within_seconds(
             proc.kill()
     # torchrun's failure report names the killed rank as the root cause
     assert "rank      : 1 (local_rank: 1)" in stderr and "SIGKILL" in stderr
+    result = last_result(workdir / "reports")
+    assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [0, 1]
+    assert all(r["steps"] > 0 for r in result["ranks"])
+    ended = {e["rank"]: e for e in result["ranks_ended"]}
+    assert ended[1]["ended"] == "no end record" and "killed" in ended[1]["why"]
+    assert ended[0]["ended"] in ("lost a peer", "terminated")
+    said = " ".join(stderr.split())  # the log wraps its lines
+    assert "what ranks 0, 1 measured is in" in said and "(status: partial)" in said
 
 
 @needs_torchrun
@@ -104,10 +122,11 @@ def test_a_failing_torchrun_rank_is_named_as_the_root_cause(
     assert "gloo" not in proc.stderr and "Connection closed" not in proc.stderr
     root = proc.stderr.split("Root Cause")[-1]
     assert "rank      : 1 (local_rank: 1)" in root and "img_0000007.npz" in root
+    # every rank's journal is in the partial result (rank 1's failure, rank 0's records)
     result = last_result(workdir / "reports")
-    assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [1]
-    for beside in (workdir / "reports" / result["run_id"]).glob("partial-rank*.json"):
-        assert beside.name == "partial-rank0.json"  # rank 0 ended later: its own are kept
+    assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [0, 1]
+    ended = {e["rank"]: e for e in result["ranks_ended"]}
+    assert ended[1]["ended"] == "error" and "img_0000007.npz" in ended[1]["why"]
 
 
 @needs_torchrun

@@ -91,15 +91,19 @@ def test_failing_rank_names_itself_and_ends_the_job(
     assert time.monotonic() - start < 60
     assert "rank 1 of 2" in proc.stderr and "img_0000007.npz" in proc.stderr
     assert "Traceback" not in proc.stderr
-    result = last_result(workdir / "reports")  # what the failing rank measured is kept
+    # the failing rank assembled the partial result from every rank's journal: its own
+    # records, and rank 0's up to its last journaled second
+    result = last_result(workdir / "reports")
     assert result["status"] == "partial" and result["ranks_launched"] == 2
-    assert [r["rank"] for r in result["ranks"]] == [1]
+    assert [r["rank"] for r in result["ranks"]] == [0, 1]
     assert "img_0000007.npz" in " ".join(result["errors"])
+    ended = {e["rank"]: e for e in result["ranks_ended"]}
+    assert ended[1]["ended"] == "error" and "img_0000007.npz" in ended[1]["why"]
     # rank 1's first batch came before the damaged sample: that step reaches the user
     rows = (workdir / "reports" / result["run_id"] / "timeline.csv").read_text().splitlines()
     steps = [dict(zip(rows[0].split(","), row.split(","), strict=True)) for row in rows[1:]]
-    assert [(s["rank"], s["epoch"], s["step"], s["samples"]) for s in steps] == [
-        ("1", "0", "0", "2")]
+    assert [(s["rank"], s["epoch"], s["step"], s["samples"]) for s in steps
+            if s["rank"] == "1"] == [("1", "0", "0", "2")]
     assert int(steps[0]["bytes"]) > 0 and float(steps[0]["compute_s"]) >= 0.05
 
 
@@ -115,23 +119,52 @@ def _training_rank(workdir: Path, marker: str, rank: int) -> int:
     raise AssertionError(f"rank {rank} never started training")
 
 
-def test_killed_rank_ends_the_job_without_hanging(
+def _journaled(workdir: Path, rank: int) -> bool:
+    """Whether ``rank`` of the one run in ``workdir/reports`` has journaled a step."""
+    return any(b'{"k":"steps"' in path.read_bytes()
+               for path in (workdir / "reports").glob(f"*/journal/rank-{rank:05d}.jsonl"))
+
+
+def test_killed_rank_leaves_journals_that_recover_makes_a_result(
         workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
-    path = write_workload(tiny_workload(train={"epochs": 50, "computation_time": 0.02}),
+    """SIGKILL rank 1 of 3: MPICH's mpiexec SIGKILLs ranks 0 and 2 at once (nothing of
+    theirs runs after), and the job ends within seconds; what every rank measured until its
+    last second is in its journal, and `dliobench recover` makes it the partial result."""
+    path = write_workload(tiny_workload(dataset={"num_files_train": 12},
+                                        train={"epochs": 500, "computation_time": 0.01}),
                           "killme.yaml")
-    proc = subprocess.Popen(mpi_cmd(2, "run", str(path), "--no-progress"),
+    proc = subprocess.Popen(mpi_cmd(3, "run", str(path), "--no-progress"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         pid = _training_rank(workdir, "killme.yaml", 1)
+        deadline = time.monotonic() + 60
+        while not all(_journaled(workdir, r) for r in range(3)) and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
-        proc.wait(timeout=30)
+        _, err = proc.communicate(timeout=30)
         assert time.monotonic() - killed < 10
         assert proc.returncode != 0
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert not list((workdir / "reports").glob("*/result.json"))  # no result for a dead run
+    run_dir = next((workdir / "reports").iterdir())
+    assert not (run_dir / "result.json").exists()  # nothing of the job ran after the kill
+    assert f"dliobench recover {run_dir.relative_to(workdir)}" in err  # said at the start
+    done = subprocess.run([sys.executable, "-m", "dliobench", "recover", str(run_dir)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "partial" and result["ranks_launched"] == 3
+    assert [r["rank"] for r in result["ranks"]] == [0, 1, 2]
+    assert all(r["steps"] > 0 for r in result["ranks"])  # counted steps of every rank
+    ended = result["ranks_ended"]
+    assert [(e["rank"], e["ended"]) for e in ended] == [(r, "no end record") for r in range(3)]
+    assert all(e["steps"] > 0 and e["last_step"]["epoch"] >= 0 and "killed" in e["why"]
+               for e in ended)
+    rows = (run_dir / "timeline.csv").read_text().splitlines()[1:]
+    assert {row.split(",")[0] for row in rows} == {"0", "1", "2"}
+    assert f"status: partial; rank 0: {ended[0]['steps']} steps" in done.stdout
 
 
 def test_all_ranks_checkpoint_shards(workdir: Path, write_workload: Callable[..., Path]) -> None:
@@ -295,6 +328,10 @@ def test_sigterm_to_an_mpi_job_writes_a_partial_result(
     assert "terminated" in err and "Traceback" not in err
     result = json.loads(next((workdir / "reports").glob("*/result.json")).read_text())
     assert result["status"] == "partial" and result["metrics"]["steps"] > 0
+    # rank 0 waited for rank 1's end record, then assembled both ranks' journals
+    assert [(e["rank"], e["ended"]) for e in result["ranks_ended"]] == [
+        (0, "terminated"), (1, "terminated")]
+    assert "(status: partial)" in err
 
 
 def test_a_stopped_rank_ends_a_generation_and_the_files_written_stay_recorded(
@@ -352,6 +389,9 @@ def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
     stopped = None
     try:
         stopped = _training_rank(workdir, "stall.yaml", 1)
+        deadline = time.monotonic() + 60
+        while not _journaled(workdir, 1) and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.kill(stopped, signal.SIGSTOP)
         _, err = proc.communicate(timeout=60)  # hang guard: the timeout is 2 s
         assert proc.returncode != 0
@@ -363,6 +403,13 @@ def test_a_stopped_rank_ends_the_job_after_the_stall_timeout(
                 os.kill(stopped, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+    # rank 0 assembled the partial result from both ranks' journals before ending the job
+    result = last_result(workdir / "reports")
+    assert result["status"] == "partial" and [r["rank"] for r in result["ranks"]] == [0, 1]
+    ended = {e["rank"]: e for e in result["ranks_ended"]}
+    assert ended[0]["ended"] == "stalled" and "made no progress" in ended[0]["why"]
+    assert ended[1]["ended"] == "no end record" and ended[1]["steps"] > 0
+    assert "(status: partial)" in err
 
 
 @pytest.mark.parametrize(("args", "said"), [
