@@ -214,9 +214,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
             raise InputError(f"{run_dir} holds a complete result already; there is nothing "
                              "to recover")
         where, result = recover(run_dir)
-        endings: list[dict[str, Any]] = result.get("ranks_ended", [])  # type: ignore[assignment]
         ended = "; ".join(f"rank {r['rank']}: {r['steps']} steps, {r['ended']}"
-                          for r in endings)
+                          for r in result.get("ranks_ended", []))
         print(f"result: {where} (status: {result['status']}; {ended})")
     return 0
 

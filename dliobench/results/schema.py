@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Annotated, Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 5  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 6  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
-# 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device)
+# 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
+# 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -254,6 +255,27 @@ class Checkpoint(TypedDict, total=False):
     read_honesty: CheckpointReadHonesty
 
 
+class LastStep(TypedDict):
+    """The last step a rank journaled."""
+
+    epoch: int
+    step: int
+    t_start_s: float
+
+
+class RankEnding(TypedDict):
+    """Where one launched rank's journaled records end, and why (``results/recover.py``)."""
+
+    rank: int
+    steps: int
+    last_step: LastStep | None
+    ended: str  # complete, error, terminated, stalled, lost a peer, no end record, no journal
+    why: str
+    host: NotRequired[str]
+    last_record_at: NotRequired[str | None]
+    damaged_records: NotRequired[int]
+
+
 class _Required(TypedDict):
     schema_version: int | str
     run_id: str
@@ -292,6 +314,7 @@ class RunResult(_Required, total=False):
     time_shares: Annotated[dict[str, float] | None, TimeShares | None]  # 1.1
     provenance: Annotated[dict[str, Any], Provenance]  # 1.2
     metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
+    ranks_ended: list[RankEnding]  # 1.6
 
 
 def parse_version(value: object) -> tuple[int, int] | None:
