@@ -9,9 +9,10 @@ and then lists the readers' (the lock's folder, never the dataset's): with a sto
 reads its own writes (S3, MinIO, ...) one of two that came at once sees the other, and a
 reader that sees a writer takes its object back. A dliobench that must wait says so in one
 line, naming the holder, and looks again every ``POLL_S``; a waiting writer keeps its
-object, so new readers wait behind it. A lock whose lease ended, or whose holder was a
-process on this host that is gone (a killed generation), is taken over by a writer and
-ignored by readers. Released by deleting the objects (the writer's only if still ours).
+object, so new readers wait behind it. A writer's object whose lease ended, or whose holder
+was a process on this host that is gone (a killed generation), is taken over (its
+unfinished uploads aborted), by a reader too, which then lets it go; a gone reader's object
+is deleted by a writer. Released by deleting the objects (the writer's only if still ours).
 """
 
 from __future__ import annotations
@@ -156,31 +157,9 @@ class LeaseLock:
     def _try_write(self) -> str | None:
         """Hold the writer's object, then wait for the live readers: None when done, else
         the line to say while waiting."""
-        if self.key not in self._mine:
-            taken_from: str | None = None
-            for _ in range(3):
-                if self.backend.put(self.key, self._record(), replace=False):
-                    with self._state:
-                        self._mine.append(self.key)
-                    break
-                held = self._held(self.key)
-                if held is None:  # let go meanwhile
-                    continue
-                if not held.gone():
-                    return (f"waiting for the writer of the dataset in "
-                            f"{self.backend.describe()} to finish (being {held.doing} by "
-                            f"{held.who()})")
-                taken_from = held.owner
-                log.warning("taking over the lock %s left by %s",
-                            self.backend.describe(self.key), taken_from)
-                self.backend.delete(self.key)
-            else:
-                raise DatasetError(f"the lock {self.backend.describe(self.key)} changed hands "
-                                   "while it was taken; try again")
-            if taken_from is not None:
-                # a holder that died may have been writing: its unfinished uploads go
-                # (held now, the lock keeps every other writer out of the folder)
-                drop_leftovers(self.backend, "", taken_from)
+        problem = self._claim()
+        if problem is not None:
+            return problem
         readers = self._live_readers()
         if readers:
             return (f"waiting for the dliobench runs reading the dataset in "
@@ -190,16 +169,52 @@ class LeaseLock:
 
     def _try_read(self) -> str | None:
         """Hold a reader's object while no live writer holds its: None when done, else the
-        line to say while waiting."""
-        for _ in range(2):  # before putting ours (no request wasted), and after
+        line to say while waiting. A dead writer's object is taken over (its unfinished
+        uploads aborted) and deleted."""
+        for _ in range(3):  # before putting ours (no request wasted), and after
             writer = self._held(self.key)
-            if writer is not None and not writer.gone():
+            if writer is not None and writer.gone():
+                if (problem := self._claim()) is not None:
+                    return problem
+                self._let_go(self.key)
+                continue
+            if writer is not None:
                 self._let_go(self.reader_key)
                 return (f"waiting for the writer of the dataset in {self.backend.describe()}"
                         f" to finish (being {writer.doing} by {writer.who()})")
             if self.reader_key in self._mine:
                 return None
             self._hold(self.reader_key)
+        return None
+
+    def _claim(self) -> str | None:
+        """Hold the writer's object, taking over a gone holder's: None when held, else the
+        line to say while waiting for the live holder."""
+        if self.key in self._mine:
+            return None
+        taken_from: str | None = None
+        for _ in range(3):
+            if self.backend.put(self.key, self._record(), replace=False):
+                with self._state:
+                    self._mine.append(self.key)
+                break
+            held = self._held(self.key)
+            if held is None:  # let go meanwhile
+                continue
+            if not held.gone():
+                return (f"waiting for the writer of the dataset in {self.backend.describe()} "
+                        f"to finish (being {held.doing} by {held.who()})")
+            taken_from = held.owner
+            log.warning("taking over the lock %s left by %s",
+                        self.backend.describe(self.key), taken_from)
+            self.backend.delete(self.key)
+        else:
+            raise DatasetError(f"the lock {self.backend.describe(self.key)} changed hands "
+                               "while it was taken; try again")
+        if taken_from is not None:
+            # a holder that died may have been writing: its unfinished uploads go (held
+            # now, the lock keeps every other writer out of the folder)
+            drop_leftovers(self.backend, "", taken_from)
         return None
 
     def _live_readers(self) -> list[Holder]:
