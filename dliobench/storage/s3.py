@@ -254,7 +254,8 @@ class S3Backend:
         return aborted
 
     def list(self, prefix: str = "") -> Iterator[str]:
-        """Keys under ``prefix`` by ListObjectsV2 (only for indexing an existing dataset)."""
+        """Keys under ``prefix`` by ListObjectsV2 (for indexing an existing dataset, and the
+        lock's readers' objects: never a dataset of its own)."""
         client = self.client()
         base = self.name(prefix)
         base = f"{base}/" if base else ""
