@@ -171,7 +171,7 @@ class LeaseLock:
         """Hold a reader's object while no live writer holds its: None when done, else the
         line to say while waiting. A dead writer's object is taken over (its unfinished
         uploads aborted) and deleted."""
-        for _ in range(3):  # before putting ours (no request wasted), and after
+        while True:  # before putting ours (no request wasted), and after
             writer = self._held(self.key)
             if writer is not None and writer.gone():
                 if (problem := self._claim()) is not None:
@@ -185,7 +185,6 @@ class LeaseLock:
             if self.reader_key in self._mine:
                 return None
             self._hold(self.reader_key)
-        return None
 
     def _claim(self) -> str | None:
         """Hold the writer's object, taking over a gone holder's: None when held, else the
@@ -255,7 +254,10 @@ class LeaseLock:
         size = self.backend.size(key)
         if size is None:
             return None
-        data, _ = self.backend.read_range(key, 0, size)
+        try:
+            data, _ = self.backend.read_range(key, 0, size)
+        except FileNotFoundError:  # let go since
+            return None
         return Holder.decode(bytes(data)) or Holder("an unreadable lock object", "", 0.0)
 
     def _renew(self) -> None:

@@ -177,7 +177,8 @@ class S3Backend:
         client = self.client()
         extra: dict[str, Any] = {} if replace else {"IfNoneMatch": "*"}
         try:
-            self.call("write", key, client.put_object, expect=("PreconditionFailed",),
+            self.call("write", key, client.put_object,  # S3 answers 409 to one of two at once
+                      expect=("PreconditionFailed", "ConditionalRequestConflict"),
                       Body=data, **extra)
         except Refused:  # another writer's object is there: it wins
             return False

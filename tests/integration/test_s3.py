@@ -169,8 +169,8 @@ def test_lock_objects_let_readers_share_and_a_writer_wait_for_them(
         s3_env: S3Server, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     """Two readers hold the prefix at once; a writer waits for them (holding its object, so a
-    third reader waits behind it); two readers upgrading at once do not wait for each other:
-    one writes, the other waits for it and reads again."""
+    third reader waits behind it); of two readers upgrading, one writes, and the other lets
+    go its reader's object (they do not wait for each other), waits and reads again."""
     import threading
 
     from dliobench.config.load import load
@@ -182,41 +182,48 @@ def test_lock_objects_let_readers_share_and_a_writer_wait_for_them(
     config, _ = load(None, [f"dataset.data_folder=s3://{s3_env.bucket('share')}/tiny",
                             *s3_env.overrides()])
     backend = backend_for(config.dataset.data_folder, config.storage)
-    a, b, w, c = (lease.LeaseLock(backend, LOCK_KEY) for _ in range(4))
-    a.acquire(False, "read by a run")
-    b.acquire(False, "read by a run")  # at once, without waiting
-    assert len(list(backend.list(f"{LOCK_KEY}.readers"))) == 2
-    writer = threading.Thread(target=w.acquire, args=(True, "generating"), daemon=True)
-    writer.start()
-    assert _eventually(lambda: backend.size(LOCK_KEY) is not None)  # it holds its object
-    reader = threading.Thread(target=c.acquire, args=(False, "read by a run"), daemon=True)
-    reader.start()
-    assert _eventually(lambda: "waiting for the writer" in caplog.text)
-    assert writer.is_alive() and reader.is_alive()
-    assert "waiting for the dliobench runs reading the dataset in s3://share/tiny to finish " \
-        "before writing it (2; first: " in caplog.text
-    a.release()
-    b.release()
-    writer.join(10)
-    assert not writer.is_alive() and w.exclusive and reader.is_alive()
-    w.release()
-    reader.join(10)
-    assert not reader.is_alive() and not c.exclusive
-    d = lease.LeaseLock(backend, LOCK_KEY)
-    d.acquire(False, "read by a run")
-    waited: dict[str, bool] = {}
-    ups = [threading.Thread(target=lambda k=k, x=x: waited.__setitem__(k, x.upgrade("gen")),
-                            daemon=True) for k, x in (("c", c), ("d", d))]
-    for up in ups:
-        up.start()
-    assert _eventually(lambda: c.exclusive or d.exclusive)
-    first, second = (c, d) if c.exclusive else (d, c)
-    assert _eventually(lambda: len(waited) == 1)  # one upgraded (waiting for the other
-    first.release()  # reader first); the other waits for it as a writer, then reads again
-    for up in ups:
-        up.join(10)
-    assert waited == {"c": True, "d": True} and not second.exclusive
-    second.release()
+    a, b, w, c, d = (lease.LeaseLock(backend, LOCK_KEY) for _ in range(5))
+    threads: list[threading.Thread] = []
+
+    def start(target: Callable[[], object]) -> threading.Thread:
+        threads.append(threading.Thread(target=target, daemon=True))
+        threads[-1].start()
+        return threads[-1]
+
+    try:
+        a.acquire(False, "read by a run")
+        b.acquire(False, "read by a run")  # at once, without waiting
+        assert len(list(backend.list(f"{LOCK_KEY}.readers"))) == 2
+        writer = start(lambda: w.acquire(True, "generating"))
+        assert _eventually(lambda: "waiting for the dliobench runs reading the dataset in "
+                           "s3://share/tiny to finish before writing it (2; first: "
+                           in caplog.text)
+        reader = start(lambda: c.acquire(False, "read by a run"))  # behind the writer
+        assert _eventually(lambda: "waiting for the writer of the dataset in s3://share/tiny "
+                           "to finish (being written (generating) by" in caplog.text)
+        assert writer.is_alive() and reader.is_alive()
+        a.release()
+        b.release()
+        writer.join(10)
+        assert not writer.is_alive() and w.exclusive and reader.is_alive()
+        w.release()
+        reader.join(10)
+        assert not reader.is_alive() and not c.exclusive
+        d.acquire(False, "read by a run")
+        waited: dict[str, bool] = {}
+        # (one after the other: moto's conditional PUT is not atomic, S3's is)
+        start(lambda: waited.__setitem__("c", c.upgrade("generating")))
+        assert _eventually(lambda: c.exclusive)  # holding the writer's object, it waits for d
+        start(lambda: waited.__setitem__("d", d.upgrade("generating")))
+        assert _eventually(lambda: "c" in waited)  # d let go its reader's object to wait
+        c.release()  # d waited for c as a writer, and reads again
+        assert _eventually(lambda: "d" in waited)
+        assert waited == {"c": True, "d": True} and not d.exclusive
+    finally:
+        for lock in (a, b, w, c, d):  # in the order the waiting ones need
+            lock.release()
+        for thread in threads:
+            thread.join(10)
     assert list(backend.list("")) == []  # every lock object deleted
 
 
