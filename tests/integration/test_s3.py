@@ -136,7 +136,7 @@ def test_secrets_in_the_configuration_never_reach_an_output(
 
 def test_the_lock_object_waits_for_a_holder_and_takes_over_a_dead_one(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
-        s3_env: S3Server, capsys: pytest.CaptureFixture[str],
+        s3_env: S3Server, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     import json
     import socket
@@ -151,7 +151,10 @@ def test_the_lock_object_waits_for_a_holder_and_takes_over_a_dead_one(
         client.put_object(Bucket=bucket, Key="tiny/.dliobench.lock", Body=json.dumps(
             {"owner": owner, "doing": "written (generating)", "until": until}).encode())
 
-    lock("otherhost:123:abcd", time.time() + 1.0)  # another host's generation, its lease ending
+    from dliobench.dataset import lease
+
+    monkeypatch.setattr(lease, "POLL_S", 0.05)
+    lock("otherhost:123:abcd", time.time() + 0.5)  # another host's generation, its lease ending
     assert run_cli("generate", str(path), "--no-progress") == 0  # waited, then took over
     assert "waiting for the writer of the dataset in s3://locks/tiny to finish (being written " \
         "(generating) by otherhost:123 (its lease runs to" in caplog.text
