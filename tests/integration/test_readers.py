@@ -96,7 +96,7 @@ def test_runs_that_must_generate_wait_for_the_readers_and_one_writes(
     path = write_workload(tiny_workload())
     assert run_cli("generate", str(path), "--no-progress", "dataset.num_files_train=4") == 0
     reader = FolderLock(PosixBackend(str(workdir / "data/tiny")))
-    reader.acquire(False, "read by a run")
+    reader.acquire(False, "by a run")
     try:
         procs = [_start(workdir, path, n) for n in ("w0", "w1")]
         waiting = "waiting for the dliobench runs reading the dataset in data/tiny to finish " \

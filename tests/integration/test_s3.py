@@ -194,14 +194,14 @@ def test_lock_objects_let_readers_share_and_a_writer_wait_for_them(
         return threads[-1]
 
     try:
-        a.acquire(False, "read by a run")
-        b.acquire(False, "read by a run")  # at once, without waiting
+        a.acquire(False, "by a run")
+        b.acquire(False, "by a run")  # at once, without waiting
         assert len(list(backend.list(f"{LOCK_KEY}.readers"))) == 2
         writer = start(lambda: w.acquire(True, "generating"))
         assert _eventually(lambda: "waiting for the dliobench runs reading the dataset in "
                            "s3://share/tiny to finish before writing it (2; first: "
                            in caplog.text)
-        reader = start(lambda: c.acquire(False, "read by a run"))  # behind the writer
+        reader = start(lambda: c.acquire(False, "by a run"))  # behind the writer
         assert _eventually(lambda: "waiting for the writer of the dataset in s3://share/tiny "
                            "to finish (being written (generating) by" in caplog.text)
         assert writer.is_alive() and reader.is_alive()
@@ -212,7 +212,7 @@ def test_lock_objects_let_readers_share_and_a_writer_wait_for_them(
         w.release()
         reader.join(10)
         assert not reader.is_alive() and not c.exclusive
-        d.acquire(False, "read by a run")
+        d.acquire(False, "by a run")
         waited: dict[str, bool] = {}
         # (one after the other: moto's conditional PUT is not atomic, S3's is)
         start(lambda: waited.__setitem__("c", c.upgrade("generating")))
