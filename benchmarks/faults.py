@@ -531,6 +531,32 @@ def concurrent(root: Path, first: list[str], second: list[str], label: str) -> O
     return case.close()
 
 
+def concurrent_runs(root: Path, generated: bool) -> Outcome:
+    """Three runs of one dataset started at once, each about 1 s long: readers of a complete
+    dataset (``workflow.generate_data=false``) read it together; runs that may generate an
+    absent one wait for the one that does. Every run completes with its result, and the
+    dataset is written once."""
+    case = Case(root, f"concurrent three runs {'reading' if generated else 'generating'}")
+    with watch_processes(case):
+        case.workload(dataset={"num_files_train": 400, "record_length_bytes": 4096},
+                      train={"epochs": 1, "computation_time": 0.05},
+                      reader={"batch_size": 20})
+        if generated:
+            case.run("generate", "workload.yaml", "--no-progress")
+        args = ["run", "workload.yaml", "--no-progress",
+                f"workflow.generate_data={str(not generated).lower()}"]
+        procs = [case.start(*args) for _ in range(3)]
+        for proc in procs:
+            case.finish(proc, 0, "run")
+        results = [json.loads(p.read_text()) for p in (case.dir / "reports").glob("*/result.json")]
+        case.out.lost += 3 - sum(r.get("status") == "complete" for r in results)
+        writes = sum(bool(r.get("generation")) for r in results)
+        if writes != (0 if generated else 1):
+            case.out.problems.append(f"{writes} of the runs generated the dataset")
+        case.check_dataset("data", 400)
+    return case.close()
+
+
 def signal_checkpoint(root: Path) -> Outcome:
     """SIGTERM while a checkpoint is written: no partial checkpoint file remains."""
     case = Case(root, "SIGTERM during a checkpoint")
@@ -652,6 +678,8 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
     out.append(("concurrent run and generate", lambda: concurrent(
         root, ["run", "workload.yaml", "--no-progress", "train.epochs=20"],
         [*gen, "dataset.generation_seed=7"], "run then generate")))
+    out.append(("concurrent three readers", lambda: concurrent_runs(root, True)))
+    out.append(("concurrent three generating runs", lambda: concurrent_runs(root, False)))
     out.append(("SIGTERM checkpoint", lambda: signal_checkpoint(root)))
     out.append(("SIGTERM staging", lambda: signal_staging(root)))
     for fmt in ("torch", "raw", "training"):

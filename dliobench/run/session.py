@@ -57,8 +57,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         show_progress: bool = True) -> RunOutcome:
     """Generate what is missing, train, and write ``<output.folder>/<run-id>/``.
 
-    The data folder is locked for the run: exclusively while it may be generated, shared
-    while it is read (``dataset.lock``).
+    The data folder is locked for the run: shared while it is read, exclusively only while
+    the run writes it (``dataset.lock``), so runs reading one dataset run at once.
     """
     if config.workflow.checkpoint and not config.workflow.train:
         from dliobench.run import ckpt_session
@@ -66,8 +66,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         return RunOutcome(*ckpt_session.run(config, world, comm, warnings, save))
     plan = resolve(config, world, comm)
     check_run(plan.config, world)  # an existing dataset's files decide its layout
-    with locked(plan.manifest_backend, world, exclusive=True, doing="prepared for a run") as lock:
-        ready = dataset_mod.prepare(plan, world, comm, show_progress)
+    with locked(plan.manifest_backend, world, exclusive=False, doing="by a run") as lock:
+        ready = dataset_mod.prepare(plan, world, comm, show_progress, lock)
         lock.share()
         return _train_and_report(ready, world, comm, warnings, show_progress)
 

@@ -177,7 +177,8 @@ class S3Backend:
         client = self.client()
         extra: dict[str, Any] = {} if replace else {"IfNoneMatch": "*"}
         try:
-            self.call("write", key, client.put_object, expect=("PreconditionFailed",),
+            self.call("write", key, client.put_object,  # S3 answers 409 to one of two at once
+                      expect=("PreconditionFailed", "ConditionalRequestConflict"),
                       Body=data, **extra)
         except Refused:  # another writer's object is there: it wins
             return False
@@ -254,7 +255,8 @@ class S3Backend:
         return aborted
 
     def list(self, prefix: str = "") -> Iterator[str]:
-        """Keys under ``prefix`` by ListObjectsV2 (only for indexing an existing dataset)."""
+        """Keys under ``prefix`` by ListObjectsV2 (for indexing an existing dataset, and the
+        lock's readers' objects: never a dataset of its own)."""
         client = self.client()
         base = self.name(prefix)
         base = f"{base}/" if base else ""

@@ -189,33 +189,36 @@ def test_a_full_output_disk_still_delivers_the_measurements(
 
 def test_one_writer_or_many_readers_per_data_folder(
         workdir: Path, write_workload: Callable[..., Path]) -> None:
-    """Another process holds the folder's lock (this test, with the lock dliobench uses):
-    writing against a writer or a reader, and reading against a writer, are refused with the
-    holder named, and nothing is written; once it lets go, the same commands succeed."""
-    from dliobench.comm.world import World
-    from dliobench.dataset.lock import locked
+    """Another process holds the folder's lock (this test, with the lock dliobench uses): a
+    generation waits for the writer, and for the readers, saying so in one line (the writer
+    named) and writing nothing meanwhile; once the holder lets go, it writes."""
+    from dliobench.dataset.lock import FolderLock
     from dliobench.storage.posix import PosixBackend
 
     path = write_workload(tiny_workload())
-    base = [sys.executable, "-m", "dliobench"]
     folder = workdir / "data/tiny"
-    backend = PosixBackend(str(folder))
-    with locked(backend, World.single(), exclusive=True, doing="generating"):
-        for second in (["generate", str(path), "dataset.generation_seed=7"],
-                       ["run", str(path), "--no-progress"]):
-            done = subprocess.run([*base, *second], capture_output=True, text=True,
-                                  timeout=60)
-            assert done.returncode == 1, done.stderr
-            assert f"is being written: generating by pid {os.getpid()}" in done.stderr
-            assert "Traceback" not in done.stderr
-        assert not (folder / "train").exists()  # refused before writing anything
-    with locked(backend, World.single(), exclusive=False, doing="reading"):
-        done = subprocess.run([*base, "generate", str(path)], capture_output=True,
-                              text=True, timeout=60)
-        assert done.returncode == 1 and "being read by another dliobench run" in done.stderr
-    assert subprocess.run([*base, "run", str(path), "--no-progress"], capture_output=True,
-                          timeout=120).returncode == 0
-    assert len(manifest_files(folder)) == 8
+    said = {True: "waiting for the writer of the dataset in data/tiny to finish (generating by "
+                  f"pid {os.getpid()} on",
+            False: "waiting for the dliobench runs reading the dataset in data/tiny to finish "
+                   "before writing it"}
+    for exclusive, before, files in ((True, 0, 8), (False, 8, 12)):
+        holder = FolderLock(PosixBackend(str(folder)))
+        holder.acquire(exclusive, "generating")
+        err = workdir / f"generate-{files}.err"
+        try:
+            with open(err, "wb") as sink:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "dliobench", "generate", str(path),
+                     "dataset.generation_seed=7", f"dataset.num_files_train={files}"],
+                    stdout=subprocess.DEVNULL, stderr=sink)
+            _until(lambda p=proc, e=err, line=said[exclusive]: p.poll() is not None
+                   or line in " ".join(e.read_text().split()))
+            assert proc.poll() is None, err.read_text()
+            assert len(list(folder.glob("train/*.npz"))) == before  # nothing written
+        finally:
+            holder.release()
+        assert proc.wait(timeout=60) == 0 and "Traceback" not in err.read_text()
+        assert len(manifest_files(folder)) == files
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nvidia.dali") is None, reason="no DALI")

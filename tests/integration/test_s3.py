@@ -167,9 +167,10 @@ def test_secrets_in_the_configuration_never_reach_an_output(
         assert secret not in text and s3_env.access_key_id not in text
 
 
-def test_the_lock_object_refuses_a_holder_and_takes_over_a_dead_one(
+def test_the_lock_object_waits_for_a_holder_and_takes_over_a_dead_one(
         workdir: Path, write_workload: Callable[..., Path], run_cli: Callable[..., int],
-        s3_env: S3Server, capsys: pytest.CaptureFixture[str]) -> None:
+        s3_env: S3Server, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     import json
     import socket
     import subprocess
@@ -183,11 +184,13 @@ def test_the_lock_object_refuses_a_holder_and_takes_over_a_dead_one(
         client.put_object(Bucket=bucket, Key="tiny/.dliobench.lock", Body=json.dumps(
             {"owner": owner, "doing": "written (generating)", "until": until}).encode())
 
-    lock("otherhost:123:abcd", time.time() + 600)  # another host's live generation
-    capsys.readouterr()
-    assert run_cli("generate", str(path), "--no-progress") == 1
-    assert "s3://locks/tiny is being written (generating) by otherhost:123 (its lease runs " \
-        "to" in capsys.readouterr().err
+    from dliobench.dataset import lease
+
+    monkeypatch.setattr(lease, "POLL_S", 0.05)
+    lock("otherhost:123:abcd", time.time() + 0.5)  # another host's generation, its lease ending
+    assert run_cli("generate", str(path), "--no-progress") == 0  # waited, then took over
+    assert "waiting for the writer of the dataset in s3://locks/tiny to finish (being written " \
+        "(generating) by otherhost:123 (its lease runs to" in caplog.text
     gone = subprocess.Popen(["true"])  # a process of this host that is gone
     gone.wait()
     lock(f"{socket.gethostname()}:{gone.pid}:dead", time.time() + 600)
@@ -196,6 +199,77 @@ def test_the_lock_object_refuses_a_holder_and_takes_over_a_dead_one(
     assert run_cli("run", str(path), "--no-progress") == 0
     with pytest.raises(client.exceptions.ClientError):  # released at the end
         client.head_object(Bucket=bucket, Key="tiny/.dliobench.lock")
+
+
+def test_lock_objects_let_readers_share_and_a_writer_wait_for_them(
+        s3_env: S3Server, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Two readers hold the prefix at once; a writer waits for them (holding its object, so a
+    third reader waits behind it); of two readers upgrading, one writes, and the other lets
+    go its reader's object (they do not wait for each other), waits and reads again."""
+    import threading
+
+    from dliobench.config.load import load
+    from dliobench.dataset import lease
+    from dliobench.dataset.lock import LOCK_KEY
+    from dliobench.storage import backend_for
+
+    monkeypatch.setattr(lease, "POLL_S", 0.05)
+    config, _ = load(None, [f"dataset.data_folder=s3://{s3_env.bucket('share')}/tiny",
+                            *s3_env.overrides()])
+    backend = backend_for(config.dataset.data_folder, config.storage)
+    a, b, w, c, d = (lease.LeaseLock(backend, LOCK_KEY) for _ in range(5))
+    threads: list[threading.Thread] = []
+
+    def start(target: Callable[[], object]) -> threading.Thread:
+        threads.append(threading.Thread(target=target, daemon=True))
+        threads[-1].start()
+        return threads[-1]
+
+    try:
+        a.acquire(False, "by a run")
+        b.acquire(False, "by a run")  # at once, without waiting
+        assert len(list(backend.list(f"{LOCK_KEY}.readers"))) == 2
+        writer = start(lambda: w.acquire(True, "generating"))
+        assert _eventually(lambda: "waiting for the dliobench runs reading the dataset in "
+                           "s3://share/tiny to finish before writing it (2; first: "
+                           in caplog.text)
+        reader = start(lambda: c.acquire(False, "by a run"))  # behind the writer
+        assert _eventually(lambda: "waiting for the writer of the dataset in s3://share/tiny "
+                           "to finish (being written (generating) by" in caplog.text)
+        assert writer.is_alive() and reader.is_alive()
+        a.release()
+        b.release()
+        writer.join(10)
+        assert not writer.is_alive() and w.exclusive and reader.is_alive()
+        w.release()
+        reader.join(10)
+        assert not reader.is_alive() and not c.exclusive
+        d.acquire(False, "by a run")
+        waited: dict[str, bool] = {}
+        # (one after the other: moto's conditional PUT is not atomic, S3's is)
+        start(lambda: waited.__setitem__("c", c.upgrade("generating")))
+        assert _eventually(lambda: c.exclusive)  # holding the writer's object, it waits for d
+        start(lambda: waited.__setitem__("d", d.upgrade("generating")))
+        assert _eventually(lambda: "c" in waited)  # d let go its reader's object to wait
+        c.release()  # d waited for c as a writer, and reads again
+        assert _eventually(lambda: "d" in waited)
+        assert waited == {"c": True, "d": True} and not d.exclusive
+    finally:
+        for lock in (a, b, w, c, d):  # in the order the waiting ones need
+            lock.release()
+        for thread in threads:
+            thread.join(10)
+    assert list(backend.list("")) == []  # every lock object deleted
+
+
+def _eventually(done: Callable[[], bool], seconds: float = 10) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return done()
 
 
 def test_a_killed_generation_resumes_and_a_run_lists_nothing(
@@ -227,7 +301,9 @@ def test_a_killed_generation_resumes_and_a_run_lists_nothing(
     result = last_result(workdir / "reports")
     assert 0 < result["generation"]["files"] < 600  # what the killed one had not recorded
     assert result["metrics"]["exactly_once"] is True
-    assert counts.get("list", 0) == 0, counts  # the manifest names every object
+    # the manifest names every object: the one LIST is of the lock's readers' objects, made
+    # once before writing
+    assert counts.get("list", 0) == 1, counts
     # and is trusted: a HEAD checks each object written, none precedes reading the others
     assert counts.get("head", 0) < 100, counts  # (not one per object)
     assert counts["get"] >= 600 and counts["put"] >= result["generation"]["files"], counts
