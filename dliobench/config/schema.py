@@ -1,7 +1,8 @@
 """The configuration as frozen dataclasses: every key, its default, kind, aliases and help.
 
 Each field's metadata drives parsing and validation in ``dliobench.config.load``, so a key is
-declared once, here. Key names follow DLIO where they mean the same thing (see DESIGN.md).
+declared once, here. Key names follow DLIO where they mean the same thing
+(docs/ARCHITECTURE.md, "Configuration").
 """
 
 from __future__ import annotations

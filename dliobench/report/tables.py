@@ -1,6 +1,6 @@
 """Result folders -> one pandas table (a row per run) and the config values that differ.
 
-Only reads ``result.json`` and ``timeline.csv`` (README, "Result files"); never reruns.
+Only reads ``result.json`` and ``timeline.csv`` (docs/results.md, "Result files"); never reruns.
 Columns carry their unit in the name (``mb_per_s`` = 10^6 B/s, ``wait_p50_ms``).
 """
 

@@ -1,4 +1,5 @@
-"""Build ``result.json`` from the traces every rank measured (DESIGN.md, "Result files")."""
+"""Build ``result.json`` from the traces every rank measured (docs/ARCHITECTURE.md, "Result
+files are an interface"; its fields: docs/results.md)."""
 
 from __future__ import annotations
 

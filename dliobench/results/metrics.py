@@ -1,4 +1,5 @@
-"""Pure functions from step timelines to the metrics DESIGN.md defines.
+"""Pure functions from step timelines to the metrics docs/results.md defines ("What the numbers
+mean").
 
 AU (rank, epoch) = sum(compute) / wall time of the counted steps, where the counted steps
 skip the first ``exclude_start`` and the last ``exclude_end`` steps of the epoch and the wall

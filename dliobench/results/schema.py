@@ -1,9 +1,9 @@
 """The ``result.json`` document as types: what a run writes and every reader reads.
 
-The keys are an interface (README, "Result files"): scripts, ``dliobench report``, sweeps and
-the max-accelerator search read them. ``schema_version`` is ``MAJOR`` (an int, as version 1
-always wrote) or ``"MAJOR.MINOR"``: a reader refuses another major version and reads newer
-minor versions, keeping fields it does not know.
+The keys are an interface (docs/results.md, "Result files"): scripts, ``dliobench report``,
+sweeps and the max-accelerator search read them. ``schema_version`` is ``MAJOR`` (an int, as
+version 1 always wrote) or ``"MAJOR.MINOR"``: a reader refuses another major version and reads
+newer minor versions, keeping fields it does not know.
 
 The types below are also the check made on reading (``results.typed.first_mismatch``): every
 field declared here, nested ones too, must hold its declared type where it is present, so a

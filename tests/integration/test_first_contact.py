@@ -109,7 +109,7 @@ def test_a_memory_file_system_is_named_and_o_direct_refusal_falls_back(
 def test_the_readme_unet3d_example_is_not_generated_unasked(
         command: str, mount: Callable[..., Path], run_cli: Callable[..., int],
         capsys: pytest.CaptureFixture[str]) -> None:
-    # The README's `run unet3d --accelerator a100` writes 25.7 GB. Aimed at a 2 MB tmpfs
+    # docs/workloads.md's `run unet3d --accelerator a100` writes 25.7 GB. Aimed at a 2 MB tmpfs
     # whose free space is not trusted, so that a build without the refusal fails at once
     # (the disk fills) instead of writing 25.7 GB; without a terminal it must refuse.
     data = mount("tmpfs", "size=2m") / "unet3d"
