@@ -161,7 +161,7 @@ def _before_run(cfg: Config, warnings: list[str], args: argparse.Namespace,
 
     preflight.check_outputs(cfg, generating=False)
     if cfg.workflow.checkpoint and not cfg.workflow.train:
-        from dliobench.run.ckpt_run import precheck as checkpoint_precheck
+        from dliobench.run.checkpoint.run import precheck as checkpoint_precheck
 
         checkpoint_precheck(cfg, world)
         return cfg, warnings
@@ -510,7 +510,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     cfg, _ = _load(args)
     print(yaml.safe_dump(config_dict(cfg), sort_keys=False), end="")
     if cfg.workflow.checkpoint and cfg.model.num_layers:
-        from dliobench.run.ckpt_layout import describe, layout_for
+        from dliobench.run.checkpoint.layout import describe, layout_for
 
         lines = describe(layout_for(cfg, launched=1))  # DP: model.parallelism.data, else 1
         print("\n".join(f"# {line}" for line in lines))
