@@ -346,8 +346,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _calibrated(cfg: Config, args: argparse.Namespace) -> dict[str, Any]:
     """`predict --from`: fit the runs, project the workload, draw the figure."""
     from dliobench.report.calibrate import fit, load_points
+    from dliobench.report.plots.projection import draw
     from dliobench.report.projection import project
-    from dliobench.report.projection_plot import draw
 
     checks = load_points(args.check)[0] if args.check else []
     doc = project(cfg, fit(args.from_runs), args.accelerators, checks)

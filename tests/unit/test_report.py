@@ -229,7 +229,7 @@ def test_two_settings_draw_a_group_per_value_and_a_bar_per_other_value(
         tmp_path: Path) -> None:
     """A 3 x 2 comparison (batch x threads) groups by the setting with three values and names
     each bar by the sweep label's part that matches the other setting."""
-    from dliobench.report.plots import _groups_and_bars
+    from dliobench.report.plots.comparison import _groups_and_bars
     from dliobench.report.tables import load_runs, run_set
 
     for batch in (4, 2, 8):
