@@ -178,7 +178,7 @@ def _before_run(cfg: Config, warnings: list[str], args: argparse.Namespace,
 def cmd_report(args: argparse.Namespace) -> int:
     """Turn result folders into report.html, PNGs and runs.csv (and trace.json with --trace)."""
     from dliobench.report.html import write_report
-    from dliobench.report.tables import find_run_dirs
+    from dliobench.report.runs import find_run_dirs
     from dliobench.results.trace import write_trace
 
     if args.out:
@@ -376,7 +376,7 @@ def cmd_datasize(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Apply MLPerf Storage's training rules to result folders: 1 when any finding fails."""
-    from dliobench.report.tables import find_run_dirs
+    from dliobench.report.runs import find_run_dirs
     from dliobench.rules import registry, render
     from dliobench.rules.finding import failed
 

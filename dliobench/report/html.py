@@ -15,22 +15,15 @@ import numpy as np
 import pandas as pd
 
 from dliobench.errors import InputError
+from dliobench.report.labels import fmt_value, label_keys, label_parts, plural, telling_keys
 from dliobench.report.plots.checkpoints import checkpoints
 from dliobench.report.plots.comparison import comparison
 from dliobench.report.plots.figure import Plot
 from dliobench.report.plots.scaling import scaling
 from dliobench.report.plots.timeline import timeline
 from dliobench.report.plots.waits import wait_cdf
-from dliobench.report.tables import (
-    RunSet,
-    fmt_value,
-    label_keys,
-    label_parts,
-    load_runs,
-    plural,
-    run_set,
-    telling_keys,
-)
+from dliobench.report.runs import RunSet, load_runs
+from dliobench.report.tables import run_set
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }

@@ -19,7 +19,8 @@ from dliobench.comm.world import ThreadGroup, World
 from dliobench.config.load import load
 from dliobench.report.html import render
 from dliobench.report.plots import comparison, figure, scaling, timeline
-from dliobench.report.tables import RunSet, load_runs, load_timeline, run_set
+from dliobench.report.runs import RunSet, load_runs, load_timeline
+from dliobench.report.tables import run_set
 from dliobench.results.ckpt_console import print_checkpoint_summary
 from dliobench.run import session as benchmark
 

@@ -10,7 +10,7 @@ from matplotlib.ticker import MaxNLocator
 
 from dliobench.report.plots import figure
 from dliobench.report.plots.figure import Plot, wrap
-from dliobench.report.tables import RunSet
+from dliobench.report.runs import RunSet
 
 OPS = (("write", "o-", "#1f77b4"), ("read", "s--", "#ff7f0e"))
 

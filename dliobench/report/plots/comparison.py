@@ -11,14 +11,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dliobench.report.labels import factor_text, label_parts, plural
 from dliobench.report.plots import figure
 from dliobench.report.plots.figure import Plot, floors, wrap
-from dliobench.report.tables import (
-    RunSet,
-    factor_text,
-    label_parts,
-    plural,
-)
+from dliobench.report.runs import RunSet
 
 # (column, panel title, axis label, scale, digits) of the comparison's panels
 BARS = (("au", "accelerator utilization", "AU (%)", 100.0, 1),

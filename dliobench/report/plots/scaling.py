@@ -11,12 +11,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dliobench.report.labels import describe
 from dliobench.report.plots import figure
 from dliobench.report.plots.figure import Plot, floors, wrap
-from dliobench.report.tables import (
-    RunSet,
-    describe,
-)
+from dliobench.report.runs import RunSet
 
 # (column, axis label, scale to plot units)
 METRICS = (("au", "AU (%)", 100.0), ("samples_per_s", "samples/s", 1.0),

@@ -11,15 +11,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from dliobench.report.labels import plural
 from dliobench.report.plots import figure
 from dliobench.report.plots.figure import Plot
-from dliobench.report.tables import (
-    Run,
-    RunSet,
-    counted_mask,
-    load_timeline,
-    plural,
-)
+from dliobench.report.runs import Run, RunSet, counted_mask, load_timeline
 
 SPANS = (("wait_s", "wait (loader)", "#d62728"), ("compute_s", "compute", "#2ca02c"),
          ("comm_s", "comm (allreduce)", "#ff7f0e"), ("ckpt_s", "checkpoint", "#9467bd"))

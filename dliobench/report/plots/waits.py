@@ -13,12 +13,7 @@ from matplotlib.ticker import FuncFormatter
 
 from dliobench.report.plots import figure
 from dliobench.report.plots.figure import Plot, wrap
-from dliobench.report.tables import (
-    Run,
-    RunSet,
-    counted_mask,
-    load_timeline,
-)
+from dliobench.report.runs import Run, RunSet, counted_mask, load_timeline
 
 MANY_RUNS = 12  # more runs than this: legends below the plot, in columns, abbreviated
 
