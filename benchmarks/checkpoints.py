@@ -15,7 +15,7 @@ Against it, fio doing the same I/O: R jobs (one per rank), each writing its rank
 as many files as the rank writes (``nrfiles``, one after another:
 ``file_service_type=sequential``), each file fsynced when it is done (``fsync_on_close``, as
 each checkpoint file is fsynced at its commit), buffered, in requests of dliobench's size
-(``ckpt_files.WRITE_BYTES`` / ``READ_BYTES``), nothing preallocated (``fallocate=none``: a
+(``run.checkpoint.files.WRITE_BYTES`` / ``READ_BYTES``), nothing preallocated (``fallocate=none``: a
 checkpoint writer appends to new files; fio's default fallocates them before its clock
 starts); then the same jobs read those files (``invalidate=1``: fio drops their cached pages
 first, as the run's eviction does). fio's files are counted after each write, so a job
@@ -48,7 +48,7 @@ from benchinfo import run
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from dliobench.run.ckpt_files import READ_BYTES, WRITE_BYTES  # noqa: E402
+from dliobench.run.checkpoint.files import READ_BYTES, WRITE_BYTES  # noqa: E402
 
 PRESET = REPO / "workloads" / "llama3_8b.yaml"
 DD_RATE = re.compile(r"(\d+) bytes .* copied, ([\d.e+-]+) s")
@@ -302,7 +302,7 @@ def planning_line() -> str:
     tensors, and the totals), best of 5, in this process."""
     sys.path.insert(0, str(REPO))
     from dliobench.config.load import load
-    from dliobench.run.ckpt_layout import layout_for
+    from dliobench.run.checkpoint.layout import layout_for
 
     best = float("inf")
     for _ in range(5):

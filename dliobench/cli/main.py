@@ -161,7 +161,7 @@ def _before_run(cfg: Config, warnings: list[str], args: argparse.Namespace,
 
     preflight.check_outputs(cfg, generating=False)
     if cfg.workflow.checkpoint and not cfg.workflow.train:
-        from dliobench.run.ckpt_run import precheck as checkpoint_precheck
+        from dliobench.run.checkpoint.run import precheck as checkpoint_precheck
 
         checkpoint_precheck(cfg, world)
         return cfg, warnings
@@ -178,7 +178,7 @@ def _before_run(cfg: Config, warnings: list[str], args: argparse.Namespace,
 def cmd_report(args: argparse.Namespace) -> int:
     """Turn result folders into report.html, PNGs and runs.csv (and trace.json with --trace)."""
     from dliobench.report.html import write_report
-    from dliobench.report.tables import find_run_dirs
+    from dliobench.report.runs import find_run_dirs
     from dliobench.results.trace import write_trace
 
     if args.out:
@@ -346,8 +346,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _calibrated(cfg: Config, args: argparse.Namespace) -> dict[str, Any]:
     """`predict --from`: fit the runs, project the workload, draw the figure."""
     from dliobench.report.calibrate import fit, load_points
+    from dliobench.report.plots.projection import draw
     from dliobench.report.projection import project
-    from dliobench.report.projection_plot import draw
 
     checks = load_points(args.check)[0] if args.check else []
     doc = project(cfg, fit(args.from_runs), args.accelerators, checks)
@@ -376,7 +376,7 @@ def cmd_datasize(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Apply MLPerf Storage's training rules to result folders: 1 when any finding fails."""
-    from dliobench.report.tables import find_run_dirs
+    from dliobench.report.runs import find_run_dirs
     from dliobench.rules import registry, render
     from dliobench.rules.finding import failed
 
@@ -510,7 +510,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     cfg, _ = _load(args)
     print(yaml.safe_dump(config_dict(cfg), sort_keys=False), end="")
     if cfg.workflow.checkpoint and cfg.model.num_layers:
-        from dliobench.run.ckpt_layout import describe, layout_for
+        from dliobench.run.checkpoint.layout import describe, layout_for
 
         lines = describe(layout_for(cfg, launched=1))  # DP: model.parallelism.data, else 1
         print("\n".join(f"# {line}" for line in lines))

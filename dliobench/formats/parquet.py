@@ -29,22 +29,23 @@ reading each row group they need once: the path of loaders that read a batch at 
 Open files (their footers read and counted once) are kept per thread, a few at a time.
 Columns are handed over as numpy views of Arrow's buffers (pyarrow's ``to_numpy`` would
 import pandas inside the first step and copy fixed-size lists' values).
+Modules: this one (the format: its options, reading rows), ``_parquet_columns`` (rows to
+Arrow columns and back), ``_parquet_write`` (generation a slice at a time),
+``_parquet_open`` (open files per thread and the bytes their reads cost).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import math
-import os
 import threading
-from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dliobench.config.schema import ParquetColumn
 from dliobench.errors import ConfigError, CorruptSampleError, DatasetError, MissingExtraError
+from dliobench.formats._parquet_columns import DEFAULT_COLUMN, column_arrays, row_bytes
+from dliobench.formats._parquet_open import ERRORS, OpenFile, open_file
+from dliobench.formats._parquet_write import write_rows
 from dliobench.formats.base import (
     ByteRange,
     Columns,
@@ -54,7 +55,6 @@ from dliobench.formats.base import (
     StreamedFormat,
     consecutive,
 )
-from dliobench.storage.backend import CountingReader
 
 try:
     import pyarrow as pa
@@ -65,92 +65,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
 
-STREAM_BYTES = 32 << 20  # rows filled and encoded at a time when generating
 CODECS = ("none", "snappy", "gzip", "lz4", "zstd", "brotli")
-DEFAULT_COLUMN = "data"
-DTYPE_KEY = "dliobench.dtype"  # field metadata: the dtype of a packed column's values
-_ERRORS = (OSError, ValueError, pa.ArrowException)
-
-
-class _File(io.RawIOBase):
-    """The backend's counting reader as the Python file object pyarrow reads."""
-
-    def __init__(self, raw: CountingReader) -> None:
-        self.raw = raw
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self.raw.readinto(buffer)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.raw.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self.raw.tell()
-
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-
-OPEN_FILES_PER_THREAD = 8  # a batch's rows come from a few files: their footers are read once
-
-
-THREAD_IO = "/proc/thread-self/io"  # this thread's I/O counters (Linux)
-
-
-_own = threading.local()  # bytes of THREAD_IO this thread read: not the data's
-
-
-def thread_bytes_read() -> int:
-    """Bytes this thread's read calls transferred so far (``rchar`` of THREAD_IO), less the
-    counters' own text read before (each reading of them is counted by the next one)."""
-    fd = os.open(THREAD_IO, os.O_RDONLY)
-    try:
-        text = os.read(fd, 512)
-    finally:
-        os.close(fd)
-    own = getattr(_own, "bytes", 0)
-    _own.bytes = own + len(text)
-    return int(text.split(b"rchar:", 1)[1].split(b"\n", 1)[0]) - own
-
-
-def _native_counting() -> bool:
-    """Whether pyarrow may read local files itself, counted by this thread's counters."""
-    try:
-        thread_bytes_read()
-    except (OSError, IndexError, ValueError):
-        return False
-    return True
-
-
-NATIVE_COUNTING = _native_counting()
-
-
-class _Open:
-    """One thread's open file: pyarrow's own file where the storage has a local path (its
-    reads counted by the thread's read counters), else the backend's counting reader."""
-
-    def __init__(self, key: tuple[object, ...], raw: CountingReader | None,
-                 pf: pq.ParquetFile) -> None:
-        self.key = key  # where, how (O_DIRECT) and which version of the object
-        self.pid = os.getpid()  # a forked worker inherits it, but must open its own
-        self.raw = raw
-        self.pf = pf
-
-    def bytes_read(self) -> int:
-        """A running count of the bytes read for this file (compare two calls)."""
-        return self.raw.nbytes if self.raw is not None else thread_bytes_read()
-
-    def close(self) -> None:
-        self.pf.close()
-        if self.raw is not None:
-            self.raw.close()
 
 
 class ParquetFormat(StreamedFormat):
@@ -196,43 +111,15 @@ class ParquetFormat(StreamedFormat):
     def stream(self, sink: Sink, num_samples: int, sample_bytes: int, fill: RowFill,
                fill_unit: int) -> None:
         """The parquet file of ``num_samples`` rows, column by column, written to ``sink`` a
-        slice of whole row groups at a time (``STREAM_BYTES`` or so): the same bytes as the
-        file built at once."""
+        slice of whole row groups at a time (``_parquet_write``)."""
         columns = self._columns(sample_bytes)
         if sum(c.width for c in columns) != sample_bytes:
             # only the free-space probe's files of rows narrower than the columns' (wide
             # rows: ``configured`` checks the dataset's rows against the columns): one packed
             # column of their width, its bytes stored as the columns' values are
             columns = (ParquetColumn(DEFAULT_COLUMN, "uint8", sample_bytes),)
-        slice_rows = self._slice_rows(sample_bytes, fill_unit)
-        guarded = _Guarded(sink)
-        writer: pq.ParquetWriter | None = None
-        try:
-            for first in range(0, max(num_samples, 1), slice_rows):
-                rows = np.empty((min(slice_rows, num_samples - first), sample_bytes), np.uint8)
-                fill(rows, first)
-                table = _table(rows, columns)
-                del rows
-                if writer is None:
-                    writer = pq.ParquetWriter(guarded, table.schema,
-                                              compression=self.compression,
-                                              write_statistics=False, use_dictionary=False)
-                writer.write_table(table, row_group_size=self.row_group_size)
-        except BaseException:
-            guarded.shut = True  # the writer's footer (at close or collection) goes nowhere
-            if writer is not None:
-                with contextlib.suppress(Exception):
-                    writer.close()
-            raise
-        if writer is not None:
-            writer.close()
-
-    def _slice_rows(self, sample_bytes: int, fill_unit: int) -> int:
-        """Rows per slice: whole row groups, starting at byte offsets that are multiples of
-        ``fill_unit``, about ``STREAM_BYTES`` in all."""
-        unit = fill_unit // math.gcd(fill_unit, max(sample_bytes, 1))  # rows per fill unit
-        step = self.row_group_size * unit // math.gcd(self.row_group_size, unit)
-        return step * max(1, STREAM_BYTES // max(1, step * sample_bytes))
+        write_rows(sink, columns, num_samples, sample_bytes, fill, fill_unit,
+                   self.row_group_size, self.compression)
 
     def read_sample(self, src: Stored, file_size: int, num_samples: int, index: int,
                     odirect: bool) -> tuple[np.ndarray, int]:
@@ -249,14 +136,14 @@ class ParquetFormat(StreamedFormat):
         Consecutive rows (a file read in order) come as views of one buffer per column that
         pyarrow decoded the row groups they span into (no join, no copy); others are
         gathered."""
-        handle, nbytes = self._open(src, num_samples, odirect)
+        handle, nbytes = open_file(self._local, src, num_samples, odirect)
         size = self.row_group_size
         if consecutive(indices):  # one read of the row groups they span, then a slice
             first, last = int(indices[0]), int(indices[-1]) + 1
             batch, got = self._load(handle, src, num_samples, first // size,
                                     (last - 1) // size)
             start = first - first // size * size
-            return _column_arrays(batch.slice(start, last - first)), nbytes + got
+            return column_arrays(batch.slice(start, last - first)), nbytes + got
         groups = indices // size
         order = np.argsort(groups, kind="stable")
         out: list[np.ndarray] = []
@@ -264,7 +151,7 @@ class ParquetFormat(StreamedFormat):
             group = int(groups[part[0]])
             batch, got = self._load(handle, src, num_samples, group, group)
             nbytes += got
-            columns = _column_arrays(batch)
+            columns = column_arrays(batch)
             if not out:
                 out = [np.empty((indices.size, *c.shape[1:]), c.dtype) for c in columns]
             rows = indices[part] - group * size
@@ -272,48 +159,7 @@ class ParquetFormat(StreamedFormat):
                 target[part] = values[rows]
         return tuple(out), nbytes
 
-    def _open(self, src: Stored, num_samples: int, odirect: bool) -> tuple[_Open, int]:
-        """This thread's open handle of ``src`` and the bytes opening it read (its footer)."""
-        st = src.backend.stat(src.key)
-        if st is None:
-            raise FileNotFoundError(str(src))
-        key = (str(src), odirect, st.version)
-        handles: OrderedDict[tuple[object, ...], _Open] | None = getattr(
-            self._local, "handles", None)
-        if handles is None or (next(iter(handles.values()), None) is not None and \
-                next(iter(handles.values())).pid != os.getpid()):  # new thread or forked
-            handles = self._local.handles = OrderedDict()
-        if key in handles:
-            handles.move_to_end(key)
-            return handles[key], 0
-        stale = [k for k in handles if k[0] == key[0]]  # an older version of this object
-        while stale or len(handles) >= OPEN_FILES_PER_THREAD:
-            handles.pop(stale.pop() if stale else next(iter(handles))).close()
-        path = src.backend.local_path(src.key) if NATIVE_COUNTING and not odirect else None
-        raw = None if path is not None else src.backend.open_read(src.key, odirect)
-        before = thread_bytes_read() if raw is None else 0
-        try:
-            # A local file is read by pyarrow itself (through a Python file object its reads
-            # queue for the GIL: half the rows/s with 3 reader threads on 2 cores); O_DIRECT
-            # and object stores go through the backend's counting reader. pre_buffer=False:
-            # pre-buffering hands reads to Arrow's I/O threads, whose bytes this thread's
-            # counters would miss (and through a Python file they queue for the GIL too).
-            source: Any = pa.OSFile(str(path)) if raw is None else _File(raw)
-            pf = pq.ParquetFile(source, pre_buffer=False)
-        except _ERRORS as exc:
-            if raw is not None:
-                raw.close()
-            raise CorruptSampleError(str(src), 0, f"pyarrow cannot open the file ({exc})") \
-                from None
-        handle = _Open(key, raw, pf)
-        if pf.metadata.num_rows != num_samples:
-            handle.close()
-            raise DatasetError(f"{src}: {pf.metadata.num_rows} rows, the manifest says "
-                               f"{num_samples}; regenerate the dataset")
-        handles[key] = handle
-        return handle, raw.nbytes if raw is not None else thread_bytes_read() - before
-
-    def _load(self, handle: _Open, src: Stored, num_samples: int, first: int,
+    def _load(self, handle: OpenFile, src: Stored, num_samples: int, first: int,
               last: int) -> tuple[pa.RecordBatch, int]:
         """Row groups ``first`` to ``last`` (their columns read) as one record batch, and the
         bytes read.
@@ -330,7 +176,7 @@ class ParquetFormat(StreamedFormat):
         try:  # in this thread (use_threads=False), so its read counters see every read
             batch = next(handle.pf.iter_batches(rows, list(range(first, last + 1)), names,
                                                 use_threads=False))
-        except (*_ERRORS, StopIteration) as exc:
+        except (*ERRORS, StopIteration) as exc:
             which = f"{first}" if first == last else f"{first}-{last}"
             raise CorruptSampleError(str(src), 0, f"pyarrow cannot read row group {which} "
                                      f"({exc or 'no rows'})") from None
@@ -354,10 +200,10 @@ class ParquetFormat(StreamedFormat):
             pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
             names = [c.name for c in self._file_columns(pf) if c.read]
             batch = next(pf.iter_batches(pf.metadata.row_group(0).num_rows, [0], names))
-        except (*_ERRORS, StopIteration) as exc:
+        except (*ERRORS, StopIteration) as exc:
             raise CorruptSampleError(str(src), 0, f"pyarrow cannot read the file ({exc})") \
                 from None
-        return row_bytes(_column_arrays(batch))[0]
+        return row_bytes(column_arrays(batch))[0]
 
     def stored_bytes(self, sample: np.ndarray) -> np.ndarray:
         """The bytes of the columns read: what a read hands back."""
@@ -371,133 +217,6 @@ class ParquetFormat(StreamedFormat):
             start += col.width
         return np.concatenate(parts)
 
-
-class _Guarded:
-    """The sink as pyarrow's file object, shut on an error: a ParquetWriter writes its footer
-    when closed or collected, and must not reach a storage writer that was aborted (a write
-    there would create the file again)."""
-
-    def __init__(self, sink: Sink) -> None:
-        self.sink, self.shut, self.closed, self.size = sink, False, False, 0
-
-    def write(self, data: memoryview | bytes) -> int:
-        if not self.shut:
-            self.sink.write(data)
-        nbytes = memoryview(data).nbytes
-        self.size += nbytes
-        return nbytes
-
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def packed(column: ParquetColumn) -> bool:
-    """Whether ``column`` is stored as its bytes, one fixed-length value per row.
-
-    Parquet has no physical type narrower than 32 bits for integers: INT(8) and INT(16)
-    annotate int32 (apache/parquet-format LogicalTypes.md @0038848, "Signed Integers" and
-    "Unsigned Integers"; pyarrow 26 writes them so), so int8 and uint8 values written as such
-    take 4 bytes each and int16 2 bytes: 4x and 2x the bytes asked, plain. (Upstream's generator
-    gets near 1 byte back only through its writer's default dictionary encoding of random
-    bytes: mlcommons/DLIO_local_changes dlio_benchmark/data_generator/parquet_generator.py
-    @f1a29af.) A FIXED_LEN_BYTE_ARRAY of the row's values takes exactly their bytes, read back
-    as a numpy view of the dtype (``_numpy``); the dtype is kept in the field's metadata."""
-    dtype = np.dtype(column.dtype)
-    return dtype.kind in "iu" and dtype.itemsize < 4 and column.width > 0
-
-
-def _array(values: np.ndarray, column: ParquetColumn) -> tuple[pa.Field, pa.Array]:
-    """The (rows, width) uint8 ``values`` of ``column`` as one Arrow array and its field."""
-    data = np.ascontiguousarray(values)
-    if packed(column):
-        array = pa.FixedSizeBinaryArray.from_buffers(pa.binary(column.width), len(data),
-                                                     [None, pa.py_buffer(data)])
-        return pa.field(column.name, array.type, nullable=False,
-                        metadata={DTYPE_KEY: column.dtype}), array
-    flat = pa.array(data.view(column.dtype).reshape(-1))
-    array = flat if column.size == 1 else pa.FixedSizeListArray.from_arrays(flat, column.size)
-    return pa.field(column.name, array.type), array
-
-
-def _table(rows: np.ndarray, columns: tuple[ParquetColumn, ...]) -> pa.Table:
-    """The (rows, row bytes) uint8 ``rows`` cut into ``columns``, each one Arrow buffer."""
-    fields, arrays, start = [], [], 0
-    for col in columns:
-        field, array = _array(rows[:, start:start + col.width], col)
-        start += col.width
-        fields.append(field)
-        arrays.append(array)
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def _column_arrays(batch: pa.RecordBatch) -> Columns:
-    """Each column of the batch as a numpy array of its dtype, a row per batch row (shape
-    (rows,) or (rows, size) for a fixed-size list or a packed column): views of Arrow's
-    memory, not copies."""
-    return tuple(_numpy(column, field) for column, field in zip(batch.columns, batch.schema,
-                                                                  strict=True))
-
-
-def _numpy(array: pa.Array, field: pa.Field | None = None) -> np.ndarray:
-    """A fixed-width column as numpy, a row per entry (a fixed-size list: a row of its
-    ``size`` values, a null list's row whatever its slots hold): a view of Arrow's data buffer
-    (the slice's offset honoured), or pyarrow's own conversion where values are null (not in
-    files we write). Not ``to_numpy`` throughout: it imports pandas (~0.3 s) on first use.
-    A fixed-length byte column (``packed``) is a view of its bytes as the dtype its ``field``
-    names (uint8 where it names none), a row of ``width / itemsize`` values."""
-    if pa.types.is_fixed_size_binary(array.type):
-        return _unpacked(array, field)
-    width, values = 1, array
-    if pa.types.is_fixed_size_list(array.type):
-        width = array.type.list_size
-        values = array.values.slice(array.offset * width, len(array) * width)
-    if values.null_count or not (pa.types.is_integer(values.type)
-                                 or pa.types.is_floating(values.type)):
-        data = values.to_numpy(zero_copy_only=False)
-    else:
-        dtype = np.dtype(values.type.to_pandas_dtype())
-        data = np.frombuffer(values.buffers()[1], dtype, len(values),
-                             values.offset * dtype.itemsize)
-    return data.reshape(len(array), width) if width > 1 else data
-
-
-def _unpacked(array: pa.FixedSizeBinaryArray, field: pa.Field | None) -> np.ndarray:
-    """A fixed-length byte column as the values of its dtype (see ``_numpy``)."""
-    width = array.type.byte_width
-    dtype = _packed_dtype(field, width)
-    count = width // dtype.itemsize
-    if len(array):
-        data = np.frombuffer(array.buffers()[1], np.uint8, len(array) * width,
-                             array.offset * width).view(dtype)
-    else:
-        data = np.empty(0, dtype)
-    return data.reshape(len(array), count) if count > 1 else data
-
-
-def _packed_dtype(field: pa.Field | None, width: int) -> np.dtype[Any]:
-    """The dtype a packed column's ``field`` names; uint8 (its bytes) where it names none that
-    fits (not our file)."""
-    named = (field.metadata or {}).get(DTYPE_KEY.encode()) if field is not None else None
-    try:
-        dtype = np.dtype(named.decode()) if named else np.dtype(np.uint8)
-    except (TypeError, ValueError, UnicodeDecodeError):
-        dtype = np.dtype(np.uint8)
-    if dtype.kind not in "iuf" or width % dtype.itemsize:
-        dtype = np.dtype(np.uint8)
-    return dtype
-
-
-def row_bytes(columns: Columns) -> np.ndarray:
-    """Rows given as columns as one (rows, bytes) uint8 array, columns side by side: the
-    bytes of each row as written (tests, single rows)."""
-    parts = [np.ascontiguousarray(c).view(np.uint8).reshape(len(c), -1) for c in columns]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
 FORMAT = ParquetFormat(row_group_size=1)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dliobench.errors import InputError
-from dliobench.report.tables import find_run_dirs
+from dliobench.report.runs import find_run_dirs
 from dliobench.results.files import read_result
 
 SATURATED_BELOW = 0.95  # AU under this: the loader, not the compute, set the pace

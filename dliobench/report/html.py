@@ -15,17 +15,15 @@ import numpy as np
 import pandas as pd
 
 from dliobench.errors import InputError
-from dliobench.report import ckpt_plot, plots
-from dliobench.report.tables import (
-    RunSet,
-    fmt_value,
-    label_keys,
-    label_parts,
-    load_runs,
-    plural,
-    run_set,
-    telling_keys,
-)
+from dliobench.report.labels import fmt_value, label_keys, label_parts, plural, telling_keys
+from dliobench.report.plots.checkpoints import checkpoints
+from dliobench.report.plots.comparison import comparison
+from dliobench.report.plots.figure import Plot
+from dliobench.report.plots.scaling import scaling
+from dliobench.report.plots.timeline import timeline
+from dliobench.report.plots.waits import wait_cdf
+from dliobench.report.runs import RunSet, load_runs
+from dliobench.report.tables import run_set
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }
@@ -199,7 +197,7 @@ def notes(rs: RunSet) -> list[str]:
     return out
 
 
-def _figure(plot: plots.Plot) -> str:
+def _figure(plot: Plot) -> str:
     title = f"<h2>{html.escape(plot.title)}</h2>"
     if plot.path is None:
         return f'{title}<p class="absent">{html.escape(plot.note)}</p>'
@@ -208,7 +206,7 @@ def _figure(plot: plots.Plot) -> str:
             f"<p>{html.escape(plot.note)}</p>")
 
 
-def render(rs: RunSet, figures: Sequence[plots.Plot], sources: Iterable[str]) -> str:
+def render(rs: RunSet, figures: Sequence[Plot], sources: Iterable[str]) -> str:
     """The whole HTML page (inline CSS, images as data URIs: no network, one file)."""
     now = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     warn = "".join(f'<div class="note">{html.escape(n)}</div>' for n in notes(rs))
@@ -242,8 +240,8 @@ def write_report(paths: Sequence[str | Path], out: Path | None = None,
     out = out or Path("reports") / f"report-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     rs.table.to_csv(out / "runs.csv", index=False)
-    figures = [plots.scaling(rs, out), plots.comparison(rs, out), plots.wait_cdf(rs, out),
-               plots.timeline(rs, out, timeline_run), ckpt_plot.checkpoints(rs, out)]
+    figures = [scaling(rs, out), comparison(rs, out), wait_cdf(rs, out),
+               timeline(rs, out, timeline_run), checkpoints(rs, out)]
     page = out / "report.html"
     page.write_text(render(rs, figures, [str(p) for p in paths]), encoding="utf-8")
     return page

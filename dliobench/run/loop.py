@@ -28,7 +28,7 @@ from dliobench.results.metrics import window
 from dliobench.results.recover import RECOVER_HINT, held, recover
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
-from dliobench.run.checkpoint import Checkpointer
+from dliobench.run.checkpoint.checkpointer import Checkpointer
 from dliobench.run.gradients import GradientSync
 from dliobench.storage import latency
 from dliobench.storage.devreads import DeviceMeter

@@ -61,7 +61,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     the run writes it (``dataset.lock``), so runs reading one dataset run at once.
     """
     if config.workflow.checkpoint and not config.workflow.train:
-        from dliobench.run import ckpt_session
+        from dliobench.run.checkpoint import session as ckpt_session
 
         return RunOutcome(*ckpt_session.run(config, world, comm, warnings, save))
     plan = resolve(config, world, comm)

@@ -20,9 +20,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dliobench.errors import DatasetError, MissingExtraError
+from dliobench.storage.s3target import EMPTY_RANGE, Refused, S3Target, botocore_error
 
 if TYPE_CHECKING:
-    from dliobench.storage.s3 import S3Backend
     from dliobench.storage.s3client import S3Settings
 
 _stores: dict[tuple[int, S3Settings, str], Any] = {}
@@ -87,7 +87,7 @@ def _make(settings: S3Settings, bucket: str) -> Any:
                    retry_config={"max_retries": settings.max_attempts - 1}, **options)
 
 
-def get_obstore(backend: S3Backend, key: str, offset: int,
+def get_obstore(backend: S3Target, key: str, offset: int,
                 length: int) -> tuple[memoryview, float, float]:
     """Bytes ``offset`` .. ``offset + length`` of ``key`` (fewer at the end, none past it),
     seconds to the first byte and to the last."""
@@ -116,6 +116,54 @@ def get_obstore(backend: S3Backend, key: str, offset: int,
         raise OSError(errno.EIO, backend.settings.redact(
             f"the GET failed ({_first_line(exc)})"), backend.describe(key)) from None
     return memoryview(data), first, time.perf_counter() - start
+
+
+def get_boto3(backend: S3Target, key: str, offset: int,
+              length: int) -> tuple[memoryview, float, float]:
+    """A ranged GET by boto3 received into a new buffer; seconds to the first byte (the
+    answer's head) and to the last."""
+    client = backend.client()
+    start = time.perf_counter()
+    try:
+        response = backend.call("read", key, client.get_object, expect=(EMPTY_RANGE,),
+                           Range=f"bytes={offset}-{offset + length - 1}")
+    except Refused:  # at or past the end: nothing to read
+        return memoryview(b""), time.perf_counter() - start, time.perf_counter() - start
+    first = time.perf_counter() - start
+    size = int(response.get("ContentLength", 0))
+    buffer = bytearray(min(size, length))
+    try:
+        got = _receive(response["Body"], memoryview(buffer))
+    except Exception as exc:  # the connection failed after the answer began
+        if not botocore_error(exc):
+            raise
+        raise OSError(errno.EIO, f"the connection failed while receiving ({exc})",
+                      backend.describe(key)) from None
+    if got < len(buffer):
+        raise OSError(errno.EIO, f"the connection ended after {got} of {len(buffer)} "
+                                 "bytes", backend.describe(key))
+    return memoryview(buffer), first, time.perf_counter() - start
+
+
+def _receive(body: Any, out: memoryview) -> int:
+    """Read a response body into ``out`` (no intermediate copies); the bytes received."""
+    raw = getattr(body, "_raw_stream", None)
+    done = 0
+    try:
+        while done < len(out):
+            n = raw.readinto(out[done:]) if raw is not None else _read_into(body, out[done:])
+            if not n:
+                break
+            done += n
+    finally:
+        body.close()
+    return done
+
+
+def _read_into(body: Any, out: memoryview) -> int:
+    chunk = body.read(len(out))
+    out[:len(chunk)] = chunk
+    return len(chunk)
 
 
 def _first_line(exc: BaseException) -> str:

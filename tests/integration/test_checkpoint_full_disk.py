@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dliobench.run.ckpt_space import Room, is_full, write_error
+from dliobench.run.checkpoint.space import Room, is_full, write_error
 from dliobench.storage import backend_for
 from tests.conftest import last_result, tiny_workload
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dliobench.config.load import load
-from dliobench.run.ckpt_layout import layout_for
+from dliobench.run.checkpoint.layout import layout_for
 from tests.conftest import last_result
 
 PRESET = Path(__file__).resolve().parents[2] / "workloads" / "llama3_8b.yaml"

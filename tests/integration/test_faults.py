@@ -83,9 +83,9 @@ def test_full_disk_while_streaming_parquet_leaves_only_complete_files(
     does not create it again), and every file on disk reads whole."""
     import pyarrow.parquet as pq
 
-    from dliobench.formats import parquet
+    from dliobench.formats import _parquet_write
 
-    monkeypatch.setattr(parquet, "STREAM_BYTES", 16 << 10)
+    monkeypatch.setattr(_parquet_write, "STREAM_BYTES", 16 << 10)
     doc = tiny_workload(dataset={"data_folder": str(small_fs / "data"), "num_files_train": 40,
                                  "num_samples_per_file": 64, "record_length_bytes": 1024,
                                  "format": "parquet", "parquet": {"row_group_size": 8},

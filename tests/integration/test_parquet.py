@@ -93,8 +93,9 @@ def test_a_batch_holds_the_columns_pyarrow_reads_at_its_rows(tmp_path: Path) -> 
     import numpy as np
 
     from dliobench.config.schema import ParquetColumn
+    from dliobench.formats._parquet_columns import row_bytes
     from dliobench.formats.base import Stored
-    from dliobench.formats.parquet import ParquetFormat, row_bytes
+    from dliobench.formats.parquet import ParquetFormat
     from dliobench.loaders.base import SampleReader
 
     columns = (ParquetColumn("label", "int32", 1), ParquetColumn("dense", "uint16", 3),
@@ -128,7 +129,7 @@ def test_columns_with_nulls_or_offsets_come_out_as_pyarrow_converts_them() -> No
     import numpy as np
     import pyarrow as pa
 
-    from dliobench.formats.parquet import _column_arrays
+    from dliobench.formats._parquet_columns import column_arrays
 
     flat = pa.array(np.arange(40, dtype=np.int16))
     lists = pa.FixedSizeListArray.from_arrays(flat, 4)
@@ -136,7 +137,7 @@ def test_columns_with_nulls_or_offsets_come_out_as_pyarrow_converts_them() -> No
     batch = pa.record_batch([pa.array(np.arange(10.0)), lists, holes,
                              pa.array([1.0, None] * 5)], names=["a", "b", "c", "d"])
     for part in (batch, batch.slice(3, 5)):
-        got = _column_arrays(part)
+        got = column_arrays(part)
         assert [g.shape for g in got] == [(len(part),), (len(part), 4), (len(part), 4),
                                           (len(part),)]
         for g, column in zip(got, part.columns, strict=True):
@@ -154,11 +155,11 @@ def test_a_local_file_pyarrow_reads_itself_counts_what_the_seam_would(tmp_path: 
     import numpy as np
 
     from dliobench.config.schema import ParquetColumn
-    from dliobench.formats import parquet
+    from dliobench.formats import _parquet_open, parquet
     from dliobench.loaders.base import SampleReader
     from dliobench.storage.posix import PosixBackend
 
-    if not parquet.NATIVE_COUNTING:
+    if not _parquet_open.NATIVE_COUNTING:
         pytest.skip("no per-thread read counters (/proc/thread-self/io)")
 
     class ThroughTheSeam(PosixBackend):

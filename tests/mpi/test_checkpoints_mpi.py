@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dliobench.config.load import load
-from dliobench.run.ckpt_layout import layout_for
+from dliobench.run.checkpoint.layout import layout_for
 from tests.conftest import last_result
 from tests.mpi.test_mpi import MPIEXEC, mpirun
 

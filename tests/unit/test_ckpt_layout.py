@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dliobench.config.load import load
-from dliobench.run.ckpt_layout import Layout, describe, layout_for
+from dliobench.run.checkpoint.layout import Layout, describe, layout_for
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 GIB = 2**30

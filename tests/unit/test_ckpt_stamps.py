@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from dliobench.dataset import fill as datafill
-from dliobench.run.ckpt_files import StampedChunk
+from dliobench.run.checkpoint.files import StampedChunk
 from dliobench.storage.posix import PosixBackend
 
 SIZE = 64 << 10  # a small buffer: a file of several writes stays small

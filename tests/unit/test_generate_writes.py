@@ -131,9 +131,9 @@ def test_parquet_streamed_in_slices_is_the_file_built_at_once(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dliobench.formats import parquet
+    from dliobench.formats import _parquet_write
 
-    monkeypatch.setattr(parquet, "STREAM_BYTES", 64 << 10)
+    monkeypatch.setattr(_parquet_write, "STREAM_BYTES", 64 << 10)
     rows, width = 2000, 160
     cfg, _ = load(None, [f"dataset.data_folder={tmp_path / 'data'}", "dataset.format=parquet",
                          "dataset.num_files_train=1", f"dataset.num_samples_per_file={rows}",
@@ -142,7 +142,8 @@ def test_parquet_streamed_in_slices_is_the_file_built_at_once(
                          "dataset.parquet.columns=[{name: a, dtype: float32, size: 1}, "
                          "{name: b, dtype: float32, size: 39}]"])
     fmt = format_for(cfg.dataset)
-    assert 5 * fmt._slice_rows(width, datafill.STAMP_EVERY) < rows  # type: ignore[attr-defined]
+    group = fmt.row_group_size  # type: ignore[attr-defined]
+    assert 5 * _parquet_write.slice_rows(group, width, datafill.STAMP_EVERY) < rows
     generate(resolve(cfg, World.single(), LocalComm()), World.single(), LocalComm(),
              show_progress=False)
     f = next(iter(dataset_files(cfg.dataset, fmt.extension)))

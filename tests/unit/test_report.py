@@ -17,7 +17,7 @@ import yaml
 
 from dliobench.cli.main import main
 from dliobench.report.factors import differing_keys, factors_of
-from dliobench.report.tables import counted_steps
+from dliobench.report.runs import counted_steps
 from tests.conftest import tiny_workload
 
 
@@ -218,19 +218,20 @@ def test_a_data_folder_per_run_does_not_hide_the_tier() -> None:
 
 def run_set_labels(settings: list[dict[str, object]]) -> list[str]:
     """Labels the report would give runs with these settings."""
-    from dliobench.report.tables import _labels
+    from dliobench.report.labels import run_labels
 
     rows = [{"run_id": f"r{i}", "ranks": 1, **s} for i, s in enumerate(settings)]
     frame = pd.DataFrame(rows)
-    return _labels(frame, factors_of(settings, differing_keys(settings)))
+    return run_labels(frame, factors_of(settings, differing_keys(settings)))
 
 
 def test_two_settings_draw_a_group_per_value_and_a_bar_per_other_value(
         tmp_path: Path) -> None:
     """A 3 x 2 comparison (batch x threads) groups by the setting with three values and names
     each bar by the sweep label's part that matches the other setting."""
-    from dliobench.report.plots import _groups_and_bars
-    from dliobench.report.tables import load_runs, run_set
+    from dliobench.report.plots.comparison import _groups_and_bars
+    from dliobench.report.runs import load_runs
+    from dliobench.report.tables import run_set
 
     for batch in (4, 2, 8):
         for threads in (2, 1):

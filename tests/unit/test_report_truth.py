@@ -17,9 +17,10 @@ from rich.console import Console
 from dliobench.cli.main import main
 from dliobench.comm.world import ThreadGroup, World
 from dliobench.config.load import load
-from dliobench.report import plots
 from dliobench.report.html import render
-from dliobench.report.tables import RunSet, load_runs, load_timeline, run_set
+from dliobench.report.plots import comparison, figure, scaling, timeline
+from dliobench.report.runs import RunSet, load_runs, load_timeline
+from dliobench.report.tables import run_set
 from dliobench.results.ckpt_console import print_checkpoint_summary
 from dliobench.run import session as benchmark
 
@@ -78,7 +79,7 @@ def test_a_checkpoint_only_report_draws_no_empty_comparison(root: Path) -> None:
     assert not (root / "ckpt_page/comparison.png").exists()
     assert "Not drawn: no run read training data" in page
     assert (root / "ckpt_page/checkpoints.png").is_file()
-    fig, note = plots.comparison_figure(_set(root, "ckpt_runs", "train"))
+    fig, note = comparison.comparison_figure(_set(root, "ckpt_runs", "train"))
     assert fig is not None and "2 runs without training figures" in note
     for ax in fig.axes:  # no panel of n/a bars: every bar has its value
         texts = [t.get_text() for t in ax.texts]
@@ -127,13 +128,13 @@ def test_mixed_runs_are_labelled_by_what_differs_with_a_legend(root: Path) -> No
 def _drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
     """The figures the report saves, by name (the PNGs are written as ever)."""
     figures: dict[str, Figure] = {}
-    save = plots._save
+    save = figure.save
 
     def keep(fig: Figure, out: Path, name: str) -> Path:
         figures[name] = fig
         return save(fig, out, name)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(figure, "save", keep)
     return figures
 
 
@@ -144,7 +145,7 @@ def test_the_timeline_draws_uncounted_steps_apart(root: Path, tmp_path: Path,
     data = load_timeline(run)
     assert data is not None and set(data["counted"]) == {0, 1}
     figures = _drawn(monkeypatch)
-    plots.timeline(rs, tmp_path, run.run_id)
+    timeline.timeline(rs, tmp_path, run.run_id)
     fig = figures["timeline"]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "wait (loader)" in legend
@@ -163,7 +164,7 @@ def test_the_scaling_plot_draws_the_demand_at_the_au_floor(
         root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rs = _set(root, "train")
     figures = _drawn(monkeypatch)
-    assert plots.scaling(rs, tmp_path).path == tmp_path / "scaling.png"
+    assert scaling.scaling(rs, tmp_path).path == tmp_path / "scaling.png"
     fig = figures["scaling"]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(text.startswith("demand at the AU floor") for text in legend), legend

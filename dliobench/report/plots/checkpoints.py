@@ -8,8 +8,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from dliobench.report.plots import Plot, _save, _wrap
-from dliobench.report.tables import RunSet
+from dliobench.report.plots import figure
+from dliobench.report.plots.figure import Plot, wrap
+from dliobench.report.runs import RunSet
 
 OPS = (("write", "o-", "#1f77b4"), ("read", "s--", "#ff7f0e"))
 
@@ -32,7 +33,7 @@ def checkpoints(rs: RunSet, out: Path) -> Plot:
                 continue
             ax.plot(np.arange(1, len(rates) + 1), np.array(rates) / 1e9, style,
                     color=color if len(rs.runs) == 1 else f"C{i % 10}",
-                    label=_wrap(f"{op}: {label}", 45))
+                    label=wrap(f"{op}: {label}", 45))
             drawn += 1
     if not drawn:
         return Plot("checkpoints", title, None, "Not drawn: no checkpoint-only run "
@@ -46,4 +47,4 @@ def checkpoints(rs: RunSet, out: Path) -> Plot:
     ax.set_title(title)
     note = ("Each point is one checkpoint: its bytes over the slowest rank's time (MLPerf "
             "Storage's duration). Reads follow eviction unless the run says otherwise.")
-    return Plot("checkpoints", title, _save(fig, out, "checkpoints"), note)
+    return Plot("checkpoints", title, figure.save(fig, out, "checkpoints"), note)

@@ -18,8 +18,8 @@ from dliobench.results.assemble import build_result
 from dliobench.results.files import RESULT_NAME, open_run_folder, write_partial_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
-from dliobench.run.ckpt_layout import Layout, layout_for
-from dliobench.run.ckpt_run import CheckpointRun, run_checkpoints
+from dliobench.run.checkpoint.layout import Layout, layout_for
+from dliobench.run.checkpoint.run import CheckpointRun, run_checkpoints
 from dliobench.storage import backend_for
 
 log = logging.getLogger(__name__)

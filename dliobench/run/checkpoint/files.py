@@ -20,9 +20,9 @@ import numpy as np
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.errors import ConfigError, DatasetError
-from dliobench.run import ckpt_space
-from dliobench.run.ckpt_layout import DTYPE_BYTES, ShardFile
-from dliobench.run.ckpt_space import Room
+from dliobench.run.checkpoint import space
+from dliobench.run.checkpoint.layout import DTYPE_BYTES, ShardFile
+from dliobench.run.checkpoint.space import Room
 from dliobench.storage import Backend
 from dliobench.storage.backend import Writer
 
@@ -80,7 +80,7 @@ class ShardWriter:
                 import torch
 
                 spool = writer.spool_path()
-                with ckpt_space.c_writes():  # a full disk's errno, which torch drops
+                with space.c_writes():  # a full disk's errno, which torch drops
                     torch.save(self._states[shard.name], str(spool))
                 written = spool.stat().st_size
             else:
@@ -97,12 +97,12 @@ def checkpoint_writer(backend: Backend, key: str, room: Room, nbytes: int) -> It
     """The backend's writer of checkpoint file ``key`` (``nbytes`` planned) of checkpoint
     ``room``: anything that interrupts the block aborts it, so no partial file is ever
     committed under its name; a storage error (a full disk whatever the writer, torch
-    included: ``ckpt_space``) is one sentence."""
+    included: ``space``) is one sentence."""
     writer = backend.open_write(key)
     try:
         yield writer
     except BaseException as exc:
-        error = ckpt_space.write_error(exc, backend, key, room, nbytes)  # before the abort
+        error = space.write_error(exc, backend, key, room, nbytes)  # before the abort
         writer.abort()
         if error is not None:
             raise error from None

@@ -1,7 +1,7 @@
 """A checkpoint that does not fit, as one sentence: the folder, the space needed and free.
 
 Every checkpoint writer (raw bytes, ``torch.save``, the training loop's shards) goes through
-``ckpt_files.checkpoint_writer``, which asks ``write_error`` what a failed write means. A
+``files.checkpoint_writer``, which asks ``write_error`` what a failed write means. A
 full disk or quota reaches Python as an OSError (ENOSPC, EDQUOT) from our own writes, or
 wrapped in the chain of whatever the library raised. ``torch.save`` given a path writes from
 C++ and raises without errno (``RuntimeError: [enforce fail at inline_container.cc]

@@ -16,8 +16,8 @@ from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.results.measured import CheckpointEvent
-from dliobench.run.ckpt_files import READ_BYTES, WRITE_BYTES, StampedChunk, checkpoint_writer
-from dliobench.run.ckpt_space import Room, mapped
+from dliobench.run.checkpoint.files import READ_BYTES, WRITE_BYTES, StampedChunk, checkpoint_writer
+from dliobench.run.checkpoint.space import Room, mapped
 from dliobench.storage import backend_for, lustre
 
 SHRINK = "model.model_size_bytes, checkpoint.epochs_between_checkpoints"  # full disk advice

@@ -6,13 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from matplotlib.figure import Figure
 
-from dliobench.report.plots import DPI
+from dliobench.report.plots.figure import DPI
 
 
 def _measured(ax: Any, runs: list[dict[str, Any]], key: str, scale: float, label: str,

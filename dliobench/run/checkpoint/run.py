@@ -20,8 +20,9 @@ from dliobench.config.schema import Config
 from dliobench.errors import ConfigError
 from dliobench.results import sysinfo
 from dliobench.results.measured import CheckpointOp
-from dliobench.run import ckpt_files, ckpt_space
-from dliobench.run.ckpt_layout import Layout, ShardFile, layout_for
+from dliobench.run.checkpoint import files as shards
+from dliobench.run.checkpoint import space
+from dliobench.run.checkpoint.layout import Layout, ShardFile, layout_for
 from dliobench.storage import Backend, backend_for
 from dliobench.storage.backend import drop_leftovers
 
@@ -55,7 +56,7 @@ def precheck(config: Config, world: World) -> None:
     """Refuse, before any work, a layout the launched ranks cannot run and torch state that
     would not fit in this host's memory (each rank holds its shard, as a training job does)."""
     layout, mine = planned_layout(config, world)
-    if ckpt_files.file_format(config) != "torch":
+    if shards.file_format(config) != "torch":
         return
     held = sum(f.nbytes for r in mine for f in layout.rank_files(r)) * world.local_size
     memory = sysinfo.host_memory_bytes()
@@ -83,9 +84,9 @@ class _Rank:
         self.config, self.world, self.files = config, world, files
         self.backend: Backend = backend_for(config.checkpoint.checkpoint_folder, config.storage,
                                             "checkpoint.checkpoint_folder")
-        self.fmt = ckpt_files.file_format(config)
-        self.writer = ckpt_files.ShardWriter(files, self.fmt, config.train.seed + world.rank)
-        self.buffer = memoryview(bytearray(ckpt_files.READ_BYTES))
+        self.fmt = shards.file_format(config)
+        self.writer = shards.ShardWriter(files, self.fmt, config.train.seed + world.rank)
+        self.buffer = memoryview(bytearray(shards.READ_BYTES))
 
     def folder(self, index: int) -> str:
         return f"{self.config.name}/checkpoint-{index:04d}"
@@ -94,9 +95,9 @@ class _Rank:
         return [f"{self.folder(index)}/{f.name}" for f in self.files]
 
     def write(self, index: int, watchdog: Watchdog) -> CheckpointOp:
-        room = ckpt_space.Room.measure(self.backend, index, sum(f.nbytes for f in self.files),
+        room = space.Room.measure(self.backend, index, sum(f.nbytes for f in self.files),
                                        SHRINK)  # a statvfs, before the timed writes
-        with ckpt_space.mapped(self.backend, self.folder(index), room):
+        with space.mapped(self.backend, self.folder(index), room):
             self.backend.make_room(self.folder(index))
         durable = self.config.checkpoint.fsync
         start = time.perf_counter()
@@ -111,7 +112,7 @@ class _Rank:
         nbytes = 0
         for key in self.keys(index):
             watchdog.beat("reading checkpoint file %s", key)
-            nbytes += ckpt_files.read(self.backend, key, self.buffer)
+            nbytes += shards.read(self.backend, key, self.buffer)
         return CheckpointOp("read", number, nbytes, time.perf_counter() - start, len(self.files))
 
     def remove(self, indices: range) -> None:

@@ -1,0 +1,45 @@
+"""What the report's figures share: the ``Plot`` each returns, saving it as a PNG,
+wrapping labels, and the dashed AU floors (scaling and comparison draw them).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+DPI = 110
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure of the report: drawn (``path``) or not, with a caption or the reason why."""
+
+    name: str
+    title: str
+    path: Path | None
+    note: str
+
+
+def save(fig: Figure, out: Path, name: str) -> Path:
+    """``fig`` as ``out/name.png``."""
+    path = out / f"{name}.png"
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    return path
+
+
+def wrap(text: str, width: int = 28) -> str:
+    """``text`` broken into lines of at most ``width`` characters (legends, tick labels)."""
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def floors(ax: Any, table: pd.DataFrame) -> None:
+    """One dashed AU floor per floor value, named by the workloads it belongs to."""
+    for floor in sorted(table["au_floor"].dropna().unique()):
+        names = sorted({str(w) for w in table.loc[table["au_floor"] == floor, "workload"]})
+        ax.axhline(100 * floor, color="grey", linestyle="--", linewidth=1,
+                   label=f"AU floor {100 * floor:g} % ({', '.join(names)})")
