@@ -53,3 +53,22 @@ def deferred() -> Iterator[Callable[[], None]]:
     finally:
         restore()
         check()
+
+
+_TERM_WHILE_ENDING: list[int] = []
+
+
+def ending() -> None:
+    """This rank is ending on an error of its own (or a lost peer): from here on a SIGTERM is
+    only noted (``terminated_while_ending``), so that a launcher's SIGTERM (torchrun sends one
+    the moment another rank dies) cannot cut short the saving of what was measured (the
+    loader closed, the journal ended, the partial result assembled). The rank still exits
+    non-zero, on its own error. Only the main thread takes Python's signal handlers (thread
+    ranks in tests change nothing)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, _frame: _TERM_WHILE_ENDING.append(signum))
+
+
+def terminated_while_ending() -> bool:
+    """Whether a SIGTERM came after ``ending``: the launcher has asked this rank to stop."""
+    return bool(_TERM_WHILE_ENDING)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dliobench import interrupts
 from dliobench.comm.world import World
 from dliobench.errors import ConfigError, MissingExtraError
 
@@ -134,6 +135,8 @@ def wait_to_be_stopped() -> None:
     most) for torchrun, which saw the failing rank end first, to stop it with SIGTERM, so
     torchrun names the failing rank as the root cause, not this one."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # stopped: end quietly, no second report
+    if interrupts.terminated_while_ending():  # torchrun asked already, while it saved its part
+        return
     time.sleep(PEER_LOST_WAIT_S)
 
 

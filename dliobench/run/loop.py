@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dliobench import interrupts
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
@@ -110,6 +111,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
             _epochs(plan, world, ctx, trace, figures.journal_to(journal))
         checkpointer.finish()
     except BaseException as exc:
+        interrupts.ending()  # a launcher's SIGTERM must not cut the partial result short
         trace.error, how = str(exc) or type(exc).__name__, _how(exc)
         checkpointer.discard()
         raise TrainingFailed(trace, exc) from exc
