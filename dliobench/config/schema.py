@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dliobench.formats import FORMATS  # the registries own the names
-from dliobench.loaders import LOADERS
+from dliobench.config.names import FORMAT_NAMES as FORMATS  # the registries' names
+from dliobench.config.names import LOADER_NAMES as LOADERS
 
 SHUFFLE_MODES = ("off", "seed", "random")
 # dataset.compression: hdf5 takes gzip and lzf, parquet its own codecs (each format checks)
