@@ -18,7 +18,7 @@ from dliobench.loaders.base import Batch, Loader, SampleReader
 from dliobench.storage.latency import timed
 
 if TYPE_CHECKING:
-    from dliobench.plan import Plan
+    from dliobench.dataset.plan import Plan
 
 REGISTRY: dict[str, str] = {
     "native": "dliobench.loaders.native",

@@ -11,7 +11,7 @@ import numpy as np
 
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
-from dliobench.plan import Plan
+from dliobench.dataset.plan import Plan
 from dliobench.results import provenance, sysinfo
 from dliobench.results.files import config_dict, new_run_id, write_json
 from dliobench.results.schema import SCHEMA_VERSION

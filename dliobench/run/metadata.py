@@ -24,8 +24,8 @@ import numpy as np
 from dliobench.comm.world import Comm, World
 from dliobench.dataset.check import share
 from dliobench.dataset.manifest import Manifest
+from dliobench.dataset.plan import Plan
 from dliobench.errors import DatasetError
-from dliobench.plan import Plan
 
 OPS = ("stat", "open", "close", "create", "unlink")
 T = TypeVar("T")

@@ -18,7 +18,6 @@ from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
 from dliobench.dataset.lock import locked
 from dliobench.errors import DlioBenchError, Terminated
-from dliobench.plan import check_run, resolve
 from dliobench.results.assemble import build_result, run_facts
 from dliobench.results.files import (
     RESULT_NAME,
@@ -36,6 +35,7 @@ from dliobench.results.timeline import Timeline, write_csv
 from dliobench.results.verdict import verdict
 from dliobench.run import ceiling
 from dliobench.run.loop import TrainingFailed, train
+from dliobench.run.planning import check_run, resolve
 
 log = logging.getLogger(__name__)
 
