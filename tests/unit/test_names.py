@@ -38,5 +38,7 @@ def test_importing_the_schema_loads_no_registry_storage_or_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     loaded = ast.literal_eval(out)
-    assert loaded == ["dliobench", "dliobench.config", "dliobench.config.names",
-                      "dliobench.config.schema"]
+    assert "dliobench.config.schema" in loaded
+    assert all(m == "dliobench" or m.startswith("dliobench.config.") or m == "dliobench.config"
+               for m in loaded), loaded  # no storage, formats, loaders, numpy or crc32c
+    assert len(loaded) <= 8, loaded
