@@ -261,11 +261,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_ceiling(args: argparse.Namespace) -> int:
     """Measure (and cache) what this host's loader delivers per rank from memory."""
-    from dliobench.run import ceiling
+    from dliobench.run import ceiling, session
 
     cfg, _ = _load(args)
     world, comm = _world(args)
-    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm),
+    value = _on_every_rank(world, comm, lambda: session.measure_ceiling(cfg, world, comm),
                            cfg.train.stall_timeout_s)
     if world.is_root:
         r, d = cfg.reader, cfg.dataset
