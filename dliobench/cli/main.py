@@ -285,8 +285,8 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
 def cmd_metadata(args: argparse.Namespace) -> int:
     """Measure metadata rates over the dataset's files; write metadata.json, print a table."""
     from dliobench.dataset.lock import locked
-    from dliobench.results.metadata import metadata_phase, table, write_metadata
-    from dliobench.run.metadata import dataset_manifest
+    from dliobench.results.metadata import table
+    from dliobench.run.metadata import dataset_manifest, metadata_phase, write_metadata
     from dliobench.run.planning import resolve
 
     cfg, _ = _load(args)

@@ -18,7 +18,7 @@ from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
 from dliobench.dataset.lock import locked
 from dliobench.errors import DlioBenchError, Terminated
-from dliobench.results.assemble import build_result, run_facts
+from dliobench.results.assemble import build_result
 from dliobench.results.files import (
     RESULT_NAME,
     open_run_folder,
@@ -28,13 +28,14 @@ from dliobench.results.files import (
 from dliobench.results.journal import FOLDER as JOURNALS
 from dliobench.results.journal import HEADER, ended, journal_path
 from dliobench.results.measured import RankTrace
-from dliobench.results.metadata import metadata_phase
 from dliobench.results.recover import RECOVER_HINT, held, recover, write_header
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.run import ceiling
+from dliobench.run.facts import run_facts
 from dliobench.run.judge import judge_client
 from dliobench.run.loop import TrainingFailed, train
+from dliobench.run.metadata import metadata_phase
 from dliobench.run.planning import check_run, resolve
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
     result = None
     if world.is_root and traces is not None:
         result = build_result(config, run_id, "complete", traces, started, _now(),
-                              ready.total_bytes, extra, facts)
+                              ready.total_bytes, extra, facts or run_facts(config))
     judge_client(config, world, comm, result, _probe_runner(world, comm))
     where, problem = None, None
     if result is not None and traces is not None:
@@ -258,7 +259,7 @@ def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
     timeline), a later one writes ``partial-rank<N>.json`` beside it.
     """
     result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
-                          {**extra, "ranks_launched": world.size})
+                          {**extra, "ranks_launched": world.size}, run_facts(config))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         where = write_partial_result(run_dir, result, world.rank)
