@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from dliobench.config.names import LOADER_NAMES, check_registry
 from dliobench.errors import ConfigError
 from dliobench.loaders.base import Batch, Loader, SampleReader
-from dliobench.storage.latency import timed
+from dliobench.storage import timed
 
 if TYPE_CHECKING:
     from dliobench.dataset.plan import Plan

@@ -17,13 +17,29 @@ import errno
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dliobench.errors import DatasetError, MissingExtraError
 
 if TYPE_CHECKING:
-    from dliobench.storage.s3 import S3Backend
     from dliobench.storage.s3client import S3Settings
+
+
+class S3Place(Protocol):
+    """What a GET needs of the backend reading (``storage.s3.S3Backend``, which calls in
+    here: a protocol, so this module need not import it back)."""
+
+    @property
+    def settings(self) -> S3Settings: ...
+
+    @property
+    def bucket(self) -> str: ...
+
+    def name(self, key: str) -> str: ...
+
+    def describe(self, key: str = "") -> str: ...
+
+    def client(self) -> Any: ...
 
 _stores: dict[tuple[int, S3Settings, str], Any] = {}
 _lock = threading.Lock()
@@ -87,7 +103,7 @@ def _make(settings: S3Settings, bucket: str) -> Any:
                    retry_config={"max_retries": settings.max_attempts - 1}, **options)
 
 
-def get_obstore(backend: S3Backend, key: str, offset: int,
+def get_obstore(backend: S3Place, key: str, offset: int,
                 length: int) -> tuple[memoryview, float, float]:
     """Bytes ``offset`` .. ``offset + length`` of ``key`` (fewer at the end, none past it),
     seconds to the first byte and to the last."""
