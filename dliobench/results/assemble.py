@@ -21,7 +21,7 @@ from dliobench.results.schema import (
     RunMetrics,
     RunResult,
 )
-from dliobench.results.verdict import time_shares, verdict
+from dliobench.results.verdict import Bar, time_shares, verdict
 from dliobench.storage.latency import LatencyLog
 from dliobench.storage.location import is_url
 
@@ -221,7 +221,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     }
     shares = time_shares(run)
     doc["time_shares"] = shares
-    doc["verdict"] = verdict(config, run, shares, doc["honesty"])
+    doc["verdict"] = verdict(Bar.of(config), run, shares, doc["honesty"])
     doc["provenance"] = facts["provenance"]
     if errors:
         doc["errors"] = errors

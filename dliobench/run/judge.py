@@ -14,7 +14,7 @@ from dataclasses import replace
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.schema import RunResult
-from dliobench.results.verdict import verdict
+from dliobench.results.verdict import Bar, verdict
 from dliobench.run import ceiling
 
 
@@ -31,7 +31,7 @@ def judge_client(config: Config, world: World, comm: Comm, result: RunResult | N
     if value is None:
         value, source = ceiling.measure(config, world, comm, run_probe, load), "measured"
     if result is not None and value > 0:
-        judged = replace(config, metric=replace(config.metric, client_ceiling=str(value)))
-        result["verdict"] = {**verdict(judged, dict(result["metrics"]), result["time_shares"],
+        bar = replace(Bar.of(config), ceiling=value)
+        result["verdict"] = {**verdict(bar, dict(result["metrics"]), result["time_shares"],
                                        result["honesty"]),
                              "client_ceiling_source": source, "client_ceiling_load": load}
