@@ -8,11 +8,12 @@ once, with what would be needed and what to change.
 
 from __future__ import annotations
 
+import os
+
 from dliobench.comm.world import World
 from dliobench.config.schema import Config
 from dliobench.errors import ConfigError
 from dliobench.formats import get_format
-from dliobench.results.sysinfo import host_memory_bytes
 from dliobench.units import size_text
 
 # Generation's bookkeeping per file of a rank (its file list, results, journal records):
@@ -22,6 +23,12 @@ SIZE_BYTES_PER_FILE = 8  # every file's drawn sample size, on every rank
 ORDER_BYTES_PER_SAMPLE = 24  # a rank's sample order for an epoch, with its shuffled copy
 USABLE_SHARE = 0.8  # of the host's memory, shared by its ranks
 IMAGE_COPIES = 3  # an image sample's file bytes, the decoder's image and the array
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this host (what the bounds are checked against; result files
+    record it through ``results.sysinfo``)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _sample_bytes(config: Config) -> int:

@@ -74,7 +74,7 @@ class MissingExtraError(DlioBenchError):
     """An optional dependency (torch, DALI, mpi4py) is not installed."""
 
     def __init__(self, package: str, extra: str) -> None:
-        from dliobench.config.shipped import CHECKOUT, from_checkout
+        from dliobench import CHECKOUT, from_checkout
 
         how = (f"`pip install -e '{CHECKOUT}[{extra}]'` (this checkout)" if from_checkout()
                else f"`pip install 'dliobench[{extra}]'`")

@@ -157,7 +157,7 @@ def _before_run(cfg: Config, warnings: list[str], args: argparse.Namespace,
     reads reach storage (the configuration it reads with, and why), a large generation is
     confirmed."""
     from dliobench.cli import preflight
-    from dliobench.plan import precheck
+    from dliobench.run.planning import precheck
 
     preflight.check_outputs(cfg, generating=False)
     if cfg.workflow.checkpoint and not cfg.workflow.train:
@@ -225,7 +225,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from dliobench.cli import preflight
     from dliobench.dataset.generate import generate
     from dliobench.dataset.lock import locked
-    from dliobench.plan import precheck, resolve
+    from dliobench.run.planning import precheck, resolve
 
     cfg, _ = _load(args)
     world, comm = _world(args)
@@ -261,11 +261,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_ceiling(args: argparse.Namespace) -> int:
     """Measure (and cache) what this host's loader delivers per rank from memory."""
-    from dliobench.run import ceiling
+    from dliobench.run import ceiling, session
 
     cfg, _ = _load(args)
     world, comm = _world(args)
-    value = _on_every_rank(world, comm, lambda: ceiling.measure(cfg, world, comm),
+    value = _on_every_rank(world, comm, lambda: session.measure_ceiling(cfg, world, comm),
                            cfg.train.stall_timeout_s)
     if world.is_root:
         r, d = cfg.reader, cfg.dataset
@@ -285,9 +285,9 @@ def cmd_ceiling(args: argparse.Namespace) -> int:
 def cmd_metadata(args: argparse.Namespace) -> int:
     """Measure metadata rates over the dataset's files; write metadata.json, print a table."""
     from dliobench.dataset.lock import locked
-    from dliobench.plan import resolve
-    from dliobench.results.metadata import metadata_phase, table, write_metadata
-    from dliobench.run.metadata import dataset_manifest
+    from dliobench.results.metadata import table
+    from dliobench.run.metadata import dataset_manifest, metadata_phase, write_metadata
+    from dliobench.run.planning import resolve
 
     cfg, _ = _load(args)
     if args.output:

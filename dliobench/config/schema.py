@@ -1,23 +1,27 @@
 """The configuration as frozen dataclasses: every key, its default, kind, aliases and help.
 
-Each field's metadata drives parsing and validation in ``dliobench.config.load``, so a key is
-declared once, here. Key names follow DLIO where they mean the same thing
-(docs/ARCHITECTURE.md, "Configuration").
+Each field's metadata (``config.keys.key``) drives parsing and validation in
+``dliobench.config.load``, so a key is declared once, in its section: here, or for the larger
+sections in ``storage_keys`` and ``checkpoint_keys``. Key names follow DLIO where they mean
+the same thing (docs/ARCHITECTURE.md,
+"Configuration").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from dliobench.formats import FORMATS  # the registries own the names
-from dliobench.loaders import LOADERS
+from dliobench.config.checkpoint_keys import CheckpointConfig, ModelConfig
+from dliobench.config.keys import COMPRESSIONS, DATATYPES, PARQUET_DTYPES, SHUFFLE_MODES, key
+from dliobench.config.names import FORMAT_NAMES as FORMATS  # the registries' names
+from dliobench.config.names import LOADER_NAMES as LOADERS
+from dliobench.config.storage_keys import StorageConfig
 
-SHUFFLE_MODES = ("off", "seed", "random")
-# dataset.compression: hdf5 takes gzip and lzf, parquet its own codecs (each format checks)
-COMPRESSIONS = ("none", "gzip", "lzf", "snappy", "lz4", "zstd", "brotli")
-DATATYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64")  # DLIO's get_datatype_size
-PARQUET_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64")
+__all__ = ["COMPRESSIONS", "DATATYPES", "FORMATS", "LOADERS", "PARQUET_DTYPES", "SECTIONS",
+           "SHUFFLE_MODES", "AcceleratorProfile", "CheckpointConfig", "Config", "DatasetConfig",
+           "MetricConfig", "ModelConfig", "OutputConfig", "ParquetColumn", "ReaderConfig",
+           "StorageConfig", "TrainConfig", "WorkflowConfig", "key"]
+
 
 
 @dataclass(frozen=True)
@@ -36,43 +40,6 @@ class ParquetColumn:
         import numpy as np
 
         return int(np.dtype(self.dtype).itemsize) * self.size
-
-
-def key(
-    default: Any,
-    kind: str,
-    help: str,
-    *,
-    aliases: tuple[str, ...] = (),
-    minimum: float | None = None,
-    maximum: float | None = None,
-    choices: tuple[str, ...] = (),
-    words: tuple[tuple[Any, Any], ...] = (),
-    nonempty: bool = False,
-    secret: bool = False,
-) -> Any:
-    """Declare one configuration key (a dataclass field carrying its parsing rules).
-
-    ``kind``: int, size, float, seconds, bool, choice, shuffle, str, ``path`` (a file-system
-    path) or ``name`` (part of a file name: no '/'). Integers and sizes are bounded to
-    int64 unless ``maximum`` says less. ``words``: (raw value, value) pairs taken before the
-    kind's conversion, e.g. the word ``model`` for a size, or YAML's ``false`` read from a bare
-    ``off``. ``nonempty``: the empty string is refused (a folder that would be the current
-    directory).
-    ``secret``: a credential, never shown (results, show-config, messages: ``config.secrets``).
-    """
-    meta = {
-        "kind": kind,
-        "help": help,
-        "aliases": aliases,
-        "minimum": minimum,
-        "maximum": maximum,
-        "choices": choices,
-        "words": words,
-        "nonempty": nonempty,
-        "secret": secret,
-    }
-    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -263,151 +230,6 @@ class OutputConfig:
     folder: str = key("reports", "path", "root folder of run results", nonempty=True)
     label: str = key("", "str", "a name for this run in reports (sweep files set it from "
                      "their `labels:`); empty: reports name runs by what sets them apart")
-
-
-@dataclass(frozen=True)
-class CheckpointConfig:
-    """When and how the emulated training writes checkpoints (``workflow.checkpoint``), or,
-    with ``workflow.train: false``, how the checkpoint-only workflow writes and reads them."""
-
-    checkpoint_folder: str = key("checkpoints", "path", "root folder of checkpoint files",
-                                 nonempty=True)
-    checkpoint_after_epoch: int = key(1, "int", "first epoch that ends with a checkpoint",
-                                      minimum=1)
-    epochs_between_checkpoints: int = key(1, "int", "epochs from one checkpoint to the next",
-                                          minimum=1)
-    steps_between_checkpoints: int = key(
-        -1, "int", "checkpoint every N steps instead of by epochs (-1: by epochs)", minimum=-1)
-    type: str = key("rank_zero", "choice", "rank 0 writes all (rank_zero) or every rank a "
-                    "shard (all_ranks)", choices=("rank_zero", "all_ranks"))
-    fsync: bool = key(True, "bool", "fsync checkpoint files, so the time includes storage")
-    read_after_write: bool = key(False, "bool", "read each checkpoint back after evicting it")
-    keep: bool = key(False, "bool", "keep the checkpoint files after the run (by default "
-                     "they are deleted once measured)")
-    optimizer_state_factor: float = key(
-        0.0, "float", "optimizer state as a multiple of the model size (Adam in fp32: 2)",
-        minimum=0, maximum=1000)
-    num_checkpoints_write: int = key(
-        10, "int", "checkpoint-only workflow (workflow.train: false): checkpoints written, "
-        "one after another (-1 or 0: none, only read what an earlier run wrote)", minimum=-1)
-    num_checkpoints_read: int = key(
-        10, "int", "checkpoint-only workflow: checkpoints read after the writes (-1 or 0: none)",
-        minimum=-1)
-    time_between_checkpoints: float = key(
-        0.0, "seconds", "checkpoint-only workflow: pause between two checkpoints (DLIO's "
-        "stand-in for training steps)", minimum=0)
-    mode: str = key(
-        "default", "choice", "checkpoint-only workflow: every rank of the layout writes its "
-        "shard (default), or the launched ranks write only their share of it, the MLPerf "
-        "Storage rules' node-local mode: num_gpus / (TP x PP x DP) of the checkpoint (subset)",
-        choices=("default", "subset"))
-    scale: float = key(
-        1.0, "float", "checkpoint-only workflow: write this fraction of every tensor's "
-        "elements (the layout, files and tensors stay; the result states the scale)",
-        minimum=0, maximum=1)
-    file_format: str = key(
-        "auto", "choice", "checkpoint-only workflow: torch.save files (torch), raw bytes "
-        "(raw), or torch when it is installed (auto)", choices=("auto", "torch", "raw"))
-    evict_before_read: bool = key(
-        True, "bool", "checkpoint-only workflow: drop the written checkpoints from the page "
-        "cache before reading them, so reads reach the storage")
-
-
-@dataclass(frozen=True)
-class StorageConfig:
-    """The storage under the dataset, and how runs keep the page cache out of the numbers."""
-
-    storage_type: str = key("local_fs", "choice", "POSIX file system (DLIO's local_fs or "
-                            "parallel_fs; both read through the POSIX API) or s3 (an object "
-                            "store; a data folder s3://bucket/prefix implies it)",
-                            choices=("local_fs", "parallel_fs", "s3"))
-    storage_root: str = key("", "path", "prefix of relative data folders (DLIO's key; with "
-                            "storage_type s3: the bucket)")
-    drop_cache: bool = key(False, "bool", "evict the dataset from the page cache before every "
-                           "epoch (fsync + POSIX_FADV_DONTNEED, once per node)")
-    stage_to: str = key("", "path", "copy the dataset to this node-local folder before training "
-                        "and train from the copy (\"\": read the data folder directly)")
-    stage_scope: str = key("node", "choice", "what to stage: each rank's files (shard), what "
-                           "the node's ranks read (node), or everything (all)",
-                           choices=("shard", "node", "all"))
-    keep_staged: bool = key(False, "bool", "keep the staged copy after the run")
-    lustre_stripe_count: int = key(0, "int", "Lustre: `lfs setstripe -c` on the data and "
-                                   "checkpoint folders before writing (0: leave as is)",
-                                   aliases=("storage.lustre.stripe_count",), minimum=-1)
-    lustre_stripe_size: int = key(0, "size", "Lustre: `lfs setstripe -S` (0: leave as is)",
-                                  aliases=("storage.lustre.stripe_size",), minimum=0)
-    s3_endpoint_url: str = key("", "str", "S3: endpoint URL (\"\": the AWS chain's, e.g. "
-                               "AWS_ENDPOINT_URL, else AWS itself)",
-                               aliases=("storage.s3.endpoint_url",
-                                        "storage.storage_options.endpoint_url"))
-    s3_region: str = key("", "str", "S3: region (\"\": the AWS chain's, e.g. AWS_REGION)",
-                         aliases=("storage.s3.region", "storage.storage_options.region"))
-    s3_addressing_style: str = key(
-        "auto", "choice", "S3: bucket in the host name (virtual) or in the path (path: MinIO, "
-        "Ceph and most servers on an IP address)", choices=("auto", "path", "virtual"),
-        aliases=("storage.s3.addressing_style", "storage.storage_options.s3_force_path_style"),
-        words=((True, "path"), (False, "auto")))
-    s3_access_key_id: str = key("", "str", "S3: access key id (\"\": the AWS chain: "
-                                "environment, profile, instance role; preferred over keys in "
-                                "files)", aliases=("storage.s3.access_key_id",
-                                                    "storage.storage_options.access_key_id"),
-                                secret=True)
-    s3_secret_access_key: str = key("", "str", "S3: secret access key (never written to "
-                                    "results, logs or messages)",
-                                    aliases=("storage.s3.secret_access_key",
-                                             "storage.storage_options.secret_access_key"),
-                                    secret=True)
-    s3_part_size: int = key(16 << 20, "size", "S3: objects larger than this are uploaded in "
-                            "parts of this size (multipart)", aliases=("storage.s3.part_size",),
-                            minimum=5 << 20, maximum=5 << 30)
-    s3_checksums: bool = key(True, "bool", "S3: send each object's CRC-32C with its upload and "
-                             "check the stored one (false: size and MD5 ETag only, for "
-                             "servers without checksums)", aliases=("storage.s3.checksums",))
-    s3_max_attempts: int = key(5, "int", "S3: attempts per request before an error",
-                               aliases=("storage.s3.max_attempts",
-                                        "storage.storage_options.s3_max_attempts"), minimum=1)
-    s3_read_client: str = key("obstore", "choice", "S3: the client of reads (obstore: Rust, "
-                              "fastest measured; boto3: the client writes use)",
-                              choices=("obstore", "boto3"), aliases=("storage.s3.read_client",))
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """The model being emulated."""
-
-    name: str = key("", "str", "workload name (default: the workload file's name)")
-    model_size_bytes: int = key(
-        0, "size", "model size in bytes", aliases=("checkpoint.model_size",), minimum=0
-    )
-    type: str = key("", "str", "model kind; 'transformer' sizes checkpoints from the keys "
-                    "below (DLIO main's model.type)")
-    num_layers: int = key(0, "int", "transformer layers (0: not a transformer layout)",
-                          minimum=0)
-    model_datatype: str = key("fp16", "choice", "datatype of the model's weights",
-                              choices=DATATYPES)
-    optimizer_datatype: str = key("fp32", "choice", "datatype of the optimizer state",
-                                  choices=DATATYPES)
-    vocab_size: int = key(0, "int", "vocabulary size", minimum=0,
-                          aliases=("model.transformer.vocab_size",))
-    hidden_size: int = key(0, "int", "hidden dimension", minimum=0,
-                           aliases=("model.transformer.hidden_size",))
-    ffn_hidden_size: int = key(0, "int", "feed-forward (MLP) dimension", minimum=0,
-                               aliases=("model.transformer.ffn_hidden_size",))
-    num_attention_heads: int = key(1, "int", "attention heads", minimum=1,
-                                   aliases=("model.transformer.num_attention_heads",))
-    num_kv_heads: int = key(1, "int", "key/value heads (grouped-query attention)", minimum=1,
-                            aliases=("model.transformer.num_kv_heads",))
-    tensor_parallelism: int = key(1, "int", "tensor-parallel degree (TP)", minimum=1,
-                                  aliases=("model.parallelism.tensor",))
-    pipeline_parallelism: int = key(1, "int", "pipeline-parallel degree (PP)", minimum=1,
-                                    aliases=("model.parallelism.pipeline",))
-    data_parallelism: int = key(
-        -1, "int", "data-parallel degree (DP) of the checkpoint layout (-1: launched ranks / "
-        "(TP x PP)); more than that spreads the layout's shards over the launched ranks",
-        minimum=-1, aliases=("model.parallelism.data",))
-    zero_stage: int = key(0, "int", "ZeRO stage: 0 none, 1-2 optimizer sharded over DP, "
-                          "3 weights too", minimum=0, maximum=3,
-                          aliases=("model.parallelism.zero_stage",))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-REDACTED = "<redacted>"
+from dliobench.config.keys import REDACTED
+
+__all__ = ["REDACTED", "is_secret", "redact_argv", "redact_config", "secret_keys"]
 
 
 def secret_keys() -> dict[str, tuple[str, ...]]:

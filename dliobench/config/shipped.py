@@ -11,9 +11,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from dliobench import CHECKOUT, from_checkout
 from dliobench.errors import ConfigError
 
-CHECKOUT = Path(__file__).resolve().parents[2]  # holds workloads/ and configs/ in a checkout
+__all__ = ["CHECKOUT", "find", "folders", "from_checkout", "names", "workload_path"]
 
 
 def folders(kind: str) -> list[Path]:
@@ -52,7 +53,3 @@ def workload_path(name: str) -> Path:
                           f"the shipped names ({known})")
     return found
 
-
-def from_checkout() -> bool:
-    """Whether dliobench runs from a source checkout (editable install or PYTHONPATH)."""
-    return (CHECKOUT / "pyproject.toml").is_file() and (CHECKOUT / "dliobench").is_dir()

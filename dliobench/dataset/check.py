@@ -19,7 +19,7 @@ import numpy as np
 from dliobench.comm.world import World
 from dliobench.dataset.layout import TRAIN
 from dliobench.dataset.manifest import Manifest
-from dliobench.plan import Plan
+from dliobench.dataset.plan import Plan
 from dliobench.storage.backend import Backend
 
 VERIFY_CHUNK = 8 << 20

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import ast
 import io
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from dliobench.errors import DatasetError
 from dliobench.storage.backend import Backend
-
-if TYPE_CHECKING:
-    from dliobench.dataset.manifest import Manifest
 
 GAP = 16 << 10  # entries closer than this many bytes are read in one request
 MAX_READ = 16 << 20  # bytes per request at most
@@ -26,7 +24,6 @@ CHUNK_ROWS = 1 << 20  # rows per chunk when a column is written
 HEAD = 4096  # an .npy header fits in this (numpy pads it to a multiple of 64)
 LAYOUT = {"size": ("<i8", -1), "crc": ("<u4", 0), "side_size": ("<i8", -1),
           "side_crc": ("<u4", 0), "sample_crc": ("<u4", 0)}  # column -> (dtype, absent value)
-
 
 class Column:
     """One column file, read by slices of rows."""
@@ -77,7 +74,6 @@ class Column:
         """Rows ``start`` to ``stop`` (a contiguous slice)."""
         return self.gather(np.arange(start, stop, dtype=np.int64))
 
-
 def _runs(offsets: np.ndarray, row: int) -> list[tuple[int, int]]:
     """[lo, hi) index runs of sorted byte offsets: gaps under ``GAP``, spans under
     ``MAX_READ``."""
@@ -92,7 +88,6 @@ def _runs(offsets: np.ndarray, row: int) -> list[tuple[int, int]]:
             lo = end
     return runs
 
-
 def npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
     """The ``.npy`` header of a C-ordered array."""
     buf = io.BytesIO()
@@ -100,8 +95,22 @@ def npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
                                                "fortran_order": False, "shape": shape})
     return buf.getvalue()
 
+class Columns(Protocol):
+    """What a column is rewritten from: the manifest's current columns (a protocol, so the
+    columns need not import the manifest that uses them)."""
 
-def write_column(backend: Backend, key: str, old: Manifest, name: str, capacity: int,
+    @property
+    def side_suffixes(self) -> Sequence[str]: ...
+
+    @property
+    def sample_crcs(self) -> int: ...
+
+    @property
+    def num_files(self) -> int: ...
+
+    def column_key(self, name: str) -> str: ...
+
+def write_column(backend: Backend, key: str, old: Columns, name: str, capacity: int,
                  records: np.ndarray) -> None:
     """Column ``name`` of ``capacity`` rows: ``old``'s entries with ``records`` applied (a
     later record of a file wins), streamed chunk by chunk."""

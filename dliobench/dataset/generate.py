@@ -28,8 +28,8 @@ from dliobench.dataset.batch_writer import FileBatch
 from dliobench.dataset.check import SliceState, check_slice, share
 from dliobench.dataset.layout import TRAIN, sample_sizes
 from dliobench.dataset.manifest import Manifest
+from dliobench.dataset.plan import Plan
 from dliobench.errors import DatasetError
-from dliobench.plan import Plan
 from dliobench.storage import lustre
 from dliobench.storage.posix import TMP_MARK
 from dliobench.units import size_text

@@ -8,34 +8,24 @@ unknown, so they are checked for presence only until the file is written again.
 from __future__ import annotations
 
 import json
-import logging
+import re
+from typing import Any
 
-from dliobench.dataset.manifest import (
-    LEGACY_INDEX,
-    LEGACY_KEY,
-    Manifest,
-    read_whole,
-    records,
-)
 from dliobench.errors import DatasetError
-from dliobench.formats import get_format
-from dliobench.storage.backend import Backend
 
-log = logging.getLogger(__name__)
+LEGACY_KEY = "dliobench-manifest.json"
+LEGACY_INDEX = re.compile(r"_(\d+)\.[^./]+$")
+Entry = tuple[int, int, tuple[tuple[int, int], ...]]
 
 
-def migrate(backend: Backend) -> Manifest | None:
-    """The schema-2 manifest of a dataset with a schema-1 one (which is then removed)."""
-    data = read_whole(backend, LEGACY_KEY)
-    if data is None:
-        return None
-    path = backend.describe(LEGACY_KEY)
+def parse(data: bytes, path: str) -> tuple[dict[str, Any], dict[int, Entry]]:
+    """The generation parameters and the {file index: (size, crc, ())} entries of a schema-1
+    document; ``path`` names it in the one-sentence error a damaged one gets."""
     try:
-        doc = json.loads(bytes(data))
+        doc = json.loads(data)
         params, files = dict(doc["params"]), dict(doc["files"])
         checksums = {k: int(v) for k, v in doc.get("checksums", {}).items()}
-        sides = get_format(str(params["format"])).side_suffixes
-        entries: dict[int, tuple[int, int, tuple[tuple[int, int], ...]]] = {}
+        entries: dict[int, Entry] = {}
         for rel, size in files.items():
             match = LEGACY_INDEX.search(rel)
             if match is None:
@@ -44,12 +34,4 @@ def migrate(backend: Backend) -> Manifest | None:
     except (ValueError, KeyError, TypeError, AttributeError):
         raise DatasetError(f"the manifest {path} is damaged; delete it and run "
                            "`dliobench generate` to check and complete the dataset") from None
-    manifest = Manifest(backend, params, list(sides))
-    manifest.compact(extra=records(entries, len(sides)))
-    backend.delete(LEGACY_KEY)
-    log.info("migrated the manifest %s (%d files) to %s", path, len(entries),
-             backend.describe(manifest.to_json()["columns"]["size"]))
-    return manifest
-
-
-
+    return params, entries

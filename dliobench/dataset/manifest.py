@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,16 +27,19 @@ import crc32c
 import numpy as np
 
 from dliobench.config.schema import DatasetConfig
+from dliobench.dataset import legacy
 from dliobench.dataset.columns import Column, write_column
+from dliobench.dataset.legacy import LEGACY_KEY
 from dliobench.errors import DatasetError
+from dliobench.formats import get_format
 from dliobench.storage.backend import Backend
 
 FOLDER = "dliobench-manifest"
 HEADER_KEY = f"{FOLDER}/manifest.json"
-LEGACY_KEY = "dliobench-manifest.json"
 SCHEMA = 2
 ABSENT = -1  # size of a file (or side file) the manifest does not hold
 # The dataset keys that decide the bytes of file i; the file count may differ between runs.
+log = logging.getLogger(__name__)
 IDENTITY_KEYS = ("format", "num_samples_per_file", "record_length_bytes",
                  "record_length_bytes_stdev", "file_prefix", "generation_seed",
                  "num_subfolders_train", "compressibility", "enable_chunking", "chunk_size",
@@ -113,9 +116,7 @@ class Manifest:
         except OSError as exc:  # not a regular file, a symlink loop, an I/O error
             raise _damaged(backend, exc.strerror or str(exc)) from None
         if data is None:
-            from dliobench.dataset.legacy import migrate
-
-            return migrate(backend)
+            return _migrate(backend)
         try:
             doc = json.loads(bytes(data))
             if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -337,4 +338,17 @@ def read_whole(backend: Backend, key: str) -> memoryview | None:
     return data
 
 
-LEGACY_INDEX = re.compile(r"_(\d+)\.[^./]+$")
+def _migrate(backend: Backend) -> Manifest | None:
+    """The schema-2 manifest of a dataset with a schema-1 one (which is then removed)."""
+    data = read_whole(backend, LEGACY_KEY)
+    if data is None:
+        return None
+    path = backend.describe(LEGACY_KEY)
+    params, entries = legacy.parse(bytes(data), path)
+    sides = get_format(str(params["format"])).side_suffixes
+    manifest = Manifest(backend, params, list(sides))
+    manifest.compact(extra=records(entries, len(sides)))
+    backend.delete(LEGACY_KEY)
+    log.info("migrated the manifest %s (%d files) to %s", path, len(entries),
+             backend.describe(manifest.to_json()["columns"]["size"]))
+    return manifest

@@ -12,8 +12,8 @@ from dliobench.comm.world import Comm, World
 from dliobench.dataset.generate import Generated, generate, open_manifest, survey
 from dliobench.dataset.lock import FolderLock
 from dliobench.dataset.manifest import HEADER_KEY, LEGACY_KEY, Manifest, read_whole
+from dliobench.dataset.plan import FileRows, FileSizes, Plan
 from dliobench.errors import DatasetError
-from dliobench.plan import FileRows, FileSizes, Plan
 
 
 @dataclass(frozen=True)

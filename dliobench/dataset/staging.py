@@ -21,9 +21,9 @@ from typing import Any
 
 from dliobench import interrupts
 from dliobench.comm.world import Comm, World
+from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import rank_samples
 from dliobench.errors import DatasetError
-from dliobench.plan import Plan
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 

@@ -1,7 +1,8 @@
 """Data formats by name: the registry owns the names. Each module holds one format and
 exposes it as ``FORMAT``; modules load on first use.
 
-A new format is one module here plus one line in ``REGISTRY``: the configuration's choices,
+A new format is one module here plus one line in ``REGISTRY`` and its name in
+``dliobench.config.names`` (checked at import): the configuration's choices,
 ``dliobench keys`` and the contract test suites all read their list of formats from it.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from dliobench.config.names import FORMAT_NAMES, check_registry
 from dliobench.errors import ConfigError
 from dliobench.formats.base import ByteRange, Format
 
@@ -27,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "parquet": "dliobench.formats.parquet",
 }
 FORMATS: tuple[str, ...] = tuple(REGISTRY)
+check_registry("format", FORMAT_NAMES, REGISTRY)
 
 
 def get_format(name: str) -> Format:

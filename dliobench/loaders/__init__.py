@@ -1,6 +1,7 @@
 """Loaders by name (``reader.data_loader``): the registry owns the names.
 
 Each loader module exposes ``build(plan, reader) -> Loader``; a new loader is one module plus
+one name in ``dliobench.config.names`` plus
 one line in ``REGISTRY``, and the configuration's choices, ``dliobench keys`` and the loader
 contract suite all read their list from it. Modules load on first use (their extras may be
 missing).
@@ -11,12 +12,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from dliobench.config.names import LOADER_NAMES, check_registry
 from dliobench.errors import ConfigError
 from dliobench.loaders.base import Batch, Loader, SampleReader
-from dliobench.storage.latency import timed
+from dliobench.storage import timed
 
 if TYPE_CHECKING:
-    from dliobench.plan import Plan
+    from dliobench.dataset.plan import Plan
 
 REGISTRY: dict[str, str] = {
     "native": "dliobench.loaders.native",
@@ -25,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "tensorflow": "dliobench.loaders.tfdata",
 }
 LOADERS: tuple[str, ...] = tuple(REGISTRY)
+check_registry("loader", LOADER_NAMES, REGISTRY)
 
 
 def sample_reader(plan: Plan) -> SampleReader:

@@ -31,7 +31,7 @@ from dliobench.loaders.base import Batch, SampleReader
 from dliobench.storage.buffers import SampleBuffers
 
 if TYPE_CHECKING:
-    from dliobench.plan import Plan
+    from dliobench.dataset.plan import Plan
 
 
 WHOLE = -1  # a work item's start meaning: read the slot's whole batch

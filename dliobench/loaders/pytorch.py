@@ -33,7 +33,7 @@ from dliobench.loaders.base import Batch, SampleReader
 from dliobench.storage import latency
 
 if TYPE_CHECKING:
-    from dliobench.plan import Plan
+    from dliobench.dataset.plan import Plan
 
 log = logging.getLogger(__name__)
 TORCH_SEGMENT_AGE_S = 600  # a live job's batch in flight is consumed long before this

@@ -1,22 +1,37 @@
 """The ``metadata`` section: the metadata phase's rates and latency percentiles, per rank and
-for the job, and its console table."""
+for the job, its console table and its ``metadata.json`` document; the measurement records
+(``OpTimes``, ``RankTimes``) the phase (``run.metadata``) hands in."""
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
-from dliobench.plan import Plan
-from dliobench.results import provenance, sysinfo
-from dliobench.results.files import config_dict, new_run_id, write_json
+from dliobench.results.files import config_dict
 from dliobench.results.schema import SCHEMA_VERSION
-from dliobench.run.metadata import OPS, OpTimes, RankTimes, measure, scratch_folder
-from dliobench.storage import backend_for
+
+OPS = ("stat", "open", "close", "create", "unlink")
+
+
+@dataclass(frozen=True)
+class OpTimes:
+    """One rank's calls of one operation: the time spent in them and each call's latency."""
+
+    seconds: float
+    latencies_s: np.ndarray  # float64, one per call
+
+
+@dataclass(frozen=True)
+class RankTimes:
+    """One rank's measurement: its host, its file count and each operation's times."""
+
+    rank: int
+    host: str
+    files: int
+    ops: dict[str, OpTimes]
 
 PERCENTILES = {"p50_s": 50.0, "p99_s": 99.0}
 
@@ -77,32 +92,18 @@ def table(meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def metadata_phase(plan: Plan, world: World, comm: Comm, limit: int = 0) -> dict[str, Any]:
-    """Run the metadata phase: ``{"metadata": section}`` on rank 0, ``{}`` elsewhere."""
-    ranks = measure(plan, world, comm, limit)
-    if ranks is None:
-        return {}
-    folder = plan.config.dataset.data_folder
-    return {"metadata": section(ranks, folder, str(scratch_folder(folder, "").parent))}
-
-
 METADATA_NAME = "metadata.json"
 
 
-def write_metadata(config: Config, meta: dict[str, Any], launcher: str) -> Path:
-    """Commit ``<output.folder>/<run-id>/metadata.json``: the header fields of a result
-    (schema, code, machine, storage, configuration) and the ``metadata`` section."""
-    run_id = new_run_id(config.name)
-    folder = Path(config.output.folder) / run_id
-    config_doc = config_dict(config)
-    doc = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "kind": "metadata",
-           "dliobench_version": sysinfo.version(), "commit": sysinfo.commit(),
-           "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "workload": config.name, "launcher": launcher, "config": config_doc,
-           "machine": {"hosts": sorted({r["host"] for r in meta["ranks"]}),
-                       **sysinfo.machine()},
-           "storage": backend_for(config.dataset.data_folder, config.storage).facts(),
-           "provenance": provenance.collect(config_doc), "metadata": meta}
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / METADATA_NAME, doc)
-    return folder / METADATA_NAME
+def document(config: Config, meta: dict[str, Any], run_id: str, finished: str, launcher: str,
+             facts: dict[str, Any]) -> dict[str, Any]:
+    """``metadata.json``: the header fields of a result (schema, code, machine, storage,
+    configuration: ``facts`` as ``run.facts.run_facts`` takes them) and the ``metadata``
+    section."""
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "kind": "metadata",
+            "dliobench_version": facts["dliobench_version"], "commit": facts["commit"],
+            "finished_at": finished, "workload": config.name, "launcher": launcher,
+            "config": config_dict(config),
+            "machine": {"hosts": sorted({r["host"] for r in meta["ranks"]}),
+                        **facts["machine"]},
+            "storage": facts["storage"], "provenance": facts["provenance"], "metadata": meta}

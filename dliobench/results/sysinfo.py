@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from dliobench import __version__
+from dliobench.bounds import host_memory_bytes  # a rank's memory bounds are checked against it
 
-
-def host_memory_bytes() -> int:
-    """Physical memory of this host."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+__all__ = ["commit", "host_memory_bytes", "machine", "version"]
 
 
 def machine() -> dict[str, Any]:

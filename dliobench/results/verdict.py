@@ -18,6 +18,7 @@ there is no demand and no floor (layout and tier comparisons run that way).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dliobench.config.schema import Config
@@ -31,10 +32,27 @@ _SHARE_LIMITER = {"wait": "storage", "comm": "communication", "checkpoint": "che
 DEVICE_SHARE_MIN = 0.05
 
 
-def pinned_ceiling(config: Config) -> float | None:
+@dataclass(frozen=True)
+class Bar:
+    """What a run is judged against, as values (the verdict needs no configuration): its AU
+    floor, the samples/s per rank it demands (None with compute 0) and the client ceiling
+    in samples/s per rank (None: not known)."""
+
+    au_floor: float
+    demand: float | None
+    ceiling: float | None = None
+
+    @classmethod
+    def of(cls, config: Config) -> Bar:
+        """The bar a configuration sets (its ``metric.client_ceiling`` when pinned)."""
+        compute_s = config.train.computation_time
+        demand = config.reader.batch_size / compute_s if compute_s > 0 else None
+        return cls(config.metric.au, demand, pinned_ceiling(config.metric.client_ceiling))
+
+
+def pinned_ceiling(value: str) -> float | None:
     """``metric.client_ceiling`` as samples/s per rank, or None ('auto' not measured yet,
     'off')."""
-    value = config.metric.client_ceiling
     return None if value in ("auto", "off") else float(value)
 
 
@@ -49,14 +67,12 @@ def time_shares(metrics: dict[str, Any]) -> dict[str, float] | None:
     return {name: float(value) / wall for name, value in parts.items()}
 
 
-def verdict(config: Config, metrics: dict[str, Any], shares: dict[str, float] | None,
+def verdict(bar: Bar, metrics: dict[str, Any], shares: dict[str, float] | None,
             honesty: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``meets_floor``, ``limiter``, one ``reason`` sentence, and the figures they rest on
     (``honesty`` brings where the counted bytes came from)."""
-    floor, au = config.metric.au, metrics.get("au")
-    compute_s = config.train.computation_time
-    demand = config.reader.batch_size / compute_s if compute_s > 0 else None
-    ceiling = pinned_ceiling(config)
+    floor, au = bar.au_floor, metrics.get("au")
+    demand, ceiling = bar.demand, bar.ceiling
     device_share = (honesty or {}).get("device_read_share")
     figures = {"au": au, "au_floor": floor, "demand_samples_per_s_per_rank": demand,
                "client_ceiling_samples_per_s_per_rank": ceiling,

@@ -21,6 +21,7 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,13 @@ from typing import Any
 from dliobench import __version__
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
+from dliobench.results.schema import RunResult
 from dliobench.storage.atomic import write_json_atomic
+
+# Runs the probe configuration as a whole run on this rank and returns its result (rank 0)
+# or None: the session passes its own ``run`` in, so this module never imports the session
+# whose verdicts it serves (a run within the run).
+ProbeRunner = Callable[[Config], "RunResult | None"]
 
 log = logging.getLogger(__name__)
 COUNTED_STEPS = 10  # counted steps per rank the measurement needs at least
@@ -158,12 +165,11 @@ def plan_of(config: Config, world: World, folder: Path) -> Config:
     )
 
 
-def measure(config: Config, world: World, comm: Comm,
+def measure(config: Config, world: World, comm: Comm, run_probe: ProbeRunner,
             load: dict[str, float] | None = None) -> float:
     """Samples/s per rank this host delivers with the run's reading settings (and cache it
-    with the host's ``load``, sampled now unless given)."""
-    from dliobench.run import session  # a run within the run: imported when needed
-
+    with the host's ``load``, sampled now unless given); ``run_probe`` runs the probe
+    (``session.measure_ceiling`` passes ``session.run``)."""
     if world.is_root and load is None:
         load = host_load()
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
@@ -173,23 +179,23 @@ def measure(config: Config, world: World, comm: Comm,
     log.info("measuring the client ceiling from %s (%d files, %d epochs)", folder,
              probe.dataset.num_files_train, probe.train.epochs)
     try:
-        outcome = session.run(probe, world, comm, [], show_progress=False)
+        result = run_probe(probe)
     finally:
         comm.barrier()
         if world.local_rank == 0:
             shutil.rmtree(folder, ignore_errors=True)
     value = 0.0
-    if outcome.result is not None:
-        rate = outcome.result["metrics"]["samples_per_s"] or 0.0
+    if result is not None:
+        rate = result["metrics"]["samples_per_s"] or 0.0
         value = rate / world.size
-        ranks = outcome.result["ranks"]
+        ranks = result["ranks"]
         samples = sum(r["samples"] for r in ranks)
         cpu = sum(r.get("cpu_s") or 0.0 for r in ranks)
         _remember(config, world, value, {"files": probe.dataset.num_files_train,
                                          "cpu_s_per_sample": cpu / samples if samples else None,
                                          "epochs": probe.train.epochs, "load": load,
                                          "bytes_per_s_per_rank":
-                                             (outcome.result["metrics"]["bytes_per_s"] or 0.0)
+                                             (result["metrics"]["bytes_per_s"] or 0.0)
                                              / world.size})
     out: float = comm.bcast(value)
     return out

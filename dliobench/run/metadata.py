@@ -10,46 +10,33 @@ the job's is all files over the slowest rank's time (as mdtest computes it).
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import secrets
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from dliobench.comm.world import Comm, World
+from dliobench.config.schema import Config
 from dliobench.dataset.check import share
 from dliobench.dataset.manifest import Manifest
+from dliobench.dataset.plan import Plan
 from dliobench.errors import DatasetError
-from dliobench.plan import Plan
+from dliobench.results.files import new_run_id, write_json
+from dliobench.results.metadata import METADATA_NAME, OPS, OpTimes, RankTimes, document, section
+from dliobench.run.facts import run_facts
 
-OPS = ("stat", "open", "close", "create", "unlink")
+__all__ = ["OPS", "OpTimes", "RankTimes", "dataset_manifest", "dataset_paths", "measure",
+           "metadata_phase", "scratch_folder", "write_metadata"]
 T = TypeVar("T")
 A = TypeVar("A")
 R = TypeVar("R")
 OPEN_BATCH = 1024  # descriptors held open at once between the open and the close calls
-
-
-@dataclass(frozen=True)
-class OpTimes:
-    """One rank's calls of one operation: the time spent in them and each call's latency."""
-
-    seconds: float
-    latencies_s: np.ndarray  # float64, one per call
-
-
-@dataclass(frozen=True)
-class RankTimes:
-    """One rank's measurement: its host, its file count and each operation's times."""
-
-    rank: int
-    host: str
-    files: int
-    ops: dict[str, OpTimes]
 
 
 def dataset_paths(plan: Plan, world: World, limit: int = 0) -> tuple[list[str], list[str]]:
@@ -179,3 +166,23 @@ def _phase(comm: Comm, work: Callable[[], T]) -> T:
     """One phase, started by all ranks together."""
     comm.barrier()
     return work()
+
+
+def metadata_phase(plan: Plan, world: World, comm: Comm, limit: int = 0) -> dict[str, Any]:
+    """Run the metadata phase: ``{"metadata": section}`` on rank 0, ``{}`` elsewhere."""
+    ranks = measure(plan, world, comm, limit)
+    if ranks is None:
+        return {}
+    folder = plan.config.dataset.data_folder
+    return {"metadata": section(ranks, folder, str(scratch_folder(folder, "").parent))}
+
+
+def write_metadata(config: Config, meta: dict[str, Any], launcher: str) -> Path:
+    """Commit ``<output.folder>/<run-id>/metadata.json`` (``results.metadata.document``)."""
+    run_id = new_run_id(config.name)
+    folder = Path(config.output.folder) / run_id
+    finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    doc = document(config, meta, run_id, finished, launcher, run_facts(config))
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / METADATA_NAME, doc)
+    return folder / METADATA_NAME

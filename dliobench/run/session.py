@@ -8,7 +8,7 @@ import logging
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,7 @@ from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
 from dliobench.dataset.lock import locked
 from dliobench.errors import DlioBenchError, Terminated
-from dliobench.plan import check_run, resolve
-from dliobench.results.assemble import build_result, run_facts
+from dliobench.results.assemble import build_result
 from dliobench.results.files import (
     RESULT_NAME,
     open_run_folder,
@@ -29,13 +28,15 @@ from dliobench.results.files import (
 from dliobench.results.journal import FOLDER as JOURNALS
 from dliobench.results.journal import HEADER, ended, journal_path
 from dliobench.results.measured import RankTrace
-from dliobench.results.metadata import metadata_phase
 from dliobench.results.recover import RECOVER_HINT, held, recover, write_header
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
-from dliobench.results.verdict import verdict
 from dliobench.run import ceiling
+from dliobench.run.facts import run_facts
+from dliobench.run.judge import judge_client
 from dliobench.run.loop import TrainingFailed, train
+from dliobench.run.metadata import metadata_phase
+from dliobench.run.planning import check_run, resolve
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +116,26 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
     result = None
     if world.is_root and traces is not None:
         result = build_result(config, run_id, "complete", traces, started, _now(),
-                              ready.total_bytes, extra, facts)
-    _judge_client(config, world, comm, result)
+                              ready.total_bytes, extra, facts or run_facts(config))
+    judge_client(config, world, comm, result, _probe_runner(world, comm))
     where, problem = None, None
     if result is not None and traces is not None:
         where, problem = save(run_dir, result, [t.timeline for t in traces], config)
     if comm.bcast(where == run_dir):  # the result holds every journaled record
         _drop_journal(run_dir, world)
     return RunOutcome(where, result, problem)
+
+
+def _probe_runner(world: World, comm: Comm) -> ceiling.ProbeRunner:
+    """A run of the client ceiling's probe configuration on these ranks (its result)."""
+    return lambda probe: run(probe, world, comm, [], show_progress=False).result
+
+
+def measure_ceiling(config: Config, world: World, comm: Comm,
+                    load: dict[str, float] | None = None) -> float:
+    """The client ceiling of ``config``'s reading settings on this host, measured now by a
+    probe run (``dliobench ceiling``; a run's verdict measures it through ``run.judge``)."""
+    return ceiling.measure(config, world, comm, _probe_runner(world, comm), load)
 
 
 def _drop_journal(run_dir: Path, world: World) -> None:
@@ -173,25 +186,6 @@ def save(run_dir: Path, result: RunResult, timelines: list[Timeline],
                   m.exclude_end_steps)
         return fallback, (f"could not write the run's files in {run_dir} ({reason}; {written} "
                           f"is there); result.json and timeline.csv are in {fallback}")
-
-
-def _judge_client(config: Config, world: World, comm: Comm, result: RunResult | None) -> None:
-    """A run that waited below its floor with ``metric.client_ceiling: auto``: find (cached
-    under the load the host has now, or measured now by every rank) what this host's loader
-    delivers from memory, and judge the run against it (rank 0 holds the result)."""
-    waited = result is not None and result["verdict"]["limiter"] == "storage"
-    if not comm.bcast(waited and config.metric.client_ceiling == "auto"):
-        return
-    load = ceiling.host_load() if world.is_root else None
-    value = comm.bcast(ceiling.cached(config, world, load=load) if world.is_root else None)
-    source = "cached"
-    if value is None:
-        value, source = ceiling.measure(config, world, comm, load), "measured"
-    if result is not None and value > 0:
-        judged = replace(config, metric=replace(config.metric, client_ceiling=str(value)))
-        result["verdict"] = {**verdict(judged, dict(result["metrics"]), result["time_shares"],
-                                       result["honesty"]),
-                             "client_ceiling_source": source, "client_ceiling_load": load}
 
 
 def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: str,
@@ -265,7 +259,7 @@ def _write_partial(config: Config, world: World, run_id: str, run_dir: Path,
     timeline), a later one writes ``partial-rank<N>.json`` beside it.
     """
     result = build_result(config, run_id, "partial", [trace], started, _now(), dataset_bytes,
-                          {**extra, "ranks_launched": world.size})
+                          {**extra, "ranks_launched": world.size}, run_facts(config))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         where = write_partial_result(run_dir, result, world.rank)

@@ -25,4 +25,15 @@ def backend_for(location: str, storage: StorageConfig | None = None,
     return PosixBackend(location)
 
 
-__all__ = ["Backend", "PosixBackend", "backend_for"]
+def timed(backend: Backend) -> Backend:
+    """``backend`` recording its reads' latencies, where it can (an object store; here,
+    beside the factory, so the latency recorder need not import the backends it times)."""
+    import dataclasses
+
+    from dliobench.storage.s3 import S3Backend
+
+    return dataclasses.replace(backend, timed=True) if isinstance(backend, S3Backend) \
+        else backend
+
+
+__all__ = ["Backend", "PosixBackend", "backend_for", "timed"]

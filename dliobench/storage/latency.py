@@ -11,7 +11,6 @@ it into its own.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import threading
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dliobench.storage.backend import Backend
+    pass
 
 BINS_PER_DECADE = 100
 LOW_S = 1e-6
@@ -161,11 +160,3 @@ def take() -> LatencyLog | None:
 def merge(log: LatencyLog | None) -> None:
     """Add ``log`` (a worker's ``take``) to this process's requests."""
     RECORDER.merge(log)
-
-
-def timed(backend: Backend) -> Backend:
-    """``backend`` recording its reads' latencies, where it can (an object store)."""
-    from dliobench.storage.s3 import S3Backend
-
-    return dataclasses.replace(backend, timed=True) if isinstance(backend, S3Backend) \
-        else backend

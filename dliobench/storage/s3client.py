@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dliobench.config.secrets import REDACTED
+from dliobench.config.keys import REDACTED
 from dliobench.errors import ConfigError, DatasetError, MissingExtraError
 
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ from dliobench.storage.s3target import EMPTY_RANGE, Refused, S3Target, botocore_
 if TYPE_CHECKING:
     from dliobench.storage.s3client import S3Settings
 
+
 _stores: dict[tuple[int, S3Settings, str], Any] = {}
 _lock = threading.Lock()
 _inherited = False  # this process was forked after obstore ran in it or an ancestor

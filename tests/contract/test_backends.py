@@ -220,10 +220,11 @@ class TestS3Backend(BackendContract):
             self, backend: Any, client: str) -> None:
         pytest.importorskip(client)
         from dliobench.storage import latency
+        from dliobench.storage import timed as timing
 
         data = payload(1000)
         backend.put("obj", data)
-        timed = latency.timed(replace(backend, settings=replace(backend.settings,
+        timed = timing(replace(backend, settings=replace(backend.settings,
                                                                  read_client=client)))
         latency.take()
         for offset, length in [(0, 1000), (10, 20), (990, 50), (1000, 5), (4000, 5)]:

@@ -18,11 +18,12 @@ import pytest
 
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
+from dliobench.dataset.plan import Plan
 from dliobench.dataset.prepare import prepare
 from dliobench.dataset.sharding import batches, rank_samples
 from dliobench.errors import MissingExtraError
 from dliobench.loaders import LOADERS, REGISTRY, make_loader
-from dliobench.plan import Plan, resolve
+from dliobench.run.planning import resolve
 
 
 def installed(name: str) -> bool:

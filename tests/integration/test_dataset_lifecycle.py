@@ -17,7 +17,7 @@ from dliobench.comm.world import World
 from dliobench.config.load import load
 from dliobench.dataset.manifest import identity
 from dliobench.errors import ConfigError
-from dliobench.plan import check_run
+from dliobench.run.planning import check_run
 from tests.conftest import last_result, manifest_files, tiny_workload
 
 BIG = ["dataset.num_files_train=40", "dataset.record_length_bytes=8MiB",

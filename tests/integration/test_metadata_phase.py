@@ -13,10 +13,10 @@ import pytest
 
 from dliobench.comm.world import ThreadGroup, World
 from dliobench.config.load import load
-from dliobench.plan import resolve
 from dliobench.results.metadata import section
 from dliobench.results.schema import parse_version
 from dliobench.run.metadata import OPS, measure
+from dliobench.run.planning import resolve
 from tests.conftest import last_result, tiny_workload
 
 FILES = 300

@@ -10,7 +10,7 @@ import pytest
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.report.predict import Scale, predict
-from dliobench.run import ceiling
+from dliobench.run import session
 from tests.conftest import tiny_workload
 
 
@@ -21,7 +21,7 @@ def test_ceiling_measurement_feeds_the_prediction(workdir: Path,
     config, _ = load(write_workload(doc), [])
     before = predict(config, Scale(2, 2, 2**30))["client"]
     assert before["ceiling_samples_per_s_per_rank"] is None  # nothing measured yet
-    measured = ceiling.measure(config, World.single(), LocalComm())
+    measured = session.measure_ceiling(config, World.single(), LocalComm())
     client = predict(config, Scale(2, 2, 2**30))["client"]  # 1 rank per host, as measured
     assert client["ceiling_samples_per_s_per_rank"] == pytest.approx(measured)
     cpu = client["cpu_s_per_sample"]

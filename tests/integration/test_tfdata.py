@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import rank_samples
 from dliobench.errors import CorruptSampleError
 from dliobench.loaders import make_loader
-from dliobench.plan import Plan
 from tests.contract.test_loaders import dataset, deliver, rank_plan
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,

@@ -18,7 +18,7 @@ from dliobench.dataset.layout import dataset_files, train_dir
 from dliobench.dataset.manifest import Manifest
 from dliobench.errors import DatasetError
 from dliobench.formats import get_format
-from dliobench.plan import resolve
+from dliobench.run.planning import resolve
 from dliobench.storage.posix import PosixBackend
 
 

@@ -22,7 +22,7 @@ from dliobench.dataset import writer_pool as writers
 from dliobench.dataset.generate import generate
 from dliobench.dataset.layout import dataset_files, train_dir
 from dliobench.formats import FORMATS, format_for, get_format
-from dliobench.plan import resolve
+from dliobench.run.planning import resolve
 from dliobench.storage.buffers import AlignedBuffer
 from dliobench.storage.posix import PosixBackend
 from tests.conftest import manifest_files

@@ -17,13 +17,14 @@ import pytest
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset.prepare import prepare
-from dliobench.plan import resolve
-from dliobench.results.assemble import build_result, run_facts
+from dliobench.results.assemble import build_result
 from dliobench.results.journal import Journal, journal_path, read_journal
 from dliobench.results.measured import RankTrace
 from dliobench.results.recover import assemble, write_header
 from dliobench.results.timeline import Timeline
+from dliobench.run.facts import run_facts
 from dliobench.run.loop import train
+from dliobench.run.planning import resolve
 from dliobench.storage.devreads import DeviceReads
 from dliobench.storage.latency import LatencyLog
 from tests.conftest import tiny_workload

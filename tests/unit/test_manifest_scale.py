@@ -19,7 +19,7 @@ from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset.columns import npy_header
 from dliobench.dataset.manifest import Manifest
-from dliobench.plan import resolve
+from dliobench.run.planning import resolve
 from dliobench.storage.posix import PosixBackend
 
 FILES = 100_000_000
@@ -38,7 +38,8 @@ def status(field):  # VmRSS now, VmHWM the peak (ru_maxrss survives exec: the pa
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset.manifest import Manifest
-from dliobench.plan import FileSizes, resolve
+from dliobench.dataset.plan import FileSizes
+from dliobench.run.planning import resolve
 from dliobench.storage.posix import PosixBackend
 folder, rank, ranks, overrides = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 cfg, _ = load(None, [f"dataset.data_folder={folder}", *overrides])

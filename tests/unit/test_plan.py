@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from dliobench import plan as plan_mod
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset.manifest import Manifest
 from dliobench.formats import FORMATS, get_format
 from dliobench.loaders import LOADERS
+from dliobench.run import planning as plan_mod
 from dliobench.storage.posix import PosixBackend
 from tests.conftest import last_result, tiny_workload
 

@@ -11,7 +11,7 @@ from dliobench.loaders.base import SampleReader, refuse_rows
 from dliobench.loaders.dali.loader import DaliLoader
 
 if TYPE_CHECKING:
-    from dliobench.plan import Plan
+    from dliobench.dataset.plan import Plan
 
 
 def build(plan: Plan, reader: SampleReader) -> DaliLoader:

@@ -13,7 +13,7 @@ from dliobench.loaders.base import SampleReader, refuse_rows
 from dliobench.loaders.tfdata.loader import TFDataLoader
 
 if TYPE_CHECKING:
-    from dliobench.plan import Plan
+    from dliobench.dataset.plan import Plan
 
 
 def build(plan: Plan, reader: SampleReader) -> TFDataLoader:

@@ -20,6 +20,7 @@ from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.checkpoint.layout import Layout, layout_for
 from dliobench.run.checkpoint.run import CheckpointRun, run_checkpoints
+from dliobench.run.facts import run_facts
 from dliobench.storage import backend_for
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,8 @@ def _result(config: Config, run_id: str, status: str, traces: list[RankTrace],
             runs: list[CheckpointRun], started: str, extra: dict[str, Any],
             launched: int) -> Any:
     """The result document of a checkpoint-only run."""
-    result = build_result(config, run_id, status, traces, started, _now(), 0, extra)
+    result = build_result(config, run_id, status, traces, started, _now(), 0, extra,
+                          run_facts(config))
     result["storage"] = backend_for(config.checkpoint.checkpoint_folder, config.storage,
                                     "checkpoint.checkpoint_folder").facts()
     result["checkpoint"] = summary(config, traces, runs, launched)
