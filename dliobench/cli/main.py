@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dliobench.cli import parser as cli_parser
@@ -29,13 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("dliobench")
 
 DEFAULT_WORKLOAD = "default"
-
-
-def _workload_path(name: str) -> Path:
-    """A workload given as a path, or as a shipped workload's name (``config.shipped``)."""
-    from dliobench.config.shipped import workload_path
-
-    return workload_path(name)
 
 
 def _load(args: argparse.Namespace) -> tuple[Config, list[str]]:

@@ -120,13 +120,12 @@ def measure_ceiling(config: Config, asked: Asked) -> tuple[World, float, Path] |
     return (world, value, ceiling.cache_path()) if world.is_root else None
 
 
-def measure_metadata(config: Config, asked: Asked,
-                     max_files: int) -> tuple[dict[str, Any], Path] | None:
-    """``dliobench metadata``: metadata rates over the dataset's files, written to
-    metadata.json; rank 0 gets the figures and the file (others: None)."""
+def measure_metadata(config: Config, asked: Asked, max_files: int) -> Path | None:
+    """``dliobench metadata``: metadata rates over the dataset's files, said as a table and
+    written to metadata.json; rank 0 gets the file (others: None)."""
     from dliobench.dataset.lock import locked
     from dliobench.plan import resolve
-    from dliobench.results.metadata import metadata_phase, write_metadata
+    from dliobench.results.metadata import metadata_phase, table, write_metadata
     from dliobench.run.metadata import dataset_manifest
 
     world, comm = join(asked.launcher)
@@ -140,5 +139,6 @@ def measure_metadata(config: Config, asked: Asked,
     done = on_every_rank(world, comm, work, config.train.stall_timeout_s)
     if not (world.is_root and done):
         return None
-    return done["metadata"], write_metadata(config, done["metadata"], world.launcher)
+    asked.say(table(done["metadata"]))  # before the file: shown even if it cannot be written
+    return write_metadata(config, done["metadata"], world.launcher)
 
