@@ -23,12 +23,11 @@ from dliobench.comm.abort import on_every_rank
 from dliobench.comm.launch import join
 from dliobench.config.schema import Config
 from dliobench.errors import ConfigError
-from dliobench.run import preflight
+from dliobench.run import preflight, session
 
 if TYPE_CHECKING:
     from dliobench.comm.world import World
     from dliobench.dataset.generate import Generated
-    from dliobench.run.session import RunOutcome
 
 log = logging.getLogger("dliobench")
 
@@ -37,10 +36,10 @@ log = logging.getLogger("dliobench")
 class Asked:
     """What the command line asked of a command besides the configuration."""
 
-    launcher: str = "auto"
-    yes: bool = False  # generate a large dataset without asking
-    show_progress: bool = True
-    say: Callable[[str], None] = print  # a sentence for the user before the work starts
+    launcher: str  # --launcher: auto, mpi, torch or none
+    yes: bool  # generate a large dataset without asking
+    show_progress: bool
+    say: Callable[[str], None]  # tells the user something as the work goes (rank 0 calls it)
 
 
 def checkpoint_only(config: Config) -> bool:
@@ -48,11 +47,9 @@ def checkpoint_only(config: Config) -> bool:
     return config.workflow.checkpoint and not config.workflow.train
 
 
-def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> RunOutcome:
+def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.RunOutcome:
     """``dliobench run``: check, then run the benchmark the configuration asks for on every
     rank; rank 0's outcome holds the result (others: Nones)."""
-    from dliobench.run import session
-
     world, comm = join(asked.launcher)
     preflight.check_outputs(config, generating=False)
     if checkpoint_only(config):
