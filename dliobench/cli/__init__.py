@@ -10,6 +10,6 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from dliobench.cli.main import main  # after the variable: it imports numpy
+from dliobench.cli.main import main  # after the variable: its commands import numpy
 
 __all__ = ["main"]

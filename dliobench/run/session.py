@@ -59,12 +59,9 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     """Generate what is missing, train, and write ``<output.folder>/<run-id>/``.
 
     The data folder is locked for the run: shared while it is read, exclusively only while
-    the run writes it (``dataset.lock``), so runs reading one dataset run at once.
+    the run writes it (``dataset.lock``), so runs reading one dataset run at once. The
+    checkpoint-only workflow is another session (``run.commands.run_benchmark`` picks it).
     """
-    if config.workflow.checkpoint and not config.workflow.train:
-        from dliobench.run.checkpoint import session as ckpt_session
-
-        return RunOutcome(*ckpt_session.run(config, world, comm, warnings, save))
     plan = resolve(config, world, comm)
     check_run(plan.config, world)  # an existing dataset's files decide its layout
     with locked(plan.manifest_backend, world, exclusive=False, doing="by a run") as lock:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dliobench.cli.main import _workload_path
+from dliobench.config.shipped import workload_path
 from dliobench.results import sysinfo
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,5 +22,5 @@ def test_workload_names_are_found_from_any_folder(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert not (tmp_path / "workloads").exists()
-    assert _workload_path("unet3d") == REPO / "workloads" / "unet3d.yaml"
-    assert os.path.isfile(_workload_path("default"))
+    assert workload_path("unet3d") == REPO / "workloads" / "unet3d.yaml"
+    assert os.path.isfile(workload_path("default"))
