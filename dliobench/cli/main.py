@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from dliobench.base.errors import ConfigError, DlioBenchError, Terminated
 from dliobench.cli import parser as cli_parser
 from dliobench.comm.abort import TERMINATED, stop_on_sigterm
-from dliobench.errors import ConfigError, DlioBenchError, Terminated
 
 if TYPE_CHECKING:
     from dliobench.config.schema import Config

@@ -259,8 +259,8 @@ def _add_metadata_parser(sub: SubParsers, commands: Commands) -> None:
 
 def size(text: str) -> int:
     """An argparse type: a byte count above 0 such as 1TiB, 512GB or 2e12."""
+    from dliobench.base.errors import ConfigError
     from dliobench.config.values import to_size
-    from dliobench.errors import ConfigError
 
     try:
         value = to_size("size", text if not text.replace(".", "", 1).isdigit() else float(text))

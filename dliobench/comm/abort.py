@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from dliobench.errors import DlioBenchError, Terminated
+from dliobench.base.errors import DlioBenchError, Terminated
 
 if TYPE_CHECKING:
     from dliobench.comm.world import Comm, World

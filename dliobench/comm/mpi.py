@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dliobench import leftovers
+from dliobench.base import leftovers
+from dliobench.base.errors import MissingExtraError
 from dliobench.comm.world import World
-from dliobench.errors import MissingExtraError
 
 T = TypeVar("T")
 # Variables launchers set in every rank's environment (MPICH/Hydra, Open MPI, PMIx, Slurm).

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dliobench import interrupts
+from dliobench.base import interrupts
+from dliobench.base.errors import ConfigError, MissingExtraError
 from dliobench.comm.world import World
-from dliobench.errors import ConfigError, MissingExtraError
 
 T = TypeVar("T")
 # All three present: a torch launcher (torchrun, torch.distributed.launch) started us.

@@ -11,8 +11,8 @@ import os
 import stat
 import tempfile
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.schema import Config
-from dliobench.errors import ConfigError
 from dliobench.storage.fsinfo import mount_of
 from dliobench.storage.location import is_url, parse_s3
 from dliobench.storage.posix_io import ALIGN

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dliobench.base.errors import ConfigError
 from dliobench.config import shipped, yamlfile
-from dliobench.errors import ConfigError
 
 _WORKLOAD = re.compile(r"^\+{0,2}workload=(.*)$")
 HYDRA_OWN = ("hydra.", "+hydra.", "++hydra.")  # Hydra's own settings (run dir, logging)

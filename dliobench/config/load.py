@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dliobench.base.errors import ConfigError
 from dliobench.config import rules, yamlfile
 from dliobench.config import values as cv
 from dliobench.config.dlio import (
@@ -24,7 +25,6 @@ from dliobench.config.dlio import (
 )
 from dliobench.config.profiles import apply_profile, merge_profiles
 from dliobench.config.schema import SECTIONS, Config
-from dliobench.errors import ConfigError
 from dliobench.storage.location import S3_SCHEME, is_url, parse_s3
 
 IGNORED_TOP_LEVEL = ("framework",)

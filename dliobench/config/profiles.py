@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dliobench.base.errors import ConfigError
 from dliobench.config import values as cv
 from dliobench.config.schema import AcceleratorProfile
-from dliobench.errors import ConfigError
 
 
 def merge_profiles(sections: list[tuple[str, dict[str, Any]]]) -> dict[str, AcceleratorProfile]:

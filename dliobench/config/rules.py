@@ -3,9 +3,9 @@ settings that run but probably do not say what was meant."""
 
 from __future__ import annotations
 
+from dliobench.base.errors import ConfigError
 from dliobench.config import values as cv
 from dliobench.config.schema import Config
-from dliobench.errors import ConfigError
 
 
 def advice(config: Config) -> list[str]:

@@ -12,7 +12,7 @@ import sysconfig
 from pathlib import Path
 
 from dliobench import CHECKOUT, from_checkout
-from dliobench.errors import ConfigError
+from dliobench.base.errors import ConfigError
 
 __all__ = ["CHECKOUT", "find", "folders", "from_checkout", "names", "workload_path"]
 

@@ -6,8 +6,8 @@ import math
 import re
 from typing import Any
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.schema import PARQUET_DTYPES, ParquetColumn
-from dliobench.errors import ConfigError
 
 _SIZE_UNITS = {
     "": 1, "b": 1,

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from dliobench.errors import ConfigError
+from dliobench.base.errors import ConfigError
 from dliobench.storage.posix_io import open_regular
 
 MAX_FILE_BYTES = 1 << 20  # a workload or sweep file is a few KiB

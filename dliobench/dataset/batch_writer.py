@@ -1,7 +1,7 @@
 """Write one batch of a generation's files; return their manifest journal records.
 
 A batch travels to its writer as two arrays (file indices, sample sizes) and comes back as
-journal records (``manifest.record_dtype``): no Python object per file crosses a process or
+journal records (``records.record_dtype``): no Python object per file crosses a process or
 stays in the main one, whatever the file count.
 
 Small files (under ``WRITEBACK_MIN_BYTES``) of a contiguous format without side files (npy,
@@ -20,9 +20,9 @@ import numpy as np
 
 from dliobench.config.schema import DatasetConfig
 from dliobench.dataset import fill as datafill
-from dliobench.dataset import manifest as manifest_mod
 from dliobench.dataset.file_writer import Fill, write_error, write_file
 from dliobench.dataset.layout import TRAIN, DataFile, relpath
+from dliobench.dataset.records import record_dtype
 from dliobench.formats import Format
 from dliobench.formats.base import ContiguousFormat
 from dliobench.storage.backend import Backend
@@ -78,7 +78,7 @@ class Job:
     def record_dtype(self) -> np.dtype:
         """The journal records this job's files get."""
         samples = self.dataset.num_samples_per_file if self.fill.sample_crcs else 0
-        return manifest_mod.record_dtype(len(self.fmt.side_suffixes), samples)
+        return record_dtype(len(self.fmt.side_suffixes), samples)
 
 
 class PartialBatch(Exception):

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dliobench.errors import DatasetError
+from dliobench.base.errors import DatasetError
 from dliobench.storage.backend import Backend
 
 GAP = 16 << 10  # entries closer than this many bytes are read in one request

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.base.errors import ConfigError, DatasetError, InputError
+from dliobench.base.units import size_text
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config, DatasetConfig
 from dliobench.dataset.indexing import Index, dlio_named, index
@@ -36,13 +38,11 @@ from dliobench.dataset.manifest import (
     read_whole,
     records,
 )
-from dliobench.errors import ConfigError, DatasetError, InputError
 from dliobench.formats import format_for
 from dliobench.formats.npz import AXIS, MEMBER, Split
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 from dliobench.storage.location import is_url
-from dliobench.units import size_text
 
 log = logging.getLogger(__name__)
 NAMES_KEY = f"{FOLDER}/names.txt"

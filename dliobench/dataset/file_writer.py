@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import crc32c
 import numpy as np
 
+from dliobench.base.errors import DatasetError
 from dliobench.config.schema import DatasetConfig
 from dliobench.dataset import fill as datafill
 from dliobench.dataset.layout import DataFile
-from dliobench.errors import DatasetError
 from dliobench.formats import Format
 from dliobench.formats.base import AssembledFormat, EncodedFormat, FileFormat, StreamedFormat
 from dliobench.storage import posix_io as storage

@@ -18,21 +18,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dliobench import interrupts
+from dliobench.base import interrupts
+from dliobench.base.errors import DatasetError
+from dliobench.base.units import size_text
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.dataset import batch_writer, progress, space
-from dliobench.dataset import manifest as manifest_mod
 from dliobench.dataset import writer_pool as writers
 from dliobench.dataset.batch_writer import FileBatch
 from dliobench.dataset.check import SliceState, check_slice, share
 from dliobench.dataset.layout import TRAIN, sample_sizes
 from dliobench.dataset.manifest import Manifest
 from dliobench.dataset.plan import Plan
-from dliobench.errors import DatasetError
+from dliobench.dataset.records import forget
 from dliobench.storage import lustre
 from dliobench.storage.posix import TMP_MARK
-from dliobench.units import size_text
 
 log = logging.getLogger(__name__)
 JOURNAL_EVERY_S = 1.0  # a killed generation loses at most about this much work,
@@ -139,7 +139,7 @@ def _generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: 
         _prepare_storage(plan, missing, sizes)
         manifest.open_journals([len(missing[r::world.size]) + (len(damaged) if r == 0 else 0)
                                 for r in range(world.size)])
-        manifest.append(0, manifest_mod.forget(damaged, len(manifest.side_suffixes),
+        manifest.append(0, forget(damaged, len(manifest.side_suffixes),
                                                manifest.sample_crcs))
         watchdog.beat("sending the manifest to the other ranks")
     manifest = comm.bcast(manifest)

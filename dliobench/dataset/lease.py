@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dliobench.errors import DatasetError
+from dliobench.base.errors import DatasetError
 from dliobench.storage.backend import Backend, drop_leftovers
 
 log = logging.getLogger(__name__)

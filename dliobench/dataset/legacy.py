@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from dliobench.errors import DatasetError
+from dliobench.base.errors import DatasetError
 
 LEGACY_KEY = "dliobench-manifest.json"
 LEGACY_INDEX = re.compile(r"_(\d+)\.[^./]+$")

@@ -19,25 +19,24 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import crc32c
 import numpy as np
 
+from dliobench.base.errors import DatasetError
 from dliobench.config.schema import DatasetConfig
 from dliobench.dataset import legacy
 from dliobench.dataset.columns import Column, write_column
 from dliobench.dataset.legacy import LEGACY_KEY
-from dliobench.errors import DatasetError
+from dliobench.dataset.records import ABSENT, checks, record_dtype, records, with_checks
 from dliobench.formats import get_format
 from dliobench.storage.backend import Backend
 
 FOLDER = "dliobench-manifest"
 HEADER_KEY = f"{FOLDER}/manifest.json"
 SCHEMA = 2
-ABSENT = -1  # size of a file (or side file) the manifest does not hold
 # The dataset keys that decide the bytes of file i; the file count may differ between runs.
 log = logging.getLogger(__name__)
 IDENTITY_KEYS = ("format", "num_samples_per_file", "record_length_bytes",
@@ -54,21 +53,6 @@ def identity(dataset: DatasetConfig) -> dict[str, Any]:
         out["parquet_columns"] = ",".join(f"{c.name}:{c.dtype}:{c.size}"
                                           for c in dataset.parquet_columns)
     return out
-
-
-def record_dtype(sides: int, samples: int = 0) -> np.dtype:
-    """One journal record: a file's index, size and CRC, its side files', its samples' CRCs
-    (when recorded), a check CRC. A size of ``ABSENT`` forgets the file (found damaged)."""
-    fields: list[tuple[Any, ...]] = [("index", "<i8"), ("size", "<i8"), ("crc", "<u4")]
-    if sides:
-        fields += [("side_size", "<i8", (sides,)), ("side_crc", "<u4", (sides,))]
-    if samples:
-        fields += [("sample_crc", "<u4", (samples,))]
-    return np.dtype([*fields, ("check", "<u4")])
-
-
-Entry = tuple[int, int, tuple[tuple[int, int], ...]] | tuple[
-    int, int, tuple[tuple[int, int], ...], tuple[int, ...]]  # size, crc, sides[, sample CRCs]
 
 
 @dataclass
@@ -238,7 +222,7 @@ class Manifest:
             records = fitted
         if records.size:
             with self._writing():
-                self.backend.append(self.journal_key(rank), _with_checks(records).tobytes())
+                self.backend.append(self.journal_key(rank), with_checks(records).tobytes())
 
     def compact(self, min_files: int = 0, extra: np.ndarray | None = None) -> None:
         """Fold the journals (and ``extra`` records, applied last) into new columns, switch
@@ -275,42 +259,8 @@ class Manifest:
                 continue
             whole = len(data) - len(data) % dtype.itemsize  # a torn tail is dropped
             recs = np.frombuffer(data[:whole], dtype=dtype)
-            parts.append(recs[_checks(recs) == recs["check"]])
+            parts.append(recs[checks(recs) == recs["check"]])
         return np.concatenate(parts) if parts else np.empty(0, dtype)
-
-
-def records(entries: Mapping[int, Entry], sides: int, samples: int = 0) -> np.ndarray:
-    """Journal records of {file index: (size, crc, ((side size, side crc), ...)[, sample
-    CRCs])}."""
-    out = np.zeros(len(entries), record_dtype(sides, samples))
-    for row, (index, entry) in enumerate(sorted(entries.items())):
-        size, crc, side = entry[0], entry[1], entry[2]
-        out[row]["index"], out[row]["size"], out[row]["crc"] = index, size, crc
-        if sides:
-            out[row]["side_size"] = [s for s, _ in side] or ABSENT
-            out[row]["side_crc"] = [c for _, c in side] or 0
-        if samples and len(entry) > 3:
-            out[row]["sample_crc"] = entry[3] or 0
-    return out
-
-
-def forget(indices: Iterable[int], sides: int, samples: int = 0) -> np.ndarray:
-    """Journal records that forget these files (found damaged: they are written again)."""
-    return records({i: (ABSENT, 0, ()) for i in indices}, sides, samples)
-
-
-def _checks(recs: np.ndarray) -> np.ndarray:
-    """Each record's CRC-32C over all its bytes but the check itself."""
-    if not len(recs):
-        return np.empty(0, np.uint32)
-    raw = recs.view(np.uint8).reshape(len(recs), -1)[:, :-4]
-    return np.array([crc32c.crc32c(row.tobytes()) for row in raw], dtype=np.uint32)
-
-
-def _with_checks(recs: np.ndarray) -> np.ndarray:
-    out = recs.copy()
-    out["check"] = _checks(out)
-    return out
 
 
 def _typed(doc: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dliobench.bounds import check_memory
+from dliobench.base.errors import DatasetError
 from dliobench.comm.world import Comm, World
+from dliobench.dataset.bounds import check_memory
 from dliobench.dataset.generate import Generated, generate, open_manifest, survey
 from dliobench.dataset.lock import FolderLock
 from dliobench.dataset.manifest import HEADER_KEY, LEGACY_KEY, Manifest, read_whole
 from dliobench.dataset.plan import FileRows, FileSizes, Plan
-from dliobench.errors import DatasetError
 
 
 @dataclass(frozen=True)

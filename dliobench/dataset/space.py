@@ -130,10 +130,10 @@ def pending(config: Config,
     of ``config``'s dataset would write; nothing for an existing dataset. Where the whole
     dataset would not ``matter``, that upper bound is returned without loading the manifest
     (the run loads it once, later)."""
+    from dliobench.base.errors import DatasetError
     from dliobench.dataset.existing import wanted
     from dliobench.dataset.layout import sample_sizes
     from dliobench.dataset.manifest import Manifest
-    from dliobench.errors import DatasetError
     from dliobench.formats import format_for
     from dliobench.storage import backend_for
     from dliobench.storage.location import is_url

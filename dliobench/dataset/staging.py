@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dliobench import interrupts
+from dliobench.base import interrupts
+from dliobench.base.errors import DatasetError
 from dliobench.comm.world import Comm, World
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import rank_samples
-from dliobench.errors import DatasetError
 from dliobench.storage import backend_for
 from dliobench.storage.backend import Backend
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.names import FORMAT_NAMES, check_registry
-from dliobench.errors import ConfigError
 from dliobench.formats.base import ByteRange, Format
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image, ImageFile
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats.base import ByteRange, FileFormat, Stored
 
 # Errors Pillow raises on damaged or truncated data (UnidentifiedImageError is an OSError).

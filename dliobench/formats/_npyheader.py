@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dliobench.errors import CorruptSampleError
+from dliobench.base.errors import CorruptSampleError
 
 MAGIC = b"\x93NUMPY"
 _PREFIX = struct.Struct("<6sBB")

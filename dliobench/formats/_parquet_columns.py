@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.base.errors import MissingExtraError
 from dliobench.config.schema import ParquetColumn
-from dliobench.errors import MissingExtraError
 from dliobench.formats.base import Columns
 
 try:

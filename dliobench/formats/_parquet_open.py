@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from dliobench.errors import CorruptSampleError, DatasetError, MissingExtraError
+from dliobench.base.errors import CorruptSampleError, DatasetError, MissingExtraError
 from dliobench.formats.base import Stored
 from dliobench.storage.backend import CountingReader
 

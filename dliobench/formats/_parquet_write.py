@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
+from dliobench.base.errors import MissingExtraError
 from dliobench.config.schema import ParquetColumn
-from dliobench.errors import MissingExtraError
 from dliobench.formats._parquet_columns import table
 from dliobench.formats.base import RowFill, Sink
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from dliobench.errors import ConfigError
+from dliobench.base.errors import ConfigError
 
 Columns = tuple[np.ndarray, ...]
 """A batch of rows as its columns, an array per column with a row per sample (parquet): what

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import h5py
 import numpy as np
 
-from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
+from dliobench.base.errors import ConfigError, CorruptSampleError, DatasetError
 from dliobench.formats.base import ByteRange, EncodedFormat, Stored
 from dliobench.storage.backend import CountingReader
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats.base import ByteRange, ContiguousFormat, Stored
 
 OFFSETS_SUFFIX = ".off.idx"

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image, ImageFile, JpegImagePlugin
 
-from dliobench.errors import DatasetError
+from dliobench.base.errors import DatasetError
 from dliobench.formats._image import ImageFormat, to_pixels
 
 SOI = b"\xff\xd8"

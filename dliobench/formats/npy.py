@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats import _npyheader as npyheader
 from dliobench.formats._npzwrite import array_header
 from dliobench.formats.base import ByteRange, ContiguousFormat, Stored

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dliobench.base.errors import ConfigError, CorruptSampleError, DatasetError, MissingExtraError
 from dliobench.config.schema import ParquetColumn
-from dliobench.errors import ConfigError, CorruptSampleError, DatasetError, MissingExtraError
 from dliobench.formats._parquet_columns import DEFAULT_COLUMN, column_arrays, row_bytes
 from dliobench.formats._parquet_open import ERRORS, OpenFile, open_file
 from dliobench.formats._parquet_write import write_rows

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import crc32c
 import numpy as np
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats._tfexample import ProtoError, example_prefix, find_image
 from dliobench.formats.base import AssembledFormat, ByteRange, Fill, Format, Stored
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.names import LOADER_NAMES, check_registry
-from dliobench.errors import ConfigError
 from dliobench.loaders.base import Batch, Loader, SampleReader
 from dliobench.storage import timed
 

@@ -10,7 +10,7 @@ from typing import Protocol
 import crc32c
 import numpy as np
 
-from dliobench.errors import ConfigError, CorruptSampleError, unreadable
+from dliobench.base.errors import ConfigError, CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
 from dliobench.formats.base import Columns, Stored, consecutive
 from dliobench.storage.backend import Backend

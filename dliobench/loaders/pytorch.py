@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dliobench import leftovers
+from dliobench.base import leftovers
+from dliobench.base.errors import DlioBenchError, MissingExtraError
 from dliobench.dataset.sharding import batches
-from dliobench.errors import DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.storage import latency
 

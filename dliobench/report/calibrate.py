@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dliobench.errors import InputError
+from dliobench.base.errors import InputError
 from dliobench.report.runs import find_run_dirs
 from dliobench.results.files import read_result
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dliobench.errors import ConfigError, DlioBenchError, InputError
+from dliobench.base.errors import ConfigError, DlioBenchError, InputError
 
 if TYPE_CHECKING:
     from dliobench.config.schema import Config
@@ -68,9 +68,9 @@ def recover_runs(runs: list[str]) -> None:
 def check_runs(runs: list[str], division: str, as_json: bool) -> int:
     """``dliobench check``: MLPerf Storage's rules applied to the runs; 1 when any finding
     fails, else 0."""
+    from dliobench.report.rules import registry, render
+    from dliobench.report.rules.finding import failed
     from dliobench.report.runs import find_run_dirs
-    from dliobench.rules import registry, render
-    from dliobench.rules.finding import failed
 
     found = registry.load_runs(find_run_dirs(runs))
     findings = registry.apply(found, division)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dliobench.errors import InputError
+from dliobench.base.errors import InputError
 from dliobench.report.labels import fmt_value, label_keys, label_parts, plural, telling_keys
 from dliobench.report.plots.checkpoints import checkpoints
 from dliobench.report.plots.comparison import comparison

@@ -14,12 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dliobench.base.errors import ConfigError
+from dliobench.base.units import size_text
 from dliobench.comm.world import World
 from dliobench.config.schema import Config
 from dliobench.dataset.datasize import files_needed
-from dliobench.errors import ConfigError
 from dliobench.run import ceiling
-from dliobench.units import size_text
 
 BATCH_READ_FORMATS = ("parquet",)  # the loaders read a batch's rows of a file in one call
 

@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.schema import Config
-from dliobench.errors import ConfigError
 from dliobench.report.calibrate import Estimate, Fit, Point, shape_text
 
 UNIT = 1e6  # MB/s in sentences, as the table's

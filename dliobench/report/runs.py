@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from dliobench.errors import InputError
+from dliobench.base.errors import InputError
 from dliobench.results.files import read_result
 from dliobench.results.schema import RunResult
 

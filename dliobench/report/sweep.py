@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.secrets import REDACTED, is_secret, redact_argv
-from dliobench.errors import ConfigError
 from dliobench.results.files import read_result, write_json
 from dliobench.results.schema import RunResult
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from dliobench.errors import DlioBenchError
+from dliobench.base.errors import DlioBenchError
 from dliobench.report.factors import differing_keys, factors_of, flatten
 from dliobench.report.labels import run_labels
 from dliobench.report.runs import Run, RunSet

@@ -8,8 +8,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from dliobench.bounds import batches_ahead
 from dliobench.config.schema import Config
+from dliobench.dataset.bounds import batches_ahead
 from dliobench.results import metrics
 from dliobench.results.files import config_dict
 from dliobench.results.measured import RankTrace

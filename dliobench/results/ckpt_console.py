@@ -7,9 +7,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dliobench.base.units import size_text
 from dliobench.results.schema import RunResult
 from dliobench.results.storage_reads import made_storage_reads_by
-from dliobench.units import size_text
 
 
 def _gbps(x: float | None) -> str:

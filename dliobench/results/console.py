@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dliobench.units import size_text
+from dliobench.base.units import size_text
 
 if TYPE_CHECKING:
     from dliobench.comm.world import World

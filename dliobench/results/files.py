@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from dliobench.base.errors import DlioBenchError, InputError
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
-from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.results.typed import first_mismatch
 

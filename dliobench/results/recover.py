@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dliobench.base.errors import InputError
 from dliobench.config.load import layer_from_mapping, resolve
 from dliobench.config.schema import Config
-from dliobench.errors import InputError
 from dliobench.results.assemble import build_result
 from dliobench.results.files import RESULT_NAME, config_dict, write_json, write_result
 from dliobench.results.journal import FOLDER, HEADER, RankJournal, read_journals

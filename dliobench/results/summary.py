@@ -7,10 +7,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dliobench.base.units import size_text
 from dliobench.results.schema import RunResult
 from dliobench.results.storage_reads import page_cache_possible
 from dliobench.results.verdict import DEVICE_SHARE_MIN, verdict_words
-from dliobench.units import size_text
 
 
 def _pct(x: float | None) -> str:

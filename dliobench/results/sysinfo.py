@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from dliobench import __version__
-from dliobench.bounds import host_memory_bytes  # a rank's memory bounds are checked against it
+from dliobench.dataset.bounds import (
+    host_memory_bytes,  # a rank's memory bounds are checked against it
+)
 
 __all__ = ["commit", "host_memory_bytes", "machine", "version"]
 

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from dliobench.errors import DlioBenchError
+from dliobench.base.errors import DlioBenchError
 from dliobench.results.files import read_result
 from dliobench.storage.atomic import write_json_atomic
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dliobench.base.errors import ConfigError
 from dliobench.comm.abort import on_every_rank
 from dliobench.comm.launch import join
 from dliobench.config.schema import Config
-from dliobench.errors import ConfigError
 from dliobench.run import preflight, session
 
 if TYPE_CHECKING:

@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from dliobench import interrupts
+from dliobench.base import interrupts
+from dliobench.base.errors import Terminated
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import progress
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
-from dliobench.errors import Terminated
 from dliobench.loaders import Loader, make_loader
 from dliobench.results.journal import Journal, journal_path
 from dliobench.results.measured import EpochCheck, RankTrace

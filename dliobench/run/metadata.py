@@ -21,12 +21,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dliobench.base.errors import DatasetError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset.check import share
 from dliobench.dataset.manifest import Manifest
 from dliobench.dataset.plan import Plan
-from dliobench.errors import DatasetError
 from dliobench.results.files import new_run_id, write_json
 from dliobench.results.metadata import METADATA_NAME, OPS, OpTimes, RankTimes, document, section
 from dliobench.run.facts import run_facts

@@ -12,15 +12,15 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import replace
 
-from dliobench.bounds import check_memory
+from dliobench.base.errors import ConfigError
 from dliobench.comm.world import Comm, World
 from dliobench.config.folders import check_folders
 from dliobench.config.schema import Config
+from dliobench.dataset.bounds import check_memory
 from dliobench.dataset.existing import adopt
 from dliobench.dataset.layout import TRAIN, FileKeys
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, rank_sample_count
-from dliobench.errors import ConfigError
 from dliobench.formats import Format, format_for, get_format
 from dliobench.storage import backend_for
 

@@ -15,6 +15,8 @@ import logging
 import sys
 from dataclasses import dataclass, replace
 
+from dliobench.base.errors import ConfigError
+from dliobench.base.units import size_text
 from dliobench.comm.world import World
 from dliobench.config.folders import (
     MEMORY_FILE_SYSTEMS,
@@ -25,9 +27,7 @@ from dliobench.config.folders import (
 )
 from dliobench.config.schema import Config
 from dliobench.dataset.space import Pending, pending
-from dliobench.errors import ConfigError
 from dliobench.storage.location import is_url
-from dliobench.units import size_text
 
 log = logging.getLogger("dliobench")
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dliobench.base.errors import DlioBenchError, Terminated
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import prepare as dataset_mod
 from dliobench.dataset import staging
 from dliobench.dataset.lock import locked
-from dliobench.errors import DlioBenchError, Terminated
 from dliobench.results.assemble import build_result
 from dliobench.results.files import (
     RESULT_NAME,

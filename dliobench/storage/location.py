@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dliobench.errors import ConfigError
+from dliobench.base.errors import ConfigError
 
 S3_SCHEME = "s3://"
 # S3's bucket naming rules (3-63 characters, lower case, digits, dots and hyphens)

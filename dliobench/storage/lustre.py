@@ -6,8 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from dliobench.base.errors import ConfigError, DatasetError
 from dliobench.config.schema import StorageConfig
-from dliobench.errors import ConfigError, DatasetError
 
 
 def wants_striping(cfg: StorageConfig) -> bool:

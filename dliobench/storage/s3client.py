@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dliobench.base.errors import ConfigError, DatasetError, MissingExtraError
 from dliobench.config.keys import REDACTED
-from dliobench.errors import ConfigError, DatasetError, MissingExtraError
 
 if TYPE_CHECKING:
     from dliobench.config.schema import StorageConfig

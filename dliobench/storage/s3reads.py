@@ -19,7 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from dliobench.errors import DatasetError, MissingExtraError
+from dliobench.base.errors import DatasetError, MissingExtraError
 from dliobench.storage.s3target import EMPTY_RANGE, Refused, S3Target, botocore_error
 
 if TYPE_CHECKING:

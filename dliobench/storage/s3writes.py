@@ -19,7 +19,7 @@ from typing import Any
 
 import crc32c
 
-from dliobench.errors import DatasetError
+from dliobench.base.errors import DatasetError
 from dliobench.storage.s3target import S3Target
 
 

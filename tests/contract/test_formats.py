@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dliobench.base.errors import CorruptSampleError
 from dliobench.dataset import fill as datafill
-from dliobench.errors import CorruptSampleError
 from dliobench.formats import FORMATS, get_format
 from dliobench.formats.base import stored
 from dliobench.loaders.base import SampleReader

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dliobench.base.errors import MissingExtraError
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.prepare import prepare
 from dliobench.dataset.sharding import batches, rank_samples
-from dliobench.errors import MissingExtraError
 from dliobench.loaders import LOADERS, REGISTRY, make_loader
 from dliobench.run.planning import resolve
 

@@ -13,10 +13,10 @@ import h5py
 import numpy as np
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.comm.world import World
 from dliobench.config.load import load
 from dliobench.dataset.manifest import identity
-from dliobench.errors import ConfigError
 from dliobench.run.planning import check_run
 from tests.conftest import last_result, manifest_files, tiny_workload
 

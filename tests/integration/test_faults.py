@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 
-from dliobench import leftovers
+from dliobench.base import leftovers
 from dliobench.loaders.dali.source import FOLDER_PREFIX, LEFTOVER_PATTERN
 from tests.conftest import manifest_files, tiny_workload
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.load import load
-from dliobench.errors import ConfigError
 from dliobench.formats import FORMATS, format_for, get_format
 from tests.conftest import last_result, tiny_workload
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats import get_format
 from dliobench.loaders.base import SampleReader
 from tests.conftest import tiny_workload

@@ -17,9 +17,9 @@ import pytest
 
 from dliobench.cli.main import main
 from dliobench.config.load import FIELDS
+from dliobench.report.rules.references import REFERENCES, Reference
+from dliobench.report.rules.subject import reference
 from dliobench.results.provenance import config_hash
-from dliobench.rules.references import REFERENCES, Reference
-from dliobench.rules.subject import reference
 
 TINY = ["dataset.num_files_train=35", "dataset.record_length_bytes=65536",
         "dataset.record_length_bytes_stdev=0", "train.epochs=1", "train.computation_time=0.02",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dliobench.errors import ConfigError
+from dliobench.base.errors import ConfigError
 from dliobench.report.sweep import load_sweep, points, with_overrides
 from tests.conftest import tiny_workload
 

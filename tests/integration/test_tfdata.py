@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dliobench.base.errors import CorruptSampleError
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import rank_samples
-from dliobench.errors import CorruptSampleError
 from dliobench.loaders import make_loader
 from tests.contract.test_loaders import dataset, deliver, rank_plan
 

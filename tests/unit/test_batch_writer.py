@@ -8,6 +8,7 @@ import crc32c
 import numpy as np
 import pytest
 
+from dliobench.base.errors import DatasetError
 from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset import fill as datafill
@@ -16,7 +17,6 @@ from dliobench.dataset.file_writer import Fill
 from dliobench.dataset.generate import generate
 from dliobench.dataset.layout import dataset_files, train_dir
 from dliobench.dataset.manifest import Manifest
-from dliobench.errors import DatasetError
 from dliobench.formats import get_format
 from dliobench.run.planning import resolve
 from dliobench.storage.posix import PosixBackend

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.load import load
-from dliobench.errors import ConfigError
 
 # Our own fixtures, written in the key names of DLIO 2.0.0 (PyPI) and of DLIO's main branch.
 DLIO_2_0_0 = {
@@ -170,7 +170,8 @@ def test_a_stdev_left_larger_than_half_the_mean_is_warned_about() -> None:
 
 def test_checkpoints_asked_for_after_the_last_epoch_are_warned_about() -> None:
     """Upstream's unet3d_b200.yaml checkpoints after epoch 5: fewer epochs write none."""
-    upstream = (Path(__file__).resolve().parents[2] / "dliobench" / "rules" / "upstream"
+    upstream = (Path(__file__).resolve().parents[2] / "dliobench" / "report" / "rules"
+                / "upstream"
                 / "unet3d_b200.yaml")
     asked = ["workflow.checkpoint=true", "train.epochs=2"]
     _, warnings = load(upstream, asked)

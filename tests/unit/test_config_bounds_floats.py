@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.load import _schema, load
-from dliobench.errors import ConfigError
 
 FRACTIONAL = sorted(name for name, field in _schema()[0].items()
                     if field.metadata["kind"] in ("float", "seconds"))

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
+from dliobench.base.errors import DlioBenchError
 from dliobench.dataset.sharding import ShardSpec, rank_samples
-from dliobench.errors import DlioBenchError
 from dliobench.formats import get_format
 from dliobench.formats.base import Stored
 from dliobench.loaders.base import SampleReader

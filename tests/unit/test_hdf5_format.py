@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from dliobench.errors import ConfigError, CorruptSampleError, DatasetError
+from dliobench.base.errors import ConfigError, CorruptSampleError, DatasetError
 from dliobench.formats import get_format
 from dliobench.formats.base import stored
 from dliobench.formats.hdf5 import FORMAT as FMT

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.hydra import split
 from dliobench.config.load import load
-from dliobench.errors import ConfigError
 from tests.conftest import last_result
 
 

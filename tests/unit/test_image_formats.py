@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats import get_format
 from dliobench.formats._image import image_shape
 from dliobench.formats.base import stored

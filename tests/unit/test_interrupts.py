@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dliobench import interrupts
+from dliobench.base import interrupts
+from dliobench.base.errors import Terminated
 from dliobench.comm.world import World
 from dliobench.dataset import staging
-from dliobench.errors import Terminated
 from dliobench.storage import backend_for
 from dliobench.storage.posix import PosixBackend
 

@@ -54,10 +54,7 @@ LAYER_ORDER = ["base", "comm", "config", "storage", "config loading", "formats",
 
 LAYERS: dict[str, str] = {
     "dliobench.__init__": "base",
-    "dliobench.errors": "base",
-    "dliobench.units": "base",
-    "dliobench.interrupts": "base",
-    "dliobench.leftovers": "base",
+    "dliobench.base": "base",
     "dliobench.config.names": "base",
     "dliobench.comm": "comm",
     "dliobench.config": "config",
@@ -69,7 +66,7 @@ LAYERS: dict[str, str] = {
     "dliobench.config.secrets": "config loading",
     "dliobench.config.shipped": "config loading",
     "dliobench.formats": "formats",
-    "dliobench.bounds": "bounds",
+    "dliobench.dataset.bounds": "bounds",
     "dliobench.dataset.layout": "dataset shape",
     "dliobench.dataset.sharding": "dataset shape",
     "dliobench.dataset.permutation": "dataset shape",
@@ -79,7 +76,6 @@ LAYERS: dict[str, str] = {
     "dliobench.results": "results",
     "dliobench.run": "run",
     "dliobench.report": "report",
-    "dliobench.rules": "report",
     "dliobench.cli": "cli",
     "dliobench.__main__": "cli",
 }
@@ -226,9 +222,20 @@ def test_the_scan_sees_every_kind_of_import() -> None:
     """The scan's own check, on the real tree: a top-level import, one inside a function
     (``storage.timed``), one under ``TYPE_CHECKING`` (the loaders' ``Plan``); and the
     cycle and upward finders on made-up graphs."""
-    assert "dliobench.errors" in GRAPH["dliobench.formats"]
+    assert "dliobench.base.errors" in GRAPH["dliobench.formats"]
     assert "dliobench.storage.s3" in GRAPH["dliobench.storage"]
     assert "dliobench.dataset.plan" in GRAPH["dliobench.loaders"]
     assert _owner("dliobench.results.verdict.verdict") == "dliobench.results.verdict"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert upward({"dliobench.errors": {"dliobench.cli.main"}, "dliobench.cli.main": set()})
+    assert upward({"dliobench.base.errors": {"dliobench.cli.main"}, "dliobench.cli.main": set()})
+
+
+def test_the_house_stays_small() -> None:
+    """A newcomer sees the subsystems from the folder list (at most 13 entries at the top) and
+    reads any module whole (none over 350 lines): docs/ARCHITECTURE.md, "Layers"."""
+    top = sorted(p.name for p in PACKAGE.iterdir()
+                 if p.name != "__pycache__" and p.suffix not in (".so", ".pyc"))
+    assert len(top) <= 13, top
+    long = {str(path.relative_to(PACKAGE)): n for path in PACKAGE.rglob("*.py")
+            if (n := len(path.read_text().splitlines())) > 350}
+    assert not long, long

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from dliobench import leftovers
+from dliobench.base import leftovers
 
 
 def test_only_entries_of_dead_processes_old_enough_are_removed(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dliobench.errors import CorruptSampleError
+from dliobench.base.errors import CorruptSampleError
 from dliobench.formats import get_format
 from dliobench.formats.base import stored
 from dliobench.storage import posix_io as storage

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.dataset.sharding import rank_samples
-from dliobench.errors import CorruptSampleError, DatasetError
 from dliobench.formats import npz
 from dliobench.loaders import make_loader, sample_reader
 from dliobench.loaders.base import SampleReader

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dliobench.base.errors import DlioBenchError, InputError
 from dliobench.cli.main import main
-from dliobench.errors import DlioBenchError, InputError
 from dliobench.results.files import read_result, write_partial_result, write_result
 from dliobench.results.provenance import config_hash
 from dliobench.results.schema import SCHEMA_MAJOR, SCHEMA_MINOR, parse_version

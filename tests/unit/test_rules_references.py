@@ -7,10 +7,10 @@ import hashlib
 
 import pytest
 
-from dliobench.rules import references
-from dliobench.rules.division import SUBMITTABLE
-from dliobench.rules.finding import DOCUMENTS
-from dliobench.rules.subject import infer_accelerator, reference
+from dliobench.report.rules import references
+from dliobench.report.rules.division import SUBMITTABLE
+from dliobench.report.rules.finding import DOCUMENTS
+from dliobench.report.rules.subject import infer_accelerator, reference
 
 # sha256 of each copy as read from mlcommons/storage at the cited commit (776, 443 and 442
 # characters): an edit to a copy fails here.

@@ -3,8 +3,8 @@ key and needed value (runs that need the same change share a line), nothing cut 
 
 from __future__ import annotations
 
-from dliobench.rules.finding import RULES_MD, Fix, Rule, finding
-from dliobench.rules.render import checklist, ready, summary_lines
+from dliobench.report.rules.finding import RULES_MD, Fix, Rule, finding
+from dliobench.report.rules.render import checklist, ready, summary_lines
 
 RULE = Rule(RULES_MD, "§3.6.2 trainingClosedSubmissionParameters")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.config.load import load
 from dliobench.config.secrets import REDACTED, redact_argv
-from dliobench.errors import ConfigError
 from dliobench.results.files import config_dict
 from dliobench.storage import backend_for
 from dliobench.storage.s3client import S3Settings

@@ -13,7 +13,7 @@ import crc32c
 import numpy as np
 import pytest
 
-from dliobench.errors import CorruptSampleError, DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
 from dliobench.formats._tfexample import example_prefix, find_image, parse_image, varint
 from dliobench.formats.base import stored
 from dliobench.formats.tfrecord import FORMAT as FMT

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dliobench.base.errors import ConfigError
 from dliobench.comm.world import ThreadGroup, World
 from dliobench.config.load import load
-from dliobench.errors import ConfigError
 from dliobench.run import session as benchmark
 
 

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dliobench import interrupts
-from dliobench.errors import DatasetError, DlioBenchError, MissingExtraError
+from dliobench.base import interrupts
+from dliobench.base.errors import DatasetError, DlioBenchError, MissingExtraError
 from dliobench.loaders.base import Batch
 
 try:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dliobench.errors import CorruptSampleError, DatasetError, DlioBenchError
+from dliobench.base.errors import CorruptSampleError, DatasetError, DlioBenchError
 from dliobench.formats.base import Stored
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.dali.base import BatchInfo, fn, host_samples, pipeline_def, release

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from dliobench import leftovers
+from dliobench.base import leftovers
+from dliobench.base.errors import DlioBenchError
 from dliobench.dataset.writer_pool import die_with_parent
-from dliobench.errors import DlioBenchError
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.dali.base import (
     BatchInfo,

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from dliobench.errors import DatasetError, MissingExtraError
+from dliobench.base.errors import DatasetError, MissingExtraError
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # C++ INFO and WARNING lines
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # its notice is printed before absl's level

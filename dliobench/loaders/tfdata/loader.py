@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.base.errors import ConfigError
 from dliobench.dataset.sharding import ShardSpec, epoch_seed
-from dliobench.errors import ConfigError
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.tfdata.base import options, read_error, tf
 from dliobench.loaders.tfdata.sources import (

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dliobench.errors import DlioBenchError
+from dliobench.base.errors import DlioBenchError
 from dliobench.loaders.base import SampleReader
 from dliobench.loaders.tfdata.base import no_autograph, tf
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.base.errors import ConfigError, DatasetError
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
-from dliobench.errors import ConfigError, DatasetError
 from dliobench.run.checkpoint import space
 from dliobench.run.checkpoint.layout import DTYPE_BYTES, ShardFile
 from dliobench.run.checkpoint.space import Room

@@ -14,10 +14,10 @@ import contextlib
 import time
 from dataclasses import dataclass
 
+from dliobench.base.errors import ConfigError
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
-from dliobench.errors import ConfigError
 from dliobench.results import sysinfo
 from dliobench.results.measured import CheckpointOp
 from dliobench.run.checkpoint import files as shards

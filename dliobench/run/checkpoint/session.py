@@ -9,10 +9,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from dliobench.base.errors import DlioBenchError
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
-from dliobench.errors import DlioBenchError
 from dliobench.results import ckpt_summary, sysinfo
 from dliobench.results.assemble import build_result
 from dliobench.results.files import RESULT_NAME, open_run_folder, write_partial_result

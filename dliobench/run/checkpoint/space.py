@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dliobench.errors import DatasetError
+from dliobench.base.errors import DatasetError
+from dliobench.base.units import size_text
 from dliobench.storage import Backend
-from dliobench.units import size_text
 
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 
+from dliobench.base.errors import ConfigError
+from dliobench.base.units import size_text
 from dliobench.comm.world import World
 from dliobench.config.schema import Config
-from dliobench.errors import ConfigError
 from dliobench.formats import get_format
-from dliobench.units import size_text
 
 # Generation's bookkeeping per file of a rank (its file list, results, journal records):
 # measured as peak RSS, 200,000 one-byte npz files 285 MB, 50,000 106 MB: 1.2 kB per file.

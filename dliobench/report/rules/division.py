@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dliobench.rules import references
-from dliobench.rules.finding import EDITIONS_YAML, RULES_MD, Finding, Fix, Rule, finding
-from dliobench.rules.subject import Run, reference
+from dliobench.report.rules import references
+from dliobench.report.rules.finding import EDITIONS_YAML, RULES_MD, Finding, Fix, Rule, finding
+from dliobench.report.rules.subject import Run, reference
 
 WORKLOADS = Rule(EDITIONS_YAML, "3.0 workloads.closed.training")
 ACCELERATORS = Rule(RULES_MD, "§4.3.4 Table 3 (Divisions)")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from dliobench.base.units import size_text
 from dliobench.dataset.datasize import MEMORY_FACTOR, MIN_STEPS, files_needed
+from dliobench.report.rules import references
+from dliobench.report.rules.finding import GUIDELINES_MD, RULES_MD, Finding, Fix, Rule, finding
+from dliobench.report.rules.subject import Run, reference
 from dliobench.results.provenance import config_hash
-from dliobench.rules import references
-from dliobench.rules.finding import GUIDELINES_MD, RULES_MD, Finding, Fix, Rule, finding
-from dliobench.rules.subject import Run, reference
-from dliobench.units import size_text
 
 COMPLETE = Rule(GUIDELINES_MD, "§2.1 Training: benchmark end point")
 DATASET = Rule(RULES_MD, "§3.1.2 trainingRecalculateDatasetSize")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dliobench.rules.references import REFERENCES
+from dliobench.report.rules.references import REFERENCES
 
 PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
 

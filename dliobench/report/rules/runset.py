@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import pairwise
 from statistics import mean
 
-from dliobench.rules.finding import (
+from dliobench.report.rules.finding import (
     GUIDELINES_MD,
     RULES_MD,
     TRAINING_SUBMISSION_PY,
@@ -14,7 +14,7 @@ from dliobench.rules.finding import (
     Rule,
     finding,
 )
-from dliobench.rules.subject import Run, setup_text
+from dliobench.report.rules.subject import Run, setup_text
 
 REQUIRED_RUNS = 5  # submission_checkers/training.py REQUIRED_RUNS
 SPREAD = 0.05  # "within 5% within 5 tries"

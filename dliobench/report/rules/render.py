@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dliobench.rules.finding import DOCUMENTS, FAIL, NOT_APPLICABLE, PASS, Finding, failed
+from dliobench.report.rules.finding import DOCUMENTS, FAIL, NOT_APPLICABLE, PASS, Finding, failed
 
 COLOURS = {PASS: "green", FAIL: "red"}
 

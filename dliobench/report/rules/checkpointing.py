@@ -4,9 +4,9 @@ fsync, reads from storage, and five runs of a setup."""
 
 from __future__ import annotations
 
-from dliobench.rules.finding import GUIDELINES_MD, Finding, Rule, finding
-from dliobench.rules.runset import complete
-from dliobench.rules.subject import Run, setup_text
+from dliobench.report.rules.finding import GUIDELINES_MD, Finding, Rule, finding
+from dliobench.report.rules.runset import complete
+from dliobench.report.rules.subject import Run, setup_text
 
 MODELS = Rule(GUIDELINES_MD, "§2.2.1 models (Table 2)")
 EXECUTION = Rule(GUIDELINES_MD, "§2.2.2 Benchmark Execution")

@@ -10,9 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from dliobench.errors import InputError
+from dliobench.base.errors import InputError
+from dliobench.report.rules import references
 from dliobench.results.schema import RunResult
-from dliobench.rules import references
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from dliobench.report.rules import checkpointing, division, runset, training
+from dliobench.report.rules.finding import Finding
+from dliobench.report.rules.subject import Run, load
 from dliobench.results.files import read_result
-from dliobench.rules import checkpointing, division, runset, training
-from dliobench.rules.finding import Finding
-from dliobench.rules.subject import Run, load
 
 RunCheck = Callable[[Run, str], Finding]
 SetCheck = Callable[[list[Run], str], Finding]
