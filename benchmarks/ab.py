@@ -43,7 +43,7 @@ def run_once(src: str, shape: str, folder: Path, out: Path, loader: str) -> floa
     """samples/s of one run of ``src``'s dliobench."""
     shutil.rmtree(out, ignore_errors=True)
     benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
-                   *overrides(shape, folder, out, loader)], src=src)
+                   *overrides(shape, folder, out, loader), "reader.odirect=false"], src=src)
     result = next(out.glob("*/result.json"))
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
 

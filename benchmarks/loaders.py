@@ -55,7 +55,8 @@ def common(folder: Path, size: int, files: int, threads: int) -> list[str]:
             f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
             f"dataset.format={FORMAT[0]}", "reader.batch_size=8",
             f"reader.read_threads={threads}", "reader.prefetch_size=4",
-            "train.computation_time=0", f"train.epochs={EPOCHS[0]}", "--no-progress"]
+            "train.computation_time=0", f"train.epochs={EPOCHS[0]}", "--no-progress",
+            "reader.odirect=false"]  # page-cached against the raw read (default.yaml: O_DIRECT)
 
 
 def warm(train: Path) -> list[Path]:

@@ -77,7 +77,8 @@ def dataset_args(args: argparse.Namespace) -> list[str]:
     return [str(Path(args.src or REPO) / "workloads" / "default.yaml"),
             f"dataset.data_folder={args.root / 'data'}", f"dataset.num_files_train={args.files}",
             f"dataset.record_length_bytes={SAMPLE_BYTES}", "dataset.record_length_bytes_stdev=0",
-            "dataset.record_length_bytes_resize=0"]
+            "dataset.record_length_bytes_resize=0",
+            "reader.odirect=false"]  # page-cached, as before default.yaml read with O_DIRECT
 
 
 def generate(args: argparse.Namespace) -> None:

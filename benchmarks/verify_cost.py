@@ -26,7 +26,7 @@ def run_once(shape: str, folder: Path, out: Path, loader: str, verify: bool) -> 
     shutil.rmtree(out, ignore_errors=True)
     benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
                    *overrides(shape, folder, out, loader), "dataset.sample_checksums=true",
-                   f"reader.verify_samples={str(verify).lower()}"])
+                   f"reader.verify_samples={str(verify).lower()}", "reader.odirect=false"])
     result = next(out.glob("*/result.json"))
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
 
