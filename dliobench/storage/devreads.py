@@ -80,6 +80,36 @@ def _read_bytes(pid: str) -> int:
 
 
 def _descendants(root: int) -> list[str]:
+    """Pids of the live descendants of ``root``: each thread's ``children`` file in /proc
+    (a few reads, where scanning every process's ``stat`` took ~1.3 ms at each epoch's
+    edges), or that scan where the kernel has no ``children`` files."""
+    if not os.path.exists(f"/proc/{root}/task/{root}/children"):
+        return _descendants_by_scan(root)
+    tree, frontier = [], [str(root)]
+    while frontier:
+        kids = [kid for pid in frontier for kid in _children(pid)]
+        tree += kids
+        frontier = kids
+    return tree
+
+
+def _children(pid: str) -> list[str]:
+    """The child pids of every thread of ``pid`` (none if it ended)."""
+    kids: list[str] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as handle:
+                kids += handle.read().split()
+        except OSError:
+            continue
+    return kids
+
+
+def _descendants_by_scan(root: int) -> list[str]:
     """Pids of the live descendants of ``root`` (from each process's parent in /proc)."""
     parents: dict[str, str] = {}
     for entry in os.scandir("/proc"):
