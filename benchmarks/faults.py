@@ -355,7 +355,9 @@ def stopped_rank(root: Path, command: str) -> Outcome:
     """SIGSTOP rank 1 of a 2-rank job: the job ends after the stall timeout."""
     case = Case(root, f"SIGSTOP rank 1 {command} mpi")
     with watch_processes(case):
-        case.workload(dataset={"num_files_train": 4000 if command == "generate" else 16,
+        # generate: 20,000 small files, so it is still writing when rank 1 is stopped (4,000
+        # were all written within the 0.5 s below once small-file generation got fast)
+        case.workload(dataset={"num_files_train": 20000 if command == "generate" else 16,
                                "record_length_bytes": 4096 if command == "generate" else 65536},
                       train={"epochs": 2000, "computation_time": 0.002, "stall_timeout_s": 3})
         if command == "run":
@@ -375,7 +377,7 @@ def stopped_rank(root: Path, command: str) -> Outcome:
                 os.kill(pid, signal.SIGKILL)
         case.sentence(err, "made no progress", "train.stall_timeout_s")
         if command == "generate":  # MPI_Abort SIGKILLs the stopped rank
-            case.check_dataset("data", 4000, killed=True)
+            case.check_dataset("data", 20000, killed=True)
         else:  # the stalled job assembled its partial result before it ended
             case.out.lost += 0 if list((case.dir / "reports").glob("*/result.json")) else 1
     return case.close()

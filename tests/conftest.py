@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,27 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory,
     """Client ceilings measured by tests are cached in a folder of their own (subprocesses
     inherit it), never in the user's ~/.cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def mount(tmp_path: Path) -> Iterator[Callable[..., Path]]:
+    """Mount a file system of our own (``mount -t TYPE -o OPTIONS``), unmounted afterwards;
+    skips where mounting is not permitted (not root)."""
+    done: list[Path] = []
+
+    def mount_one(fs_type: str, options: str = "") -> Path:
+        point = tmp_path / f"{fs_type}-{len(done)}"
+        point.mkdir()
+        argv = ["mount", "-t", fs_type, *(["-o", options] if options else []), fs_type,
+                str(point)]
+        if subprocess.run(argv, capture_output=True).returncode != 0:
+            pytest.skip(f"cannot mount a {fs_type} here (needs root)")
+        done.append(point)
+        return point
+
+    yield mount_one
+    for point in done:
+        subprocess.run(["umount", "-l", str(point)], check=False)
 
 
 @pytest.fixture
@@ -165,7 +187,6 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     enforcement: only the user made here gets in; stopped after the session."""
     import os
     import socket
-    import subprocess
     import sys
 
     pytest.importorskip("moto.server")

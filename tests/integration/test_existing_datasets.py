@@ -74,18 +74,10 @@ def test_a_folder_of_pillow_jpegs_is_indexed_and_read_once(workdir: Path,
 
 
 @pytest.fixture
-def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+def read_only_folder(mount: Callable[..., Path]) -> Path:
     """A tmpfs mounted for the test (made read-only by the test); skipped where mounting is
     not allowed."""
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)],
-                      capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs CAP_SYS_ADMIN)")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
+    return mount("tmpfs", "size=8m")
 
 
 def test_a_read_only_folder_gets_its_index_in_the_output_folder(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import pty
 import select
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -27,27 +26,6 @@ SMALL = ["dataset.num_files_train=16", "dataset.record_length_bytes=262144",
          "train.epochs=2", "train.computation_time=0", "--no-progress"]
 REFUSES_ODIRECT = "refuses O_DIRECT"
 IN_MEMORY = "a file system in memory"
-
-
-@pytest.fixture
-def mount(tmp_path: Path) -> Iterator[Callable[..., Path]]:
-    """Mount a file system of our own (``mount -t TYPE -o OPTIONS``), unmounted afterwards;
-    skips where mounting is not permitted (not root)."""
-    done: list[Path] = []
-
-    def mount_one(fs_type: str, options: str = "") -> Path:
-        point = tmp_path / f"{fs_type}-{len(done)}"
-        point.mkdir()
-        argv = ["mount", "-t", fs_type, *(["-o", options] if options else []), fs_type,
-                str(point)]
-        if subprocess.run(argv, capture_output=True).returncode != 0:
-            pytest.skip(f"cannot mount a {fs_type} here (needs root)")
-        done.append(point)
-        return point
-
-    yield mount_one
-    for point in done:
-        subprocess.run(["umount", "-l", str(point)], check=False)
 
 
 def device_read_bytes(path: Path) -> int | None:
