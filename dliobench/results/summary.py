@@ -10,7 +10,7 @@ from rich.table import Table
 from dliobench.base.units import size_text
 from dliobench.results.schema import RunResult
 from dliobench.results.storage_reads import page_cache_possible
-from dliobench.results.verdict import DEVICE_SHARE_MIN, verdict_words
+from dliobench.results.verdict import verdict_words
 
 
 def _pct(x: float | None) -> str:
@@ -163,14 +163,15 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "server may keep objects in its memory; a dataset larger than the server's memory "
             "measures its storage rather than its cache.")
     share = honesty.get("device_read_share")
-    if share is not None and share < DEVICE_SHARE_MIN:
+    from_memory = page_cache_possible(result)  # the measured share decides where there is one
+    if share is not None and from_memory:
         console.print(
             f"[yellow]note:[/] only {share:.1%} of the bytes read came from the storage "
             "device: the reads came from this host's memory (page cache or a memory file "
             "system), so the rates are not storage's. Use reader.odirect=true, "
             "storage.drop_cache=true or a larger dataset (`dliobench datasize`) to measure "
             "storage.")
-    elif page_cache_possible(result) and share is None:
+    elif share is None and from_memory:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
             f"than 5 x this host's memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "
