@@ -77,7 +77,7 @@ def write_places(config: Config, generating: bool, existing: bool) -> list[tuple
     when the folder is read-only) or the run only checkpoints; with a run (``generating``
     False) also the results, staged copy and checkpoints. Object stores are left out."""
     places = []
-    checkpoint_only = config.workflow.checkpoint and not config.workflow.train
+    checkpoint_only = config.workflow.checkpoint_only
     if not existing and (generating or not checkpoint_only):
         places.append(("dataset.data_folder", config.dataset.data_folder))
     if not generating:

@@ -222,6 +222,11 @@ class WorkflowConfig:
     metadata: bool = key(False, "bool", "before training, measure stat, open, close, create and "
                          "unlink rates over the dataset's files (the result's `metadata`)")
 
+    @property
+    def checkpoint_only(self) -> bool:
+        """Whether a run is the checkpoint-only workflow (checkpoints, no training)."""
+        return self.checkpoint and not self.train
+
 
 @dataclass(frozen=True)
 class OutputConfig:

@@ -42,17 +42,12 @@ class Asked:
     say: Callable[[str], None]  # tells the user something as the work goes (rank 0 calls it)
 
 
-def checkpoint_only(config: Config) -> bool:
-    """Whether ``run`` is the checkpoint-only workflow (no training, checkpoints only)."""
-    return config.workflow.checkpoint and not config.workflow.train
-
-
 def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.RunOutcome:
     """``dliobench run``: check, then run the benchmark the configuration asks for on every
     rank; rank 0's outcome holds the result (others: Nones)."""
     world, comm = join(asked.launcher)
     preflight.check_outputs(config, generating=False)
-    if checkpoint_only(config):
+    if config.workflow.checkpoint_only:
         from dliobench.run.checkpoint import run as ckpt_run
         from dliobench.run.checkpoint import session as ckpt_session
 
