@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from dliobench.base.errors import DlioBenchError, InputError
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
+from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.results.typed import first_mismatch
 
@@ -58,8 +59,12 @@ def config_dict(config: Config) -> dict[str, Any]:
 
 def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool:
     """Commit ``<run_dir>/result.json``; with ``replace=False`` a result already there wins
-    (False returned)."""
-    return write_json(run_dir / RESULT_NAME, result, replace)
+    (False returned). A complete run gets DLIO's ``summary.json`` beside it (after it, from
+    it: ``results.dlio_summary``); a partial one none, as DLIO writes none for a failed run."""
+    written = write_json(run_dir / RESULT_NAME, result, replace)
+    if written and result.get("status") == "complete":
+        write_json(run_dir / SUMMARY_NAME, dlio_summary(cast(dict[str, Any], result)))
+    return written
 
 
 def write_partial_result(run_dir: Path, result: RunResult, rank: int) -> Path:
