@@ -22,7 +22,9 @@ import pytest
 
 from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
 from dliobench.results.files import write_result
+from dliobench.results.recover import recover
 from tests.conftest import tiny_workload
+from tests.unit.test_journal import _trained
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PRESET = Path(__file__).resolve().parents[2] / "workloads" / "llama3_8b.yaml"
@@ -146,3 +148,22 @@ def test_epochs_without_figures_are_left_out_of_the_lists_and_said() -> None:
     assert summary["host_cpu_count"] == [4, 4] and summary["num_hosts"] == 2
     assert summary["data_size_per_host_GB"] == 4 / 1024  # 1 rank per node of 2: 4 MiB
     assert DLIO_TIME.match(summary["start"]) and summary["end"] is None
+
+
+def test_recover_writes_it_with_the_checkpoints_taken_during_training(tmp_path: Path) -> None:
+    """`dliobench recover` commits through the same writer: a run assembled complete from its
+    journal gets summary.json, with DLIO's save_ figures for the checkpoints of training."""
+    _, _, run_dir, _ = _trained(tmp_path)
+    recover(run_dir)
+    result, summary = _read(run_dir)
+    rows = result["checkpoint"]["checkpoints"]
+    assert result["status"] == "complete" and len(rows) == 3
+    metric = summary["metric"]
+    assert metric["save_checkpoint_duration_mean_seconds"] == pytest.approx(
+        np.mean([r["write_s"] for r in rows]))
+    assert metric["save_checkpoint_io_mean_GB_per_second"] == pytest.approx(
+        np.mean([r["bytes"] / 2**30 / r["write_s"] for r in rows]))
+    assert metric["checkpoint_size_GB"] == pytest.approx(rows[0]["bytes"] / 2**30)
+    assert "load_checkpoint_io_mean_GB_per_second" not in metric  # nothing was read back
+    assert metric["train_au_percentage"] == pytest.approx([100 * e["au"]
+                                                           for e in result["epochs"]])
