@@ -86,7 +86,7 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
     done = run_benchmark_set(cfg, warnings, _asked(args), SetAsked(args.repeat, args.run_set),
                              lambda o: show_run(o.run_dir, o.result, o.problem, args.trace,
                                                 False))
-    return show_set(done)
+    return show_set(done, args.fail_below_floor or cfg.metric.fail_below_floor)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from dliobench.report.rules import registry
 from dliobench.report.rules.finding import Finding
+from dliobench.results.console import BELOW_FLOOR_EXIT
 from dliobench.results.files import write_json
 
 if TYPE_CHECKING:
@@ -69,9 +70,11 @@ def spread_line(doc: dict[str, Any]) -> str | None:
             f"samples/s {_num(s['samples_per_s_mean'])} ± {_num(s['samples_per_s_stdev'])}")
 
 
-def show_set(done: SetOutcome) -> int:
+def show_set(done: SetOutcome, fail_below_floor: bool = False) -> int:
     """Print the set and the rules' verdict on it (rank 0; others print nothing) and record
-    the verdict in the set document; 0 (the runs are done: the verdict does not fail them)."""
+    the verdict in the set document. The exit status: ``BELOW_FLOOR_EXIT`` when a scored run
+    missed its AU floor and that should fail (``--fail-below-floor``), else 0 (the rules'
+    verdict does not fail the runs: ``dliobench check`` does that)."""
     if done.document is None:
         return 0
     doc = json.loads(done.document.read_text())
@@ -87,4 +90,5 @@ def show_set(done: SetOutcome) -> int:
                       f"[dim]({escape(str(f.rule))})[/]", soft_wrap=True, highlight=False)
     console.print(f"set document: {done.document}", soft_wrap=True, highlight=False)
     write_json(done.document, {**doc, "verdict": [f.as_dict() for f in findings]})
-    return 0
+    missed = [r for r in doc["runs"] if not r["warmup"] and r.get("meets_floor") is False]
+    return BELOW_FLOOR_EXIT if fail_below_floor and missed else 0

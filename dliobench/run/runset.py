@@ -193,7 +193,9 @@ class SetDoc:
         row = {"index": index, "warmup": self.set_plan.warmup and index == 0,
                "run_id": result.get("run_id"), "folder": os.path.relpath(run_dir, self.folder),
                "status": result.get("status"), "au": m.get("au"),
-               "samples_per_s": m.get("samples_per_s"), "started_at": result.get("started_at"),
+               "samples_per_s": m.get("samples_per_s"),
+               "meets_floor": (result.get("verdict") or {}).get("meets_floor"),
+               "started_at": result.get("started_at"),
                "ended_at": _iso(ended)}
         ckpt = result.get("checkpoint") or {}
         for op in ("write", "read"):
