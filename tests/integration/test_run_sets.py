@@ -126,6 +126,11 @@ def test_the_split_checkpoint_form_times_its_gap(workdir: Path,
     found = findings(capsys, workdir / "out")
     assert found["split gap"]["status"] == "fail"
     assert found["split gap"]["fixes"][0]["have"] == "31.0 s"
+    late["run_set"]["split"]["gap_s"] = -2.0  # the read host's clock behind the write host's
+    (folder / "result.json").write_text(json.dumps(late))
+    found = findings(capsys, workdir / "out")
+    assert found["split gap"]["status"] == "n/a" and "clock skew" in found["split gap"][
+        "sentence"]
 
 
 def test_a_set_that_cannot_be_run_is_one_sentence(workdir: Path,
