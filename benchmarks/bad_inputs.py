@@ -6,9 +6,10 @@ temporary folder: every numeric key negative, of the wrong type and beyond int64
 string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
 duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, checkpoints
 without a model, more ranks than samples (under mpiexec when there is one), report on
-files that are not results, half an S3 key pair, a real result with fields of the wrong type
-(report, predict --from, check), and a dataset file of the wrong size. Expected of each: exit
-code 2 (1 for the dataset) and one error line on stderr.
+files that are not results, run sets that cannot be run (``--repeat``), half an S3 key
+pair, a real result with fields of the wrong type (report, predict --from, check), and a
+dataset file of the wrong size. Expected of each: exit code 2 (1 for the dataset) and one
+error line on stderr.
 Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
 error line, vague (the line does not name what the case says it must). Exits 1 when any case
 had a traceback, a hang, a false success or a vague line.
@@ -240,11 +241,30 @@ def cli_cases() -> list[Case]:
                                     "dataset.record_length_bytes=2GB", "--no-progress"]),
               Case("run 1 TB samples", ["run", "dataset.record_length_bytes=1TB",
                                         "--no-progress"])]
+    cases += run_set_cases()
     if shutil.which("mpiexec") or (Path(sys.executable).parent / "mpiexec").exists():
         cases.append(Case("3 ranks, 2 files, drop_last=false (mpiexec)",
                           ["run", "dataset.num_files_train=2", "reader.drop_last=false",
                            "dataset.data_folder=data", "--no-progress"], mpi_ranks=3))
     return cases
+
+
+def run_set_cases() -> list[Case]:
+    """``run --repeat``/``--run-set`` that cannot make a set: no count, a split checkpoint
+    phase repeated, nothing to run (refused before any run)."""
+    llama = str(ROOT / "workloads" / "llama3_8b.yaml")
+    cases = [Case(f"run --repeat {v}", ["run", "--repeat", v, "--no-progress"], says="--repeat")
+             for v in ("0", "-1", "x", HUGE)]
+    return [*cases,
+            Case("run --repeat 3, checkpoint write phase only",
+                 ["run", llama, "--repeat", "3", "checkpoint.num_checkpoints_read=0",
+                  "--no-progress"], says="split form"),
+            Case("run --repeat 2, checkpoint read phase only",
+                 ["run", llama, "--repeat", "2", "checkpoint.num_checkpoints_write=0",
+                  "--no-progress"], says="split form"),
+            Case("run --run-set, checkpoints of neither kind",
+                 ["run", llama, "--run-set", "checkpoint.num_checkpoints_write=0",
+                  "checkpoint.num_checkpoints_read=0", "--no-progress"], says="both 0")]
 
 
 S3_RUN = ["run", "dataset.data_folder=s3://bucket/data", "--no-progress",

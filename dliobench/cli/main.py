@@ -69,9 +69,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dliobench.run.commands import run_benchmark
 
     cfg, warnings = _load(args)
+    if args.repeat or args.run_set:
+        return _run_set(args, cfg, warnings)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, args.trace,
                     args.fail_below_floor or cfg.metric.fail_below_floor)
+
+
+def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
+    """``run --repeat N`` / ``--run-set``: each run shown as it ends, then the set."""
+    from dliobench.report.runset_show import show_set
+    from dliobench.results.console import show_run
+    from dliobench.run.commands import run_benchmark_set
+    from dliobench.run.runset import SetAsked
+
+    done = run_benchmark_set(cfg, warnings, _asked(args), SetAsked(args.repeat, args.run_set),
+                             lambda o: show_run(o.run_dir, o.result, o.problem, args.trace,
+                                                False))
+    return show_set(done, args.fail_below_floor or cfg.metric.fail_below_floor)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

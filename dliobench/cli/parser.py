@@ -147,6 +147,11 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
     p.add_argument("--fail-below-floor", action="store_true",
                    help="exit with code 3 when the run's AU is below its floor "
                    "(metric.fail_below_floor)")
+    p.add_argument("--repeat", type=positive(int, 1000), metavar="N",
+                   help="run a set: a warm-up and N scored runs (training) or N checkpoint "
+                   "runs, then the set's figures and verdict (runset-<id>.json)")
+    p.add_argument("--run-set", action="store_true", help="run the set the MLPerf Storage "
+                   "rules score: a warm-up and 5 runs, or one checkpoint invocation")
     _add_launcher_arg(p)
     p.set_defaults(func=commands["run"])
 

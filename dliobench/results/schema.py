@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Annotated, Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 6  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 7  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
+# 1.7: run_set (the run's place in a `run --repeat` set: set id, index, count, warm-up)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -276,6 +277,18 @@ class RankEnding(TypedDict):
     damaged_records: NotRequired[int]
 
 
+class RunSetPlace(TypedDict):
+    """The run's place in its set (``run.runset``)."""
+
+    set_id: str
+    index: int  # 0-based, the warm-up first
+    count: int  # runs planned in the set, the warm-up included
+    warmup: bool  # the set's warm-up: not scored
+    phase: str  # training, or checkpointing's write+read, write or read
+    split: NotRequired[dict[str, Any]]  # a split checkpoint set's read phase: gap_s after
+    # the write set's end (Rules.md §4.7.1), timed_from, write_set_id, write_ended_at, ...
+
+
 class _Required(TypedDict):
     schema_version: int | str
     run_id: str
@@ -315,6 +328,7 @@ class RunResult(_Required, total=False):
     provenance: Annotated[dict[str, Any], Provenance]  # 1.2
     metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
     ranks_ended: list[RankEnding]  # 1.6
+    run_set: RunSetPlace  # 1.7
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

@@ -28,6 +28,7 @@ from dliobench.run import preflight, session
 if TYPE_CHECKING:
     from dliobench.comm.world import World
     from dliobench.dataset.generate import Generated
+    from dliobench.run.runset import SetAsked, SetOutcome
 
 log = logging.getLogger("dliobench")
 
@@ -58,6 +59,17 @@ def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.
     return on_every_rank(world, comm, lambda: session.run(
         config, world, comm, warnings, show_progress=asked.show_progress),
         config.train.stall_timeout_s)
+
+
+def run_benchmark_set(config: Config, warnings: list[str], asked: Asked, set_asked: SetAsked,
+                      on_run: Callable[[session.RunOutcome], object]) -> SetOutcome:
+    """``dliobench run --repeat N`` / ``--run-set``: the runs of a set, each as ``run``
+    runs it, in step on every rank (``run.runset``); rank 0 gets the set document."""
+    from dliobench.run import runset
+
+    world, _ = join(asked.launcher)
+    return runset.run_set(config, set_asked, world.is_root,
+                          lambda one: run_benchmark(one, warnings, asked), on_run, asked.say)
 
 
 def _before_training(config: Config, warnings: list[str], asked: Asked,

@@ -1,22 +1,19 @@
 """Checks of one checkpoint-only run against MLPerf Storage's checkpointing rules
 (Submission_guidelines.md 2.2): a Table 2 model at its full size, CLOSED's process counts,
-fsync, reads from storage, and five runs of a setup."""
+fsync, reads from storage. The runs of a setup together: ``rules/ckpt_set.py``."""
 
 from __future__ import annotations
 
 from dliobench.report.rules.finding import GUIDELINES_MD, Finding, Rule, finding
-from dliobench.report.rules.runset import complete
-from dliobench.report.rules.subject import Run, setup_text
+from dliobench.report.rules.subject import Run
 
 MODELS = Rule(GUIDELINES_MD, "§2.2.1 models (Table 2)")
 EXECUTION = Rule(GUIDELINES_MD, "§2.2.2 Benchmark Execution")
 OPEN_CLOSED = Rule(GUIDELINES_MD, "§2.2.5 OPEN vs CLOSE submissions")
-METRICS = Rule(GUIDELINES_MD, "§2.2.3 Metrics and Results Reporting")
 # Table 2's processes per model; CLOSED's subset mode runs on one host of 8 (mlpstorage's
 # LLM_SUBSET_PROCS, mlpstorage/config.py@caa90c9c7d6a543de815222fff834a846823f922).
 TABLE_RANKS = {"llama3_8b": 8, "llama3_70b": 64, "llama3_405b": 512, "llama3_1t": 1024}
 SUBSET_RANKS = 8
-REQUIRED_RUNS = 5
 
 
 def is_checkpointing(run: Run) -> bool:
@@ -74,11 +71,3 @@ def check_reads_from_storage(run: Run, division: str) -> Finding:
                    f"reads reached storage ({how})" if how else
                    "reads may have come from the page cache: nothing was evicted and less "
                    "than 3x the clients' memory was written", EXECUTION)
-
-
-def check_run_count(runs: list[Run], division: str) -> Finding:
-    """Five complete runs of the setup."""
-    n = len(complete(runs))
-    return finding("run count", n >= REQUIRED_RUNS, setup_text(runs[0].setup()),
-                   f"{n} complete run(s); a checkpointing result needs {REQUIRED_RUNS}",
-                   METRICS)

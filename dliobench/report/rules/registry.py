@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from dliobench.report.rules import checkpointing, division, runset, training
+from dliobench.report.rules import checkpointing, ckpt_set, division, runset, training
 from dliobench.report.rules.finding import Finding
 from dliobench.report.rules.subject import Run, load
 from dliobench.results.files import read_result
@@ -30,8 +30,10 @@ RUN_CHECKS: dict[str, list[RunCheck]] = {
                       checkpointing.check_reads_from_storage, training.check_provenance],
 }
 SET_CHECKS: dict[str, list[SetCheck]] = {
-    "training": [runset.check_run_count, runset.check_run_spread, runset.check_consecutive],
-    "checkpointing": [checkpointing.check_run_count, runset.check_consecutive],
+    "training": [runset.check_run_count, runset.check_warmup, runset.check_run_spread,
+                 runset.check_consecutive],
+    "checkpointing": [ckpt_set.check_counts, ckpt_set.check_split_gap,
+                      runset.check_consecutive],
 }
 
 

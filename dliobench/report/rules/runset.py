@@ -1,9 +1,17 @@
-"""Checks of the runs of one benchmark setup together: how many, how alike, how consecutive."""
+"""Checks of the runs of one benchmark setup together: how many, whether a warm-up came
+first, how alike, how consecutive.
+
+A run of a ``dliobench run --repeat`` set says its place in ``result.json``'s ``run_set``
+(``run.runset``): the warm-up (Rules.md §2.1.17: the first of the 6 runs, "not included in
+the reported performance") is left out of the count and the spread, and a set without one is
+flagged. Runs without ``run_set`` cannot say which was the warm-up, so all of them count.
+"""
 
 from __future__ import annotations
 
 from itertools import pairwise
 from statistics import mean
+from typing import Any
 
 from dliobench.report.rules.finding import (
     GUIDELINES_MD,
@@ -22,6 +30,18 @@ SPREAD = 0.05  # "within 5% within 5 tries"
 COUNT = Rule(TRAINING_SUBMISSION_PY, "check_num_runs")
 REPLICABLE = Rule(GUIDELINES_MD, "§6.7 Replicability is mandatory")
 CONSECUTIVE = Rule(RULES_MD, "§2.1.18 runTimestampGap")
+WARMUP = Rule(RULES_MD, "§2.1.17 runTimestamps")
+
+
+def place(run: Run) -> dict[str, Any] | None:
+    """The run's place in its set (``run_set``), or None for a run outside a set."""
+    found: Any = run.result.get("run_set")
+    return found if isinstance(found, dict) else None
+
+
+def is_warmup(run: Run) -> bool:
+    """Whether the run is its set's warm-up (not scored)."""
+    return bool((place(run) or {}).get("warmup"))
 
 
 def complete(runs: list[Run]) -> list[Run]:
@@ -30,24 +50,51 @@ def complete(runs: list[Run]) -> list[Run]:
     return sorted(done, key=lambda r: str(r.result.get("started_at", "")))
 
 
+def scored(runs: list[Run]) -> list[Run]:
+    """The complete runs that are scored (warm-ups left out), in the order they started."""
+    return [r for r in complete(runs) if not is_warmup(r)]
+
+
 def check_run_count(runs: list[Run], division: str) -> Finding:
-    """At least five complete runs of the setup."""
-    n = len(complete(runs))
+    """At least five complete scored runs of the setup (a set's warm-up not counted)."""
+    n = len(scored(runs))
+    warm = sum(is_warmup(r) for r in complete(runs))
     ok = n >= REQUIRED_RUNS
+    besides = f" besides {warm} warm-up run(s)" if warm else ""
     return finding("run count", ok, setup_text(runs[0].setup()),
-                   f"{n} complete run(s); a training result needs {REQUIRED_RUNS}, after a "
-                   "warm-up run (Rules.md §2.1.17) that is not to be given here", COUNT,
-                   (Fix("complete runs of the setup", f"at least {REQUIRED_RUNS}", str(n)),))
+                   f"{n} complete run(s){besides}; a training result needs {REQUIRED_RUNS}, "
+                   "after a warm-up run (Rules.md §2.1.17) that is not scored", COUNT,
+                   (Fix("complete runs of the setup", f"at least {REQUIRED_RUNS} after a "
+                        "warm-up (dliobench run --run-set)", str(n)),))
+
+
+def check_warmup(runs: list[Run], division: str) -> Finding:
+    """A complete warm-up run started before the first scored run (runs of a set say which
+    is the warm-up; others cannot, so the check does not apply to them)."""
+    subject = setup_text(runs[0].setup())
+    if not any(place(r) for r in runs):
+        return finding("warm-up", None, subject, "the runs do not say which was the warm-up "
+                       "(runs of a `dliobench run --repeat` set do)", WARMUP)
+    done, first = complete(runs), scored(runs)
+    warm = [r for r in done if is_warmup(r)]
+    ok = bool(warm) and (not first or warm[0].result.get("started_at", "")
+                         <= first[0].result.get("started_at", ""))
+    said = (f"warm-up {warm[0].run_id} ran before the {len(first)} scored run(s), and is not "
+            "scored" if ok else "no complete warm-up run precedes the scored runs; the rules "
+            "want one first, not scored")
+    return finding("warm-up", ok, subject, said, WARMUP,
+                   (Fix("warm-up run", "one, before the scored runs (dliobench run --repeat "
+                        "N runs it)", f"{len(warm)}"),))
 
 
 def check_run_spread(runs: list[Run], division: str) -> Finding:
-    """Every run's samples/s is within 5 % of the runs' mean."""
-    rates = [r.result["metrics"].get("samples_per_s") for r in complete(runs)]
+    """Every scored run's samples/s is within 5 % of the scored runs' mean."""
+    rates = [r.result["metrics"].get("samples_per_s") for r in scored(runs)]
     known = [x for x in rates if x]
     subject = setup_text(runs[0].setup())
     if len(known) < 2:
-        return finding("run spread", None, subject, "fewer than 2 complete runs with a "
-                       "throughput to compare", REPLICABLE)
+        return finding("run spread", None, subject, "fewer than 2 complete scored runs with "
+                       "a throughput to compare", REPLICABLE)
     centre = mean(known)
     worst = max(abs(x - centre) / centre for x in known)
     missing = len(rates) - len(known)
