@@ -346,6 +346,39 @@ def run_case(case: Case, folder: Path, timeout: float) -> Outcome:
     return Outcome(case, code, time.monotonic() - started, err)
 
 
+TRAIN_RUN = ["training", "run", "--model", "unet3d", "--results-dir", "r"]
+CKPT_RUN = ["checkpointing", "run", "--model", "llama3-8b", "--checkpoint-folder", "c",
+            "--num-processes", "1", "--results-dir", "r"]
+
+
+def front_door_cases() -> list[Case]:
+    """mlpstorage's command lines that mean nothing here, or are wrong (docs/mlpstorage.md)."""
+    refused = {"--allow-run-as-root": [], "--oversubscribe": [], "--mpi-bin": ["mpirun"],
+               "--exec-type": ["docker"], "--ssh-username": ["me"], "--loops": ["3"],
+               "--object": [], "--config-file": ["x.yaml"], "--dlio-bin-path": ["/x"]}
+    cases = [Case(f"mlpstorage {flag}", [*TRAIN_RUN, flag, *values], says=flag.split()[0])
+             for flag, values in refused.items()]
+    cases += [
+        Case("mlpstorage --hosts elsewhere", [*TRAIN_RUN, "--hosts", "10.9.9.9"],
+             says="10.9.9.9"),
+        Case("mlpstorage 4 accelerators, one process", [*TRAIN_RUN, "--num-accelerators", "4"],
+             says="mpiexec -n 4"),
+        Case("mlpstorage unknown flag", [*TRAIN_RUN, "--frobnicate"], says="--frobnicate"),
+        Case("mlpstorage unknown model", ["training", "run", "--model", "gpt9"], says="gpt9"),
+        Case("mlpstorage no --model", ["training", "datagen"], says="--model"),
+        Case("mlpstorage --param without =", [*TRAIN_RUN, "--param", "epochs"], says="epochs"),
+        Case("mlpstorage unknown checkpoint model",
+             ["checkpointing", "run", "--model", "llama9", "--checkpoint-folder", "c"],
+             says="llama9"),
+        Case("mlpstorage 8 checkpoint processes, one process", [*CKPT_RUN[:-4], "--num-processes",
+             "8", "--results-dir", "r"], says="mpiexec -n 8"),
+        Case("mlpstorage reportgen of an empty folder",
+             ["reports", "reportgen", "--results-dir", "empty"], {"empty/.keep": b""},
+             says="empty"),
+    ]
+    return cases
+
+
 def main() -> int:
     """Run every case and print a table and the totals."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -355,6 +388,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     cases = [c for c in key_cases() + file_cases() + cli_cases() + s3_cases() + damaged_cases()
+             + front_door_cases()
              if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dliobench import __version__
+from dliobench.cli import mlpstorage as front_door
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
@@ -342,4 +343,5 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     _add_ceiling_parser(sub, commands)
     _add_metadata_parser(sub, commands)
     _add_predict_parser(sub, commands)
+    front_door.add_parsers(sub, commands)  # mlpstorage's training, checkpointing, reports
     return parser
