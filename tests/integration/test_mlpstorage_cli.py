@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from dliobench.report.commands import check_runs
 from dliobench.report.runs import find_run_dirs, load_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +53,8 @@ def only_run(parent: Path) -> Path:
     return runs[0]
 
 
-def test_training_quick_start_runs_into_mlpstorage_layout(tmp_path: Path) -> None:
+def test_training_quick_start_runs_into_mlpstorage_layout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = dliobench(tmp_path, "training", "run", "--hosts", "127.0.0.1",
                      "--num-client-hosts", "1", "--client-host-memory-in-gb", "64",
                      "--num-accelerators", "1", "--accelerator-type", "b200", "--model",
@@ -67,6 +69,12 @@ def test_training_quick_start_runs_into_mlpstorage_layout(tmp_path: Path) -> Non
     # our own reading commands find it in the nested layout
     assert find_run_dirs([tmp_path / "unet3d_results"]) == [run]
     assert [r.path for r in load_runs([tmp_path / "unet3d_results"])] == [run]
+    # and `check` takes where the run was put for what it is, not a changed parameter
+    capsys.readouterr()
+    check_runs([str(tmp_path / "unet3d_results")], "closed", True)
+    findings = capsys.readouterr().out
+    assert "output.folder" not in findings and "output.layout" not in findings
+    assert "train.epochs" in findings  # a parameter the run did change
 
 
 def test_checkpointing_quick_start_runs_into_mlpstorage_layout(tmp_path: Path) -> None:
