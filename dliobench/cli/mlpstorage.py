@@ -152,14 +152,16 @@ def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:
     ns = _ours(args, mlps.workload_of(args.model), _checkpoint_args(args))
     line = split(ns.workload, "default")
     config, _ = load.load(line.path, line.overrides)
-    layout = layout_for(config, args.num_processes or launched_ranks())
+    processes = args.num_processes or launched_ranks()
+    layout = layout_for(config, processes)
     for text in describe(layout):
         print(text)
-    total = sum(layout.totals())
+    subset = config.checkpoint.mode == "subset" and processes < layout.world
+    total = sum(layout.totals(range(processes) if subset else None))
+    what = f"the share of {processes} of its {layout.world} ranks" if subset else "all of it"
     print(f"{args.num_checkpoints_write} writes and {args.num_checkpoints_read} reads of the "
-          f"whole checkpoint: {args.num_checkpoints_write * total / 1e9:,.2f} GB written, "
-          f"{args.num_checkpoints_read * total / 1e9:,.2f} GB read (subset mode: the "
-          "launched ranks' share)")
+          f"checkpoint ({what}): {args.num_checkpoints_write * total / 1e9:,.2f} GB written, "
+          f"{args.num_checkpoints_read * total / 1e9:,.2f} GB read")
     return 0
 
 

@@ -133,3 +133,17 @@ def test_runs_of_one_second_get_folders_of_their_own(tmp_path: Path) -> None:
     assert first != second and first.parent == second.parent == \
         tmp_path / "checkpointing" / "llama3-8b"
     assert STAMP.match(first.name) and STAMP.match(second.name)
+
+
+def test_datasize_commands_answer_as_ours(tmp_path: Path) -> None:
+    # the README's datasize example: 16 a100 on 2 hosts of 128 GB; its datagen example
+    # writes the 56,000 files this asks for (500 steps x 16 accelerators x batch 7)
+    sized = dliobench(tmp_path, "training", "datasize", "-m", "unet3d",
+                      "--client-host-memory-in-gb", "128", "--max-accelerators", "16",
+                      "--num-client-hosts", "2", "--accelerator-type", "a100",
+                      "--results-dir", "mlps-results")
+    assert sized.returncode == 0 and "dataset.num_files_train=56000" in sized.stdout, sized
+    ckpt = dliobench(tmp_path, "checkpointing", "datasize", "--model", "llama3-8b",
+                     "--num-processes", "8", "--checkpoint-folder", "c")
+    assert ckpt.returncode == 0 and "112,425,623,552 B" in ckpt.stdout, ckpt  # 8B x 14 B
+    assert "1,124.26 GB written" in ckpt.stdout  # 10 writes, mlpstorage's default
