@@ -77,6 +77,19 @@ def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
     return argparse.Namespace(**{**base, **extra})
 
 
+def _results(args: argparse.Namespace) -> list[str]:
+    """Where runs go: --results-dir, laid out as mlpstorage lays it out (checked as every
+    output.folder is)."""
+    return [mlps.path_item("output.folder", args.results_dir), "output.layout=mlpstorage"]
+
+
+def _data(args: argparse.Namespace) -> list[str]:
+    """--data-dir as mlpstorage reads it: the data folder ``<dir>/<model>``."""
+    if not args.data_dir:
+        return []
+    return [mlps.path_item("dataset.data_folder", mlps.data_folder(args.data_dir, args.model))]
+
+
 def _run_or_show(commands: Commands, args: argparse.Namespace, ns: argparse.Namespace) -> int:
     """``--what-if``: the resolved configuration; otherwise the run."""
     return commands["show-config" if args.what_if else "run"](ns)
@@ -98,10 +111,7 @@ def training_run(commands: Commands, args: argparse.Namespace) -> int:
     _refuse(args)
     _ranks(args, args.num_accelerators, "--num-accelerators")
     _memory_note(args)
-    data = [f"dataset.data_folder={mlps.data_folder(args.data_dir, args.model)}"] \
-        if args.data_dir else []
-    return _run_or_show(commands, args, _ours(
-        args, args.model, [*data, "output.layout=mlpstorage"], output=args.results_dir))
+    return _run_or_show(commands, args, _ours(args, args.model, [*_data(args), *_results(args)]))
 
 
 def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
@@ -110,9 +120,7 @@ def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
     if (args.num_processes or 1) > launched_ranks():
         log.info("--num-processes %s: dliobench writes with one process per core (under "
                  "mpiexec the ranks split the files)", args.num_processes)
-    data = [f"dataset.data_folder={mlps.data_folder(args.data_dir, args.model)}"] \
-        if args.data_dir else []
-    ns = _ours(args, args.model, data, yes=True, verify=False)
+    ns = _ours(args, args.model, _data(args), yes=True, verify=False)
     return commands["show-config" if args.what_if else "generate"](ns)
 
 
@@ -129,7 +137,7 @@ def _checkpoint_args(args: argparse.Namespace) -> list[str]:
     processes = args.num_processes or launched_ranks()
     return [*mlps.checkpoint_overrides(args.model, processes, args.checkpoint_folder,
                                        args.num_checkpoints_write, args.num_checkpoints_read),
-            "output.layout=mlpstorage"]
+            *_results(args)]
 
 
 def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
@@ -138,8 +146,7 @@ def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
     overrides = _checkpoint_args(args)
     _ranks(args, args.num_processes, "--num-processes")
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides,
-                                              output=args.results_dir))
+    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides))
 
 
 def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ folder ``<folder>/<model>``, subset mode below the closed rank count) and
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Iterable, Sequence
@@ -121,6 +122,12 @@ def remote_hosts(hosts: Iterable[str] | None) -> list[str]:
     return [h for h in names if h not in own]
 
 
+def path_item(key: str, path: str) -> str:
+    """``key=path`` as an override that stays a string whatever the path (``yes``, ``1e3``,
+    ``[a]``): JSON's quoted string, which YAML reads back as it was."""
+    return f"{key}={json.dumps(path)}"
+
+
 def data_folder(data_dir: str, model: str) -> str:
     """mlpstorage's data folder for ``--data-dir``: ``<data-dir>/<model>``, unless the folder
     already ends with a model's name (dlio.py ``add_datadir_param``)."""
@@ -149,7 +156,7 @@ def checkpoint_overrides(model: str, processes: int, folder: str, writes: int,
     if model not in LLM_CLOSED_PROCESSES:
         raise ConfigError(f"--model {model} is not one of mlpstorage's checkpointing models; "
                           f"give one of {', '.join(LLM_CLOSED_PROCESSES)}")
-    out = [f"checkpoint.checkpoint_folder={os.path.join(folder, model)}",
+    out = [path_item("checkpoint.checkpoint_folder", os.path.join(folder, model)),
            f"checkpoint.num_checkpoints_write={writes}",
            f"checkpoint.num_checkpoints_read={reads}"]
     if processes < LLM_CLOSED_PROCESSES[model]:
