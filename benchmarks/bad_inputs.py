@@ -372,6 +372,8 @@ def front_door_cases() -> list[Case]:
              says="llama9"),
         Case("mlpstorage 8 checkpoint processes, one process", [*CKPT_RUN[:-4], "--num-processes",
              "8", "--results-dir", "r"], says="mpiexec -n 8"),
+        Case("mlpstorage --results-dir ''", ["training", "run", "--model", "unet3d",
+             "--results-dir", ""], says="output.folder"),
         Case("mlpstorage reportgen of an empty folder",
              ["reports", "reportgen", "--results-dir", "empty"], {"empty/.keep": b""},
              says="empty"),

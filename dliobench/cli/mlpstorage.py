@@ -69,7 +69,7 @@ def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
     --params first, then what its other flags set), and the rest of our options."""
     items = [workload, *mlps.flat_params(getattr(args, "params", None)), *overrides]
     accel = getattr(args, "accelerator_type", None)
-    log.info("as dliobench: %s", shlex.join(
+    log.debug("as dliobench: %s", shlex.join(
         ["dliobench", "...", *items, *(["--accelerator", accel] if accel else [])]))
     base = dict(workload=items, accelerator=accel, config_dir=None, output=None,
                 dataset=None, launcher="auto", no_progress=False, yes=False, trace=False,
