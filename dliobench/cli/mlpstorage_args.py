@@ -105,7 +105,7 @@ def _timeseries(p: argparse.ArgumentParser) -> None:
 def _memory(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-host-memory-in-gb", "-cm", type=int, metavar="GIB",
                    help="memory per host in GiB: the 5x rule of datasize (default: this "
-                   "host's); a run records the measured memory and warns when they differ")
+                   "host's); a run records the measured memory, warning when this is less")
 
 
 def add_training(sub: Any, handlers: dict[str, Any]) -> None:
