@@ -6,7 +6,8 @@ temporary folder: every numeric key negative, of the wrong type and beyond int64
 string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
 duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, checkpoints
 without a model, more ranks than samples (under mpiexec when there is one), report on
-files that are not results, half an S3 key pair, a real result with fields of the wrong type
+files that are not results, half an S3 key pair, mlpstorage's command lines with flags that
+mean nothing here, a real result with fields of the wrong type
 (report, predict --from, check), and a dataset file of the wrong size. Expected of each: exit
 code 2 (1 for the dataset) and one error line on stderr.
 Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
