@@ -6,8 +6,7 @@ temporary folder: every numeric key negative, of the wrong type and beyond int64
 string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
 duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, checkpoints
 without a model, more ranks than samples (under mpiexec when there is one), report on
-files that are not results, half an S3 key pair, mlpstorage's command lines with flags that
-mean nothing here, a real result with fields of the wrong type
+files that are not results, half an S3 key pair, a real result with fields of the wrong type
 (report, predict --from, check), and a dataset file of the wrong size. Expected of each: exit
 code 2 (1 for the dataset) and one error line on stderr.
 Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
@@ -198,6 +197,7 @@ def file_cases() -> list[Case]:
     cases.append(Case("report: foreign file", ["report", "notes.json"], {"notes.json": b"{}"}))
     cases.append(Case("report: missing folder", ["report", "nope"]))
     cases.append(Case("report: empty folder", ["report", "empty"], {"empty/.keep": b""}))
+    cases += front_door_cases()  # mlpstorage's command lines (docs/mlpstorage.md)
     return cases
 
 
@@ -391,7 +391,6 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     cases = [c for c in key_cases() + file_cases() + cli_cases() + s3_cases() + damaged_cases()
-             + front_door_cases()
              if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:
