@@ -198,6 +198,7 @@ def file_cases() -> list[Case]:
     cases.append(Case("report: foreign file", ["report", "notes.json"], {"notes.json": b"{}"}))
     cases.append(Case("report: missing folder", ["report", "nope"]))
     cases.append(Case("report: empty folder", ["report", "empty"], {"empty/.keep": b""}))
+    cases += front_door_cases()  # mlpstorage's command lines (docs/mlpstorage.md)
     return cases
 
 
@@ -364,6 +365,41 @@ def run_case(case: Case, folder: Path, timeout: float) -> Outcome:
         code = None
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
     return Outcome(case, code, time.monotonic() - started, err)
+
+
+TRAIN_RUN = ["training", "run", "--model", "unet3d", "--results-dir", "r"]
+CKPT_RUN = ["checkpointing", "run", "--model", "llama3-8b", "--checkpoint-folder", "c",
+            "--num-processes", "1", "--results-dir", "r"]
+
+
+def front_door_cases() -> list[Case]:
+    """mlpstorage's command lines that mean nothing here, or are wrong (docs/mlpstorage.md)."""
+    refused = {"--allow-run-as-root": [], "--oversubscribe": [], "--mpi-bin": ["mpirun"],
+               "--exec-type": ["docker"], "--ssh-username": ["me"], "--loops": ["3"],
+               "--object": [], "--config-file": ["x.yaml"], "--dlio-bin-path": ["/x"]}
+    cases = [Case(f"mlpstorage {flag}", [*TRAIN_RUN, flag, *values], says=flag.split()[0])
+             for flag, values in refused.items()]
+    cases += [
+        Case("mlpstorage --hosts elsewhere", [*TRAIN_RUN, "--hosts", "10.9.9.9"],
+             says="10.9.9.9"),
+        Case("mlpstorage 4 accelerators, one process", [*TRAIN_RUN, "--num-accelerators", "4"],
+             says="mpiexec -n 4"),
+        Case("mlpstorage unknown flag", [*TRAIN_RUN, "--frobnicate"], says="--frobnicate"),
+        Case("mlpstorage unknown model", ["training", "run", "--model", "gpt9"], says="gpt9"),
+        Case("mlpstorage no --model", ["training", "datagen"], says="--model"),
+        Case("mlpstorage --param without =", [*TRAIN_RUN, "--param", "epochs"], says="epochs"),
+        Case("mlpstorage unknown checkpoint model",
+             ["checkpointing", "run", "--model", "llama9", "--checkpoint-folder", "c"],
+             says="llama9"),
+        Case("mlpstorage 8 checkpoint processes, one process", [*CKPT_RUN[:-4], "--num-processes",
+             "8", "--results-dir", "r"], says="mpiexec -n 8"),
+        Case("mlpstorage --results-dir ''", ["training", "run", "--model", "unet3d",
+             "--results-dir", ""], says="output.folder"),
+        Case("mlpstorage reportgen of an empty folder",
+             ["reports", "reportgen", "--results-dir", "empty"], {"empty/.keep": b""},
+             says="empty"),
+    ]
+    return cases
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dliobench import __version__
+from dliobench.cli import mlpstorage as front_door
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
@@ -335,16 +336,10 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    _add_run_parser(sub, commands)
-    _add_report_parser(sub, commands)
-    _add_recover_parser(sub, commands)
-    _add_check_parser(sub, commands)
-    _add_generate_parser(sub, commands)
-    _add_datasize_parser(sub, commands)
-    _add_sweep_parser(sub, commands)
-    _add_show_config_parser(sub, commands)
-    _add_keys_parser(sub, commands)
-    _add_ceiling_parser(sub, commands)
-    _add_metadata_parser(sub, commands)
-    _add_predict_parser(sub, commands)
+    for add in (_add_run_parser, _add_report_parser, _add_recover_parser, _add_check_parser,
+                _add_generate_parser, _add_datasize_parser, _add_sweep_parser,
+                _add_show_config_parser, _add_keys_parser, _add_ceiling_parser,
+                _add_metadata_parser, _add_predict_parser,
+                front_door.add_parsers):  # mlpstorage's training, checkpointing, reports
+        add(sub, commands)
     return parser

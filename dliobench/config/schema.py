@@ -235,6 +235,12 @@ class OutputConfig:
     folder: str = key("reports", "path", "root folder of run results", nonempty=True)
     label: str = key("", "str", "a name for this run in reports (sweep files set it from "
                      "their `labels:`); empty: reports name runs by what sets them apart")
+    layout: str = key(
+        "dliobench", "choice", "how run folders are named under output.folder: "
+        "<run-id> (dliobench), or as mlpstorage lays them out, "
+        "training/<model>/run/<YYYYMMDD_HHMMSS> and checkpointing/<model>/<YYYYMMDD_HHMMSS> "
+        "(mlpstorage; the front door `dliobench training run --results-dir` sets it)",
+        choices=("dliobench", "mlpstorage"))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from dliobench.base.errors import DlioBenchError, InputError
+from dliobench.config import mlpstorage
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
 from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
@@ -35,18 +36,49 @@ def new_run_id(workload: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}-{secrets.token_hex(3)}"
 
 
-def open_run_folder(config: Config, world: World, comm: Comm) -> tuple[str, Path]:
-    """The run's id (rank 0 chooses it, every rank gets it) and its folder, which rank 0
-    creates (a folder that cannot be made is one sentence)."""
-    run_id = comm.bcast(new_run_id(config.name) if world.is_root else "")
-    run_dir = Path(config.output.folder) / run_id
-    if world.is_root:
+def run_parent(config: Config) -> Path:
+    """The folder run folders go in: ``output.folder``, or under ``output.layout:
+    mlpstorage`` mlpstorage's ``training/<model>/run`` or ``checkpointing/<model>`` below it
+    (rules/utils.py ``generate_output_location``, mlpstorage.UPSTREAM)."""
+    root = Path(config.output.folder)
+    if config.output.layout != "mlpstorage":
+        return root
+    model = mlpstorage.model_of(config.name)
+    if config.workflow.checkpoint_only:
+        return root / "checkpointing" / model
+    return root / "training" / model / "run"
+
+
+def make_run_dir(config: Config, run_id: str) -> Path:
+    """Create and return a new run's folder: ``<parent>/<run_id>``, or under the mlpstorage
+    layout ``<parent>/<YYYYMMDD_HHMMSS>``, waiting for the next second when a run of this
+    second already has that name (names stay mlpstorage's, and no run shares a folder)."""
+    parent = run_parent(config)
+    for _ in range(5):
+        name = run_id if config.output.layout != "mlpstorage" else \
+            time.strftime(mlpstorage.DATETIME_FORMAT)
+        run_dir = parent / name
         try:
             run_dir.mkdir(parents=True, exist_ok=False)
+            return run_dir
+        except FileExistsError:
+            if config.output.layout != "mlpstorage":
+                break
+            time.sleep(1.0 - time.time() % 1.0 + 0.01)
         except OSError as exc:
             raise DlioBenchError(f"cannot create the run folder {run_dir}: {exc.strerror}; "
                                  "free space or choose another output.folder") from None
-    return run_id, run_dir
+    raise DlioBenchError(f"the run folder {run_dir} exists already; choose another "
+                         "output.folder")
+
+
+def open_run_folder(config: Config, world: World, comm: Comm) -> tuple[str, Path]:
+    """The run's id and its folder (``make_run_dir``): rank 0 chooses both and creates the
+    folder, every rank gets them (a folder that cannot be made is one sentence)."""
+    run_id = new_run_id(config.name)
+    made = str(make_run_dir(config, run_id)) if world.is_root else ""
+    run_id, folder = comm.bcast((run_id, made) if world.is_root else ("", ""))
+    return run_id, Path(folder)
 
 
 def config_dict(config: Config) -> dict[str, Any]:

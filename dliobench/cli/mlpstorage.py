@@ -1,0 +1,214 @@
+"""The front door: mlpstorage's command lines run as our commands.
+
+``dliobench training run --model unet3d --accelerator-type b200 ...`` (and the same under
+``dliobench mlpstorage``) parses mlpstorage's flags (``cli/mlpstorage_args.py``), translates
+them onto our workloads and keys (``config/mlpstorage.py``) and calls our own command's
+function (run, generate, datasize, show-config, report) with the arguments it would have had
+from our own command line, so there is one implementation of each command. Runs go where
+``--results-dir`` says, laid out as mlpstorage lays them out (``output.layout=mlpstorage``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from dliobench.base.errors import ConfigError
+from dliobench.cli import mlpstorage_args
+from dliobench.config import mlpstorage as mlps
+
+log = logging.getLogger("dliobench")
+Commands = Mapping[str, Callable[[argparse.Namespace], int]]
+# what a launcher tells every rank about the job's size (MPICH/Hydra, Open MPI, PMIx; torchrun)
+SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "WORLD_SIZE")
+
+
+def launched_ranks() -> int:
+    """How many ranks the launcher started (1 without one), from the environment."""
+    for var in SIZE_VARS:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def _refuse(args: argparse.Namespace) -> None:
+    """A ConfigError for the first flag given that means nothing here (one sentence)."""
+    given = [d for d in ("mpi_bin", "oversubscribe", "allow_run_as_root", "mpi_params",
+                         "ssh_username", "dlio_bin_path", "config_file", "object",
+                         "verify_lockfile", "timeseries") if getattr(args, d, None)]
+    given += ["exec_type"] if getattr(args, "exec_type", "mpi") == "docker" else []
+    given += ["loops"] if getattr(args, "loops", 1) != 1 else []
+    sentence = mlps.refusal(given)
+    if sentence:
+        raise ConfigError(sentence)
+    remote = mlps.remote_hosts(getattr(args, "hosts", None))
+    if remote and launched_ranks() == 1:
+        raise ConfigError(f"--hosts names other hosts ({', '.join(remote)}) and dliobench "
+                          "opens no ssh sessions: start the ranks there with `mpiexec -hosts "
+                          f"{','.join(remote)} -n N dliobench ...` or srun, in the same folder "
+                          "on every host")
+
+
+def _ranks(args: argparse.Namespace, asked: int | None, flag: str) -> None:
+    """Refuse a rank count the launcher did not start, with the command that would."""
+    sentence = mlps.ranks_sentence(asked or launched_ranks(), launched_ranks(), flag,
+                                   sys.argv[1:])
+    if sentence:
+        raise ConfigError(sentence)
+
+
+def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
+          **extra: Any) -> argparse.Namespace:
+    """The arguments our own command would have had: the workload, the overrides (mlpstorage's
+    --params first, then what its other flags set), and the rest of our options."""
+    items = [workload, *mlps.flat_params(getattr(args, "params", None)), *overrides]
+    accel = getattr(args, "accelerator_type", None)
+    log.debug("as dliobench: %s", shlex.join(
+        ["dliobench", "...", *items, *(["--accelerator", accel] if accel else [])]))
+    base = dict(workload=items, accelerator=accel, config_dir=None, output=None,
+                dataset=None, launcher="auto", no_progress=False, yes=False, trace=False,
+                fail_below_floor=False, verbose=getattr(args, "verbose", False))
+    return argparse.Namespace(**{**base, **extra})
+
+
+def _results(args: argparse.Namespace) -> list[str]:
+    """Where runs go: --results-dir, laid out as mlpstorage lays it out (checked as every
+    output.folder is)."""
+    return [mlps.path_item("output.folder", args.results_dir), "output.layout=mlpstorage"]
+
+
+def _data(args: argparse.Namespace) -> list[str]:
+    """--data-dir as mlpstorage reads it: the data folder ``<dir>/<model>``."""
+    if not args.data_dir:
+        return []
+    return [mlps.path_item("dataset.data_folder", mlps.data_folder(args.data_dir, args.model))]
+
+
+def _run_or_show(commands: Commands, args: argparse.Namespace, ns: argparse.Namespace) -> int:
+    """``--what-if``: the resolved configuration; otherwise the run."""
+    return commands["show-config" if args.what_if else "run"](ns)
+
+
+def _memory_note(args: argparse.Namespace) -> None:
+    """A run records the memory it measures, and `check` judges the 5x rule by it: say so
+    when the flag gives less than this host has (a dataset sized by the flag falls short)."""
+    from dliobench.results.sysinfo import host_memory_bytes
+
+    given, measured = args.client_host_memory_in_gb, host_memory_bytes() / 2**30
+    if given and given < 0.9 * measured:
+        log.warning("--client-host-memory-in-gb %s is less than this host's %.0f GiB; the "
+                    "run records the measured memory, and `dliobench check` judges the "
+                    "dataset against 5x that", given, measured)
+
+
+def training_run(commands: Commands, args: argparse.Namespace) -> int:
+    """``training run``: our run of the model's workload, in mlpstorage's results layout."""
+    _refuse(args)
+    _ranks(args, args.num_accelerators, "--num-accelerators")
+    _memory_note(args)
+    return _run_or_show(commands, args, _ours(args, args.model, [*_data(args), *_results(args)]))
+
+
+def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
+    """``training datagen``: our generate (the command is the confirmation to write)."""
+    _refuse(args)
+    if (args.num_processes or 1) > launched_ranks():
+        log.info("--num-processes %s: dliobench writes with one process per core (under "
+                 "mpiexec the ranks split the files)", args.num_processes)
+    ns = _ours(args, args.model, _data(args), yes=True, verify=False)
+    return commands["show-config" if args.what_if else "generate"](ns)
+
+
+def training_datasize(commands: Commands, args: argparse.Namespace) -> int:
+    """``training datasize``: our datasize for the accelerators, hosts and memory given."""
+    _refuse(args)
+    ns = _ours(args, args.model, [], accelerators=args.max_accelerators,
+               hosts=args.num_client_hosts, host_memory_gb=args.client_host_memory_in_gb)
+    return commands["datasize"](ns)
+
+
+def _checkpoint_args(args: argparse.Namespace) -> list[str]:
+    """Our overrides for mlpstorage's checkpointing flags."""
+    processes = args.num_processes or launched_ranks()
+    return [*mlps.checkpoint_overrides(args.model, processes, args.checkpoint_folder,
+                                       args.num_checkpoints_write, args.num_checkpoints_read),
+            *_results(args)]
+
+
+def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
+    """``checkpointing run``: our llama3 checkpoint workload, in mlpstorage's layout."""
+    _refuse(args)
+    overrides = _checkpoint_args(args)
+    _ranks(args, args.num_processes, "--num-processes")
+    _memory_note(args)
+    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides))
+
+
+def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:
+    """``checkpointing datasize``: the checkpoint's layout and bytes, and the run's totals."""
+    from dliobench.config import load
+    from dliobench.config.hydra import split
+    from dliobench.run.checkpoint.layout import describe, layout_for
+
+    _refuse(args)
+    ns = _ours(args, mlps.workload_of(args.model), _checkpoint_args(args))
+    line = split(ns.workload, "default")
+    config, _ = load.load(line.path, line.overrides)
+    processes = args.num_processes or launched_ranks()
+    layout = layout_for(config, processes)
+    for text in describe(layout):
+        print(text)
+    subset = config.checkpoint.mode == "subset" and processes < layout.world
+    total = sum(layout.totals(range(processes) if subset else None))
+    what = f"the share of {processes} of its {layout.world} ranks" if subset else "all of it"
+    print(f"{args.num_checkpoints_write} writes and {args.num_checkpoints_read} reads of the "
+          f"checkpoint ({what}): {args.num_checkpoints_write * total / 1e9:,.2f} GB written, "
+          f"{args.num_checkpoints_read * total / 1e9:,.2f} GB read")
+    return 0
+
+
+def reportgen(commands: Commands, args: argparse.Namespace) -> int:
+    """``reports reportgen``: our report of every run under --results-dir."""
+    _refuse(args)
+    return commands["report"](argparse.Namespace(runs=[args.results_dir], out=args.output_dir,
+                                                 timeline_run=None, trace=False))
+
+
+HANDLERS = {"training run": training_run, "training datagen": training_datagen,
+            "training datasize": training_datasize, "checkpointing run": checkpointing_run,
+            "checkpointing datasize": checkpointing_datasize, "reports reportgen": reportgen}
+
+
+def _table() -> str:
+    """The epilog of ``dliobench mlpstorage --help``: what is refused, and why."""
+    lines = [f"mlpstorage's command lines, read at {mlps.UPSTREAM}, translated onto "
+             "dliobench's commands and keys (docs/mlpstorage.md has the table):"]
+    lines += [f"  {words}: {ours}" for words, ours in mlps.ACCEPTED]
+    lines.append("Refused, exit 2:")
+    lines += [f"  {r.flags}: {r.instead}" for r in mlps.REFUSED]
+    lines.append("  --hosts naming other hosts outside a launcher: start the ranks with "
+                 "mpiexec -hosts or srun")
+    return "\n".join(lines)
+
+
+def add_parsers(sub: Any, commands: Commands) -> None:
+    """``training``, ``checkpointing`` and ``reports`` as top-level subcommands, and the same
+    under ``mlpstorage``, whose --help lists what is accepted and what is refused."""
+    handlers = {name: partial(fn, commands) for name, fn in HANDLERS.items()}
+    door = sub.add_parser("mlpstorage", help="mlpstorage's command lines (training, "
+                          "checkpointing, reports), run by dliobench",
+                          description="Run mlpstorage's command lines with dliobench: "
+                          "`dliobench mlpstorage training run ...` or `dliobench training "
+                          "run ...`. Each subcommand's --help says what every flag becomes.",
+                          epilog=_table(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    inner = door.add_subparsers(dest="mlps_benchmark", metavar="BENCHMARK", required=True)
+    for target in (sub, inner):
+        mlpstorage_args.add_training(target, handlers)
+        mlpstorage_args.add_checkpointing(target, handlers)
+        mlpstorage_args.add_reports(target, handlers)
