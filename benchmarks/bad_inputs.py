@@ -375,7 +375,7 @@ CKPT_RUN = ["checkpointing", "run", "--model", "llama3-8b", "--checkpoint-folder
 def front_door_cases() -> list[Case]:
     """mlpstorage's command lines that mean nothing here, or are wrong (docs/mlpstorage.md)."""
     refused = {"--allow-run-as-root": [], "--oversubscribe": [], "--mpi-bin": ["mpirun"],
-               "--exec-type": ["docker"], "--ssh-username": ["me"], "--loops": ["3"],
+               "--exec-type": ["docker"], "--ssh-username": ["me"], "--loops": ["0"],
                "--object": [], "--config-file": ["x.yaml"], "--dlio-bin-path": ["/x"]}
     cases = [Case(f"mlpstorage {flag}", [*TRAIN_RUN, flag, *values], says=flag.split()[0])
              for flag, values in refused.items()]

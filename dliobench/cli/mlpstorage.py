@@ -43,7 +43,8 @@ def _refuse(args: argparse.Namespace) -> None:
                          "ssh_username", "dlio_bin_path", "config_file", "object",
                          "verify_lockfile", "timeseries") if getattr(args, d, None)]
     given += ["exec_type"] if getattr(args, "exec_type", "mpi") == "docker" else []
-    given += ["loops"] if getattr(args, "loops", 1) != 1 else []
+    if getattr(args, "loops", 1) < 1:
+        raise ConfigError(f"--loops {args.loops}: give 1 or more runs")
     sentence = mlps.refusal(given)
     if sentence:
         raise ConfigError(sentence)
@@ -73,7 +74,8 @@ def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
         ["dliobench", "...", *items, *(["--accelerator", accel] if accel else [])]))
     base = dict(workload=items, accelerator=accel, config_dir=None, output=None,
                 dataset=None, launcher="auto", no_progress=False, yes=False, trace=False,
-                fail_below_floor=False, verbose=getattr(args, "verbose", False))
+                fail_below_floor=False, repeat=None, run_set=False,
+                verbose=getattr(args, "verbose", False))
     return argparse.Namespace(**{**base, **extra})
 
 
@@ -112,7 +114,8 @@ def training_run(commands: Commands, args: argparse.Namespace) -> int:
     _refuse(args)
     _ranks(args, args.num_accelerators, "--num-accelerators")
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, args.model, [*_data(args), *_results(args)]))
+    return _run_or_show(commands, args, _ours(args, args.model, [*_data(args), *_results(args)],
+                                              repeat=args.loops - 1 or None))
 
 
 def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
@@ -147,7 +150,8 @@ def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
     overrides = _checkpoint_args(args)
     _ranks(args, args.num_processes, "--num-processes")
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides))
+    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides,
+                                              repeat=args.loops if args.loops > 1 else None))
 
 
 def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:

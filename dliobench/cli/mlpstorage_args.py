@@ -72,8 +72,8 @@ def _universal(p: argparse.ArgumentParser) -> None:
                    help="results root; runs go to DIR/training/<model>/run/<YYYYMMDD_HHMMSS>/ "
                    "and DIR/checkpointing/<model>/<YYYYMMDD_HHMMSS>/ as mlpstorage lays them "
                    f"out (default {DEFAULT_RESULTS_DIR}, mlpstorage's)")
-    p.add_argument("--loops", type=int, default=1, help="1 only: run the command again "
-                   "for another run")
+    p.add_argument("--loops", type=int, default=1, help="runs in one invocation, as a run "
+                   "set (training: the first is the rules' warm-up, as `run --repeat N-1`)")
     p.add_argument("--config-file", "-c", help="refused: use a workload file or --param")
     p.add_argument("--file", action="store_true", help="POSIX files (the default)")
     p.add_argument("--object", nargs="?", const="s3", choices=("s3",),

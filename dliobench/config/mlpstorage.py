@@ -85,8 +85,6 @@ REFUSED = (
             "with `dliobench run FILE`, or give them as --param KEY=VALUE"),
     Refused("--object", "object", "set the S3 location with --param storage.storage_type=s3 "
             "storage.storage_root=s3://BUCKET/PREFIX (docs/storage.md)"),
-    Refused("--loops N (N > 1)", "loops", "run the command N times; each run gets its own "
-            "timestamped folder under --results-dir"),
     Refused("--verify-lockfile", "verify_lockfile", "result.json records the dliobench "
             "version and commit of every run; leave the flag out"),
     Refused("--timeseries-interval, --max-timeseries-samples", "timeseries",

@@ -66,6 +66,9 @@ def test_training_quick_start_runs_into_mlpstorage_layout(
     assert config["dataset"]["data_folder"] == "unet3d_data/unet3d"  # mlpstorage's <dir>/<model>
     assert config["train"]["accelerator"] == "b200"
     assert config["output"]["layout"] == "mlpstorage"
+    summary = json.loads((run / "summary.json").read_text())  # what mlpstorage's tools parse
+    assert {"train_au_mean_percentage", "train_au_meet_expectation",
+            "train_throughput_mean_samples_per_second"} <= set(summary["metric"])
     # our own reading commands find it in the nested layout
     assert find_run_dirs([tmp_path / "unet3d_results"]) == [run]
     assert [r.path for r in load_runs([tmp_path / "unet3d_results"])] == [run]
@@ -147,3 +150,17 @@ def test_datasize_commands_answer_as_ours(tmp_path: Path) -> None:
                      "--num-processes", "8", "--checkpoint-folder", "c")
     assert ckpt.returncode == 0 and "112,425,623,552 B" in ckpt.stdout, ckpt  # 8B x 14 B
     assert "1,124.26 GB written" in ckpt.stdout  # 10 writes, mlpstorage's default
+
+
+def test_loops_runs_a_set_whose_first_run_is_the_warm_up(tmp_path: Path) -> None:
+    """``--loops N`` is N runs in one invocation, the first the rules' warm-up."""
+    done = dliobench(tmp_path, "training", "run", "--model", "unet3d", "--accelerator-type",
+                     "b200", "--data-dir", "d", "--results-dir", "r", "--loops", "2",
+                     "--param", *TRAIN_SIZE)
+    assert done.returncode == 0, done.stderr
+    parent = tmp_path / "r" / "training" / "unet3d" / "run"
+    runs = sorted(p for p in parent.iterdir() if p.is_dir())
+    assert len(runs) == 2 and all(STAMP.match(r.name) for r in runs), runs
+    places = [json.loads((r / "result.json").read_text())["run_set"] for r in runs]
+    assert [p["warmup"] for p in places] == [True, False]
+    assert len({p["set_id"] for p in places}) == 1
