@@ -19,6 +19,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
@@ -63,6 +64,39 @@ def bar(description: str, total: float, enabled: bool, unit: str = "steps") -> I
     with progress:
         task = progress.add_task(description, total=total)
         yield lambda amount=1: progress.advance(task, amount)
+
+
+def on_terminal() -> bool:
+    """Whether the bars go to a terminal (piped, rich prints a bar once, at its end)."""
+    from rich import get_console
+
+    return get_console().is_terminal
+
+
+class FigureBar:
+    """A steps bar that carries a line of figures (``results.live``), with lines printed
+    above it."""
+
+    def __init__(self, progress: Progress, task: TaskID) -> None:
+        self.progress, self.task = progress, task
+
+    def update(self, steps: int, words: str, final: bool = False) -> None:
+        """Move the bar to ``steps`` done and show ``words``."""
+        self.progress.update(self.task, completed=steps, figures=words)
+
+    def line(self, text: str) -> None:
+        """Print ``text`` above the bar."""
+        self.progress.console.print(text, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def figure_bar(description: str, total: int) -> Iterator[FigureBar]:
+    """A bar of ``total`` steps with a line of figures after the count."""
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=12),
+                        MofNCompleteColumn(), TextColumn("{task.fields[figures]}"),
+                        TimeElapsedColumn(), transient=False)
+    with progress:
+        yield FigureBar(progress, progress.add_task(description, total=total, figures=""))
 
 
 @contextmanager

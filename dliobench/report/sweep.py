@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ class PointOutcome:
     run_dir: str | None = None
     error: str | None = None
     result: RunResult | None = field(default=None, repr=False)
+    seconds: float | None = None  # how long the point ran (when it did)
 
 
 def load_sweep(path: Path) -> SweepSpec:
@@ -240,13 +242,8 @@ def run_point(spec: SweepSpec, ranks: int, settings: dict[str, Any], folder: Pat
         return outcome
     outcome.run_dir = str(runs[-1].parent)
     outcome.result = read_result(runs[-1].parent)
-    log.info("%s: AU %s in %.1f s", name, _pct(outcome.result["metrics"]["au"]),
-             time.monotonic() - started)
+    outcome.seconds = time.monotonic() - started
     return outcome
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f} %"
 
 
 def save_summary(folder: Path, spec: SweepSpec, outcomes: list[PointOutcome],
@@ -271,14 +268,24 @@ def sweep_folder(spec: SweepSpec) -> Path:
     return folder
 
 
-def run_sweep(spec: SweepSpec, timeout: float | None = None) -> tuple[Path, list[PointOutcome]]:
+PointSaid = Callable[[int, int, str, "PointOutcome | None"], None]
+
+
+def run_sweep(spec: SweepSpec, timeout: float | None = None,
+              said: PointSaid | None = None) -> tuple[Path, list[PointOutcome]]:
     """Run every point (failures are recorded, not fatal) and write sweep.json; every point's
-    settings are checked first."""
+    settings are checked first. ``said(n, of, label, outcome)`` hears of point n of ``of``
+    (its ``output.label``, else its name) as it starts (outcome None) and as it ends."""
     checked = check_points(spec)
     folder = sweep_folder(spec)
     outcomes = []
-    for ranks, settings, _ in checked:
+    for n, (ranks, settings, _) in enumerate(checked, 1):
+        label = str(settings.get("output.label") or point_name(ranks, settings))
+        if said:
+            said(n, len(checked), label, None)
         outcome = run_point(spec, ranks, settings, folder, timeout)
+        if said:
+            said(n, len(checked), label, outcome)
         if outcome.error:
             log.warning("%s failed: %s", outcome.name, outcome.error)
         outcomes.append(outcome)
