@@ -18,7 +18,7 @@ from tests.conftest import last_result, tiny_workload
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+): (?:AU ([\d.]+) %, )?([\d,.]+) samples/s, "
                         r"([\d,.]+) MB/s$", re.M)
-SO_FAR = re.compile(r"^training \S+: \d+/\d+ steps in [\d.]+ s; so far (?:AU ([\d.]+) %, )?"
+SO_FAR = re.compile(r"^training .+?: \d+/\d+ steps in [\d.]+ s; so far (?:AU ([\d.]+) %, )?"
                     r"([\d,.]+) samples/s, ([\d,.]+) MB/s$", re.M)
 
 
