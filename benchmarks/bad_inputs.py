@@ -197,6 +197,7 @@ def file_cases() -> list[Case]:
     cases.append(Case("report: foreign file", ["report", "notes.json"], {"notes.json": b"{}"}))
     cases.append(Case("report: missing folder", ["report", "nope"]))
     cases.append(Case("report: empty folder", ["report", "empty"], {"empty/.keep": b""}))
+    cases.append(Case("keys: unknown section", ["keys", "readr"], says="reader"))
     return cases
 
 

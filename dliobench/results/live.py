@@ -71,8 +71,13 @@ class Tally:
                 self.nbytes[e] += nbytes
             self.seen[e] += 1
         self._read = end
-        return [(self.seen[e], self.compute[e], self.end[e] - (self.first[e] or self.end[e]),
-                 self.samples[e], self.nbytes[e]) for e in range(len(self.steps))]
+        return [(self.seen[e], self.compute[e], self._wall(e), self.samples[e], self.nbytes[e])
+                for e in range(len(self.steps))]
+
+    def _wall(self, epoch: int) -> float:
+        """The epoch's counted wall so far: first counted start to last counted end."""
+        first = self.first[epoch]
+        return 0.0 if first is None else self.end[epoch] - first
 
     def done(self) -> int:
         """How many epochs of this rank are finished (their steps all taken)."""
