@@ -1,7 +1,8 @@
 """Progress bars for long work (rich), silent when disabled or on non-root ranks.
 
 Rates are bytes done over time elapsed since the bar started (not a short window that one
-large advance throws off), and the columns fit 80 characters. Under MPI ``job_bar`` shows
+large advance throws off), and the columns fit 80 characters. Piped (not a terminal), a bar
+is printed as a line every ``PLAIN_EVERY_S`` and at its end. Under MPI ``job_bar`` shows
 the whole job: every rank's done bytes are summed on rank 0 every ``JOB_EVERY_S`` by a
 thread on a duplicated communicator, so the work itself is never interrupted.
 """
@@ -30,6 +31,7 @@ from rich.text import Text
 from dliobench.comm.world import Comm, World
 
 JOB_EVERY_S = 0.5
+PLAIN_EVERY_S = 30.0  # piped output: a bar's line this often (rich draws none until the end)
 
 
 class Advance(Protocol):
@@ -61,9 +63,30 @@ def bar(description: str, total: float, enabled: bool, unit: str = "steps") -> I
                                                            TimeRemainingColumn()]
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=12),
                         TaskProgressColumn(), *columns, *clock, transient=False)
-    with progress:
+    with progress, _lines_when_piped(progress):
         task = progress.add_task(description, total=total)
         yield lambda amount=1: progress.advance(task, amount)
+
+
+@contextmanager
+def _lines_when_piped(progress: Progress) -> Iterator[None]:
+    """Piped (a log file: rich draws a bar once, at its end), the bar as a line every
+    ``PLAIN_EVERY_S``, so a long generation shows its progress and rate in the log too."""
+    if on_terminal():
+        yield
+        return
+    stop = threading.Event()
+
+    def say() -> None:
+        while not stop.wait(PLAIN_EVERY_S):
+            progress.console.print(progress.make_tasks_table(progress.tasks))
+
+    thread = threading.Thread(target=say, name="progress-lines", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def on_terminal() -> bool:

@@ -12,7 +12,7 @@ The loop pays nothing per step: a thread (``watch``) reads the rank's timeline e
 epoch. Under MPI every rank's thread gathers the ranks' sums on a duplicated communicator at
 each wake, so rank 0 shows the job's figures. Rank 0 shows them on a bar on a terminal
 (``dataset.progress.figure_bar``) and, piped (a log file), as plain lines: one per epoch,
-one every ``PLAIN_EVERY_S`` and one at the end.
+one every ``progress.PLAIN_EVERY_S`` and one at the end.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from dliobench.results.metrics import window
 log = logging.getLogger(__name__)
 
 POLL_S = 0.25  # how often the figures are brought up to date
-PLAIN_EVERY_S = 30.0  # piped output: a progress line this often (and one per epoch)
 JOIN_S = 10.0  # at the end, how long to wait for the last gathering of the ranks' sums
 
 # one epoch's counted sums on one rank: steps seen, compute, wall, samples, bytes
@@ -134,7 +133,7 @@ class Shown(Protocol):
 
 
 class _Plain:
-    """Piped output (a log file): a plain progress line every ``PLAIN_EVERY_S`` and a last
+    """Piped output (a log file): a plain progress line every ``progress.PLAIN_EVERY_S``, a last
     one, each printed at once."""
 
     def __init__(self, description: str, total: int) -> None:
@@ -144,7 +143,7 @@ class _Plain:
     def update(self, steps: int, words: str, final: bool) -> None:
         """Say the figures when it is time, and at the end."""
         now = time.monotonic()
-        if final or now - self.said >= PLAIN_EVERY_S:
+        if final or now - self.said >= progress.PLAIN_EVERY_S:
             self.said = now
             print(f"{self.description}: {steps}/{self.total} steps in {now - self.t0:.1f} s; "
                   f"so far {words}", flush=True)

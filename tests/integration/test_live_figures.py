@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,3 +84,25 @@ def test_dry_run_command_pastes_back_whole(capsys: pytest.CaptureFixture[str],
                 if ln.startswith("first command: "))
     argv = shlex.split(line.removeprefix("first command: "))
     assert "output.label=file per sample" in argv
+
+
+def test_piped_output_gets_periodic_lines(write_workload: Callable[..., Path],
+                                          run_cli: Callable[..., int],
+                                          capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped, a long run says its figures so far every ``PLAIN_EVERY_S`` (here shortened),
+    not only at its end; so does a bar (generation's GB and GB/s)."""
+    from dliobench.dataset import progress
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.05)
+    path = write_workload(tiny_workload(train={"epochs": 1, "computation_time": 0.1}))
+    assert run_cli("run", str(path)) == 0
+    steps = [int(n) for n in re.findall(r"^training \S+: (\d+)/4 steps", capsys.readouterr().out,
+                                        re.M)]
+    assert len(steps) >= 2 and steps[0] < 4 and steps[-1] == 4, steps
+    with progress.bar("writing", 4e6, True, unit="bytes") as advance:
+        for _ in range(4):
+            time.sleep(0.05)
+            advance(1e6)
+    lines = re.findall(r"^writing .* GB/s", capsys.readouterr().out, re.M)
+    assert len(lines) >= 2, lines  # at least one before the one rich draws at the end
