@@ -9,8 +9,9 @@ wall, summed over ranks. So the last figures shown are the result's.
 
 The loop pays nothing per step: a thread (``watch``) reads the rank's timeline every
 ``POLL_S`` and adds the rows it gained to per-epoch sums; the loop only wakes it after each
-epoch. Under MPI every rank's thread gathers the ranks' sums on a duplicated communicator at
-each wake, so rank 0 shows the job's figures. Rank 0 shows them on a bar on a terminal
+epoch. Under MPI every rank's thread sums the ranks' figures (a vector of a few numbers per
+epoch, ``rank_vector``: its size does not grow with the ranks) on a duplicated communicator
+at each wake, so rank 0 shows the job's: on a bar on a terminal
 (``dataset.progress.figure_bar``) and, piped (a log file), as plain lines: one per epoch,
 one every ``progress.PLAIN_EVERY_S`` and one at the end.
 """
@@ -25,6 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Protocol
+
+import numpy as np
 
 from dliobench.comm.world import Comm, World
 from dliobench.dataset import progress
@@ -78,9 +81,6 @@ class Tally:
         first = self.first[epoch]
         return 0.0 if first is None else self.end[epoch] - first
 
-    def done(self) -> int:
-        """How many epochs of this rank are finished (their steps all taken)."""
-        return next((e for e, n in enumerate(self.steps) if self.seen[e] < n), len(self.steps))
 
 
 @dataclass(frozen=True)
@@ -99,27 +99,50 @@ class Figures:
         return f"{au}{self.samples_per_s:,.1f} samples/s, {self.bytes_per_s / 1e6:,.1f} MB/s"
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+# A rank's figures as a vector the ranks sum (``Comm.allreduce_buffer``: its size is fixed,
+# whatever the number of ranks): per epoch AU, 1 when it has an AU, samples/s, bytes/s, and 1
+# when the rank finished the epoch; then 1 when it has counted steps, its samples/s and
+# bytes/s over them all, and 1 when it is ending.
+PER_EPOCH = 5
 
 
-def job_so_far(ranks: list[list[EpochSums]]) -> Figures:
-    """The job's figures over every counted step so far (the result's ``metrics``)."""
-    aus = [c / w for sums in ranks for _, c, w, _, _ in sums if w > 0]
-    samples_rates, byte_rates = [], []
-    for sums in ranks:
-        wall = sum(w for _, _, w, _, _ in sums)
-        if wall > 0:
-            samples_rates.append(sum(s for *_, s, _ in sums) / wall)
-            byte_rates.append(sum(b for *_, b in sums) / wall)
-    if not samples_rates:
+def rank_vector(sums: list[EpochSums], steps: list[int], ending: bool) -> np.ndarray:
+    """One rank's figures, in the form the ranks sum."""
+    vector = np.zeros(PER_EPOCH * len(sums) + 4)
+    wall = samples = nbytes = 0.0
+    for e, (seen, compute, w, s, b) in enumerate(sums):
+        at = PER_EPOCH * e
+        if w > 0:
+            vector[at:at + 4] = (compute / w, 1.0, s / w, b / w)
+        vector[at + 4] = float(seen >= steps[e])
+        wall, samples, nbytes = wall + w, samples + s, nbytes + b
+    if wall > 0:
+        vector[-4:-1] = (1.0, samples / wall, nbytes / wall)
+    vector[-1] = float(ending)
+    return vector
+
+
+def job_epoch(job: np.ndarray, epoch: int) -> Figures:
+    """The job's figures of one epoch from the summed vectors (the result's
+    ``epochs[epoch]``: AU averaged over ranks, rates summed)."""
+    au, ranks, rate, byte_rate = job[PER_EPOCH * epoch:PER_EPOCH * epoch + 4]
+    return Figures(au / ranks, rate, byte_rate) if ranks else Figures(None, None, None)
+
+
+def job_so_far(job: np.ndarray) -> Figures:
+    """The job's figures over every counted step so far (the result's ``metrics``: AU the
+    mean over ranks and epochs, rates summed over ranks)."""
+    epochs = job[:-4]
+    counted = epochs[1::PER_EPOCH].sum()
+    if not job[-4] or not counted:
         return Figures(None, None, None)
-    return Figures(_mean(aus), sum(samples_rates), sum(byte_rates))
+    return Figures(epochs[0::PER_EPOCH].sum() / counted, job[-3], job[-2])
 
 
-def job_epoch(ranks: list[list[EpochSums]], epoch: int) -> Figures:
-    """The job's figures of one epoch (the result's ``epochs[epoch]``)."""
-    return job_so_far([[sums[epoch]] for sums in ranks])
+def epochs_done(job: np.ndarray, ranks: int) -> int:
+    """How many epochs, from the first, every rank has finished."""
+    done = job[:-4][PER_EPOCH - 1::PER_EPOCH]
+    return next((e for e, n in enumerate(done) if n < ranks), done.size)
 
 
 class Shown(Protocol):
@@ -168,38 +191,40 @@ def _display(description: str, total: int, shown: bool) -> Iterator[Shown | None
 class _Watcher:
     """The thread's work: update the tally, gather the ranks' sums, show the job's."""
 
-    def __init__(self, tally: Tally, channel: Comm | None, shown: Shown | None,
+    def __init__(self, tally: Tally, channel: Comm | None, ranks: int, shown: Shown | None,
                  with_au: bool) -> None:
         self.tally, self.channel, self.shown, self.with_au = tally, channel, shown, with_au
+        self.ranks = ranks
         self.wake, self.ending = threading.Event(), threading.Event()
         self.said = 0  # epochs whose line was printed
 
     def run(self) -> None:
-        """Until every rank has ended: wake (each ``POLL_S`` or epoch), gather, show."""
+        """Until every rank has ended: wake (each ``POLL_S`` or epoch), sum, show."""
         try:
             finished = False
             while not finished:
                 self.wake.wait(POLL_S)
                 self.wake.clear()
                 ending = self.ending.is_set()  # before the update: the last one holds all
-                mine = (self.tally.update(), self.tally.done(), ending)
-                states = self.channel.allgather(mine) if self.channel else [mine]
-                finished = all(s[2] for s in states)
-                self.show([s[0] for s in states], min(s[1] for s in states), mine[0], finished)
+                mine = self.tally.update()
+                job = rank_vector(mine, self.tally.steps, ending)
+                if self.channel is not None:
+                    self.channel.allreduce_buffer(job)
+                finished = job[-1] >= self.ranks
+                self.show(job, mine, finished)
         except Exception as exc:  # the figures are a view: their failure never ends a run
             log.debug("the live figures stopped: %s", exc)
 
-    def show(self, ranks: list[list[EpochSums]], done: int, mine: list[EpochSums],
-             final: bool) -> None:
+    def show(self, job: np.ndarray, mine: list[EpochSums], final: bool) -> None:
         """Rank 0: each newly finished epoch's line, then the figures so far."""
         if self.shown is None:
             return
+        done = epochs_done(job, self.ranks)
         for e in range(self.said, done):
             self.shown.line(f"epoch {e + 1}/{len(mine)}: "
-                            f"{job_epoch(ranks, e).words(self.with_au)}")
+                            f"{job_epoch(job, e).words(self.with_au)}")
         self.said = max(self.said, done)
-        self.shown.update(sum(s[0] for s in mine), job_so_far(ranks).words(self.with_au),
-                          final)
+        self.shown.update(sum(s[0] for s in mine), job_so_far(job).words(self.with_au), final)
 
 
 @contextlib.contextmanager
@@ -214,7 +239,7 @@ def watch(rows: list[Any], steps: list[int], exclude: tuple[int, int], world: Wo
         return
     channel = comm.dup() if world.size > 1 else None
     with _display(description, sum(steps), world.is_root) as shown:
-        watcher = _Watcher(Tally(rows, steps, *exclude), channel, shown, with_au)
+        watcher = _Watcher(Tally(rows, steps, *exclude), channel, world.size, shown, with_au)
         thread = threading.Thread(target=watcher.run, name="live-figures", daemon=True)
         thread.start()
         try:
