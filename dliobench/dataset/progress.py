@@ -41,14 +41,26 @@ class Advance(Protocol):
         """Advance by ``amount`` units."""
 
 
+def _unit(nbytes: float) -> tuple[str, float]:
+    """The decimal unit that shows ``nbytes`` with a digit or more before the point."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if nbytes >= scale:
+            return unit, scale
+    return "kB", 1e3
+
+
 class _Bytes(ProgressColumn):
-    """Done / total and the average rate since the start, in decimal units, one line."""
+    """Done / total and the average rate since the start, in decimal units (the total's,
+    the rate's: a small dataset is not 0.00 GB), one line."""
 
     def render(self, task: Task) -> Text:
         elapsed = task.elapsed or 0.0
         rate = task.completed / elapsed if elapsed > 0 else 0.0
         total = task.total or 0.0
-        return Text(f"{task.completed / 1e9:,.2f}/{total / 1e9:,.2f} GB {rate / 1e9:,.2f} GB/s")
+        unit, scale = _unit(total)
+        per_s, per_s_scale = _unit(rate)
+        return Text(f"{task.completed / scale:,.2f}/{total / scale:,.2f} {unit} "
+                    f"{rate / per_s_scale:,.2f} {per_s}/s")
 
 
 @contextmanager
