@@ -91,10 +91,11 @@ class Figures:
     samples_per_s: float | None
     bytes_per_s: float | None
 
-    def words(self, with_au: bool) -> str:
-        """``AU 99.5 %, 99.5 samples/s, 6.5 MB/s`` (without AU at compute 0)."""
+    def words(self, with_au: bool, none: str = "no counted step yet") -> str:
+        """``AU 99.5 %, 99.5 samples/s, 6.5 MB/s`` (without AU at compute 0); ``none``
+        when there is no counted step."""
         if self.samples_per_s is None or self.bytes_per_s is None:
-            return "no counted step yet"
+            return none
         au = f"AU {100 * self.au:.1f} %, " if with_au and self.au is not None else ""
         return f"{au}{self.samples_per_s:,.1f} samples/s, {self.bytes_per_s / 1e6:,.1f} MB/s"
 
@@ -222,7 +223,7 @@ class _Watcher:
         done = epochs_done(job, self.ranks)
         for e in range(self.said, done):
             self.shown.line(f"epoch {e + 1}/{len(mine)}: "
-                            f"{job_epoch(job, e).words(self.with_au)}")
+                            f"{job_epoch(job, e).words(self.with_au, 'no counted step')}")
         self.said = max(self.said, done)
         self.shown.update(sum(s[0] for s in mine), job_so_far(job).words(self.with_au), final)
 
