@@ -21,7 +21,7 @@ step i followed by step i+1 of the same rank and epoch:
     overhead_i = (t_start[i+1] - t_start[i]) - wait_i - compute_i - comm_i - ckpt_i
 
 which is the time of the loop's own work (recording the step, the sample-id bookkeeping,
-the progress hook, the calls around compute). runner.py takes ``start`` just before asking the
+the calls around compute). runner.py takes ``start`` just before asking the
 loader for the batch, ``wait`` = until the batch arrived, ``compute``/``comm`` as measured by
 their own calls, so these spans tile the step except for the harness's code between them.
 The last step of each epoch has no next step in its epoch (the gap to the next epoch holds
