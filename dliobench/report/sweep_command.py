@@ -73,10 +73,11 @@ def sweep_spec(items: list[str], output: str | None) -> SweepSpec:
                    output=Path(output) if output else spec.output)
 
 
-def _say_point(n: int, of: int, label: str, outcome: PointOutcome | None) -> None:
-    """A sweep's progress: point n of N, its label, running or how it ended."""
-    if outcome is None:
-        print(f"point {n} of {of}: {label}: running", flush=True)
+def _say_point(n: int, of: int, label: str, outcome: PointOutcome | str | None) -> None:
+    """A sweep's progress: point n of N, its label, running (then its progress lines) or
+    how it ended."""
+    if outcome is None or isinstance(outcome, str):
+        print(f"point {n} of {of}: {label}: {outcome or 'running'}", flush=True)
         return
     took = f" in {outcome.seconds:.1f} s" if outcome.seconds is not None else ""
     print(f"point {n} of {of}: {label}: {point_status(outcome)}{took}", flush=True)
