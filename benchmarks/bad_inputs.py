@@ -218,6 +218,7 @@ def cli_cases() -> list[Case]:
                    {"w.yaml": WORKLOAD}) for v in ("0", "-2")]
     cases += [Case(f"sweep --timeout {v}", ["sweep", "w.yaml", "--timeout", v],
                    {"w.yaml": WORKLOAD}) for v in ("-5", "0")]
+    cases.append(Case("keys: unknown section", ["keys", "readr"], says="reader"))
     cases += [Case("run --output ''", ["run", "--output", "", "--no-progress"]),
               Case("report -o ''", ["report", "x", "-o", ""]),
               Case("run file_prefix with /", ["run", "dataset.file_prefix=a/b"]),

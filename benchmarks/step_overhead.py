@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/step_overhead.py [--steps 2000] [--reps 3] [--ranks 1 2]
            [--compute 0.002 0] [--allreduce-bytes 0 4096] [--files 1024] [--batch 4]
-           [--threads 2] [--root /work/bench-step] [--src DIR] [--baseline DIR]
+           [--threads 2] [--root /work/bench-step] [--src DIR] [--baseline DIR] [--progress]
 
 With ``--baseline DIR`` (another source tree, e.g. ``git worktree add /tmp/base main``) every
 configuration also runs on that tree, alternating with the measured one, and a second table
@@ -21,7 +21,7 @@ step i followed by step i+1 of the same rank and epoch:
     overhead_i = (t_start[i+1] - t_start[i]) - wait_i - compute_i - comm_i - ckpt_i
 
 which is the time of the loop's own work (recording the step, the sample-id bookkeeping,
-the progress hook, the calls around compute). runner.py takes ``start`` just before asking the
+the calls around compute). runner.py takes ``start`` just before asking the
 loader for the batch, ``wait`` = until the batch arrived, ``compute``/``comm`` as measured by
 their own calls, so these spans tile the step except for the harness's code between them.
 The last step of each epoch has no next step in its epoch (the gap to the next epoch holds
@@ -97,7 +97,8 @@ def run_cmd(args: argparse.Namespace, cfg: Config, out: Path) -> list[str]:
             "workflow.generate_data=false", "reader.data_loader=native",
             f"reader.batch_size={args.batch}", f"reader.read_threads={args.threads}",
             f"train.computation_time={cfg.compute:g}", f"train.allreduce_bytes={cfg.allreduce}",
-            f"train.total_training_steps={args.steps}", "--output", str(out), "--no-progress"]
+            f"train.total_training_steps={args.steps}", "--output", str(out),
+            *([] if args.progress else ["--no-progress"])]
 
 
 def overheads(timeline: Path) -> dict[str, float]:
@@ -205,6 +206,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2, help="reader.read_threads")
     p.add_argument("--src", help="measure the dliobench source tree DIR (a `git clone`) "
                    "instead of the installed one")
+    p.add_argument("--progress", action="store_true", help="runs show their progress "
+                   "(piped: the live figures' plain lines) instead of --no-progress")
     p.add_argument("--baseline", help="also measure the source tree DIR, alternating, and "
                    "print what --src adds per step beside it")
     return p.parse_args(argv)

@@ -169,10 +169,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    """List every configuration key with its default and meaning."""
+    """List every configuration key (or one section's) with its default and meaning."""
     from dliobench.report.commands import list_keys
 
-    list_keys()
+    list_keys(args.section)
     return 0
 
 

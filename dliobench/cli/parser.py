@@ -317,7 +317,9 @@ def _add_keys_parser(sub: SubParsers, commands: Commands) -> None:
     """`dliobench keys`."""
     p = sub.add_parser("keys", help="list every configuration key",
                        description="List every configuration key, its default, allowed values "
-                       "and DLIO spellings accepted for it.")
+                       "and DLIO spellings accepted for it; with SECTION (e.g. reader, "
+                       "storage) only that section's keys.")
+    p.add_argument("section", nargs="?", metavar="SECTION", help="list only this section")
     p.set_defaults(func=commands["keys"])
 
 

@@ -160,24 +160,32 @@ def datasize(config: Config, accelerators: int, hosts: int,
           f"(the {size.deciding_rule} rule decides)")
 
 
-def list_keys() -> None:
-    """``dliobench keys``: every configuration key with its default, unit, choices, meaning
-    and DLIO's spellings of it."""
+def list_keys(section: str | None = None) -> None:
+    """``dliobench keys [SECTION]``: every configuration key (or those of one section, e.g.
+    ``reader`` or ``storage``) with its default, unit, choices, meaning and DLIO's
+    spellings of it; an unknown section is a ConfigError naming the sections."""
     from dliobench.config.load import ALIASES, FIELDS
 
+    names = [n for n in sorted(FIELDS) if section is None or n.startswith(f"{section}.")]
+    if section is not None and not names and section != "accelerators":
+        sections = sorted({n.split(".")[0] for n in FIELDS} | {"accelerators"})
+        raise ConfigError(f"there is no configuration section '{section}'; the sections are "
+                          f"{', '.join(sections)}")
     by_key: dict[str, list[str]] = {}
     for alias, canonical in ALIASES.items():
         by_key.setdefault(canonical, []).append(alias)
     units = {"seconds": "seconds; also {mean: S, stdev: S}", "size": "bytes; also 64KiB, 1.5MB"}
-    for name, f in sorted(FIELDS.items()):
+    for name in names:
+        f = FIELDS[name]
         meta = f.metadata
         choices = f" ({'|'.join(meta['choices'])})" if meta["choices"] else ""
         unit = f" [{units[meta['kind']]}]" if meta["kind"] in units else ""
         aka = f"  [also: {', '.join(sorted(by_key[name]))}]" if name in by_key else ""
         print(f"{name} = {f.default!r}{choices}{unit}\n    {meta['help']}{aka}")
-    print("accelerators.<name> = {computation_time: S, au: F[, computation_time_stdev: S]}\n"
-          "    a workload's accelerator profiles: compute seconds per batch and AU floor; "
-          "train.accelerator (or --accelerator) picks one")
+    if section in (None, "accelerators"):
+        print("accelerators.<name> = {computation_time: S, au: F[, computation_time_stdev: S]}"
+              "\n    a workload's accelerator profiles: compute seconds per batch and AU floor; "
+              "train.accelerator (or --accelerator) picks one")
 
 
 def show_config(config: Config) -> None:

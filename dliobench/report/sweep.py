@@ -11,15 +11,16 @@ import itertools
 import logging
 import shlex
 import shutil
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dliobench.base.errors import ConfigError
 from dliobench.config.secrets import REDACTED, is_secret, redact_argv
+from dliobench.report.pointrun import run_streaming
 from dliobench.results.files import read_result, write_json
 from dliobench.results.schema import RunResult
 
@@ -50,6 +51,7 @@ class PointOutcome:
     run_dir: str | None = None
     error: str | None = None
     result: RunResult | None = field(default=None, repr=False)
+    seconds: float | None = None  # how long the point ran (when it did)
 
 
 def load_sweep(path: Path) -> SweepSpec:
@@ -201,7 +203,8 @@ def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) ->
     workload = settings.get("workload", spec.workload)
     keys = (f"{k}={v}" for k, v in settings.items() if k != "workload")
     run = [sys.executable, "-m", "dliobench", "run", str(workload), *spec.overrides, *keys,
-           "--output", str(out), "--no-progress", "--yes"]  # points run unattended
+           "--output", str(out), "--yes"]  # points run unattended; piped, a point's progress
+    # is plain lines (``results.live``), which the sweep passes on
     if ranks == 1:
         return run
     launcher = shlex.split(spec.launcher.format(ranks=ranks))
@@ -220,33 +223,29 @@ def command(spec: SweepSpec, ranks: int, settings: dict[str, Any], out: Path) ->
 
 
 def run_point(spec: SweepSpec, ranks: int, settings: dict[str, Any], folder: Path,
-              timeout: float | None = None) -> PointOutcome:
-    """Run one point; its run lands in ``folder/<point name>/<run-id>``."""
+              timeout: float | None = None,
+              on_line: Callable[[str], None] | None = None) -> PointOutcome:
+    """Run one point; its run lands in ``folder/<point name>/<run-id>``. ``on_line`` hears
+    the point's progress lines (each epoch's figures, the figures so far) as they come."""
     name = point_name(ranks, settings)
     out = folder / name
     outcome = PointOutcome(name, ranks, settings)
     started = time.monotonic()
-    try:
-        proc = subprocess.run(command(spec, ranks, settings, out), capture_output=True,
-                              text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    ended = run_streaming(command(spec, ranks, settings, out), timeout, on_line)
+    if ended is None:
         outcome.error = f"timed out after {timeout:.0f} s"
         return outcome
+    code, stderr = ended
     runs = sorted(p for p in out.glob("*/result.json")) if out.exists() else []
-    if proc.returncode != 0 or not runs:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if "error" in ln.lower()]
+    if code != 0 or not runs:
+        lines = [ln for ln in stderr.strip().splitlines() if "error" in ln.lower()]
         line = lines[-1].removeprefix("dliobench: error: ") if lines else None
-        outcome.error = (line or proc.stderr.strip()[-300:]) or f"exit code {proc.returncode}"
+        outcome.error = (line or stderr.strip()[-300:]) or f"exit code {code}"
         return outcome
     outcome.run_dir = str(runs[-1].parent)
     outcome.result = read_result(runs[-1].parent)
-    log.info("%s: AU %s in %.1f s", name, _pct(outcome.result["metrics"]["au"]),
-             time.monotonic() - started)
+    outcome.seconds = time.monotonic() - started
     return outcome
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f} %"
 
 
 def save_summary(folder: Path, spec: SweepSpec, outcomes: list[PointOutcome],
@@ -271,14 +270,31 @@ def sweep_folder(spec: SweepSpec) -> Path:
     return folder
 
 
-def run_sweep(spec: SweepSpec, timeout: float | None = None) -> tuple[Path, list[PointOutcome]]:
+PointSaid = Callable[[int, int, str, "PointOutcome | str | None"], None]
+
+
+def _hear(said: PointSaid | None, n: int, of: int, label: str) -> Callable[[str], None] | None:
+    """What passes point n's progress lines on to ``said``."""
+    return None if said is None else lambda line: said(n, of, label, line)
+
+
+def run_sweep(spec: SweepSpec, timeout: float | None = None,
+              said: PointSaid | None = None) -> tuple[Path, list[PointOutcome]]:
     """Run every point (failures are recorded, not fatal) and write sweep.json; every point's
-    settings are checked first."""
+    settings are checked first. ``said(n, of, label, what)`` hears of point n of ``of``
+    (its ``output.label``, else its name) as it starts (``what`` None), each progress line
+    it prints (a str) and how it ended (its ``PointOutcome``)."""
     checked = check_points(spec)
     folder = sweep_folder(spec)
     outcomes = []
-    for ranks, settings, _ in checked:
-        outcome = run_point(spec, ranks, settings, folder, timeout)
+    for n, (ranks, settings, _) in enumerate(checked, 1):
+        label = str(settings.get("output.label") or point_name(ranks, settings))
+        if said:
+            said(n, len(checked), label, None)
+        outcome = run_point(spec, ranks, settings, folder, timeout,
+                            _hear(said, n, len(checked), label))
+        if said:
+            said(n, len(checked), label, outcome)
         if outcome.error:
             log.warning("%s failed: %s", outcome.name, outcome.error)
         outcomes.append(outcome)

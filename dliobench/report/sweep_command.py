@@ -6,6 +6,7 @@ checked and listed. The points themselves are ``report.sweep``, the search
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +43,7 @@ def sweep(items: list[str], asked: SweepAsked) -> int:
         print(f"runs: {search.folder} ({len(search.probes)} probes)")
         _report(search.folder, any(p.run_dir for p in search.probes))
         return 0 if search.best is not None and search.error is None else 1
-    folder, outcomes = run_sweep(spec, asked.timeout)
+    folder, outcomes = run_sweep(spec, asked.timeout, _say_point)
     failed = [o for o in outcomes if o.error]
     for o in outcomes:
         print(f"{o.settings.get('output.label') or o.name}: {point_status(o)}")
@@ -72,6 +73,16 @@ def sweep_spec(items: list[str], output: str | None) -> SweepSpec:
                    output=Path(output) if output else spec.output)
 
 
+def _say_point(n: int, of: int, label: str, outcome: PointOutcome | str | None) -> None:
+    """A sweep's progress: point n of N, its label, running (then its progress lines) or
+    how it ended."""
+    if outcome is None or isinstance(outcome, str):
+        print(f"point {n} of {of}: {label}: {outcome or 'running'}", flush=True)
+        return
+    took = f" in {outcome.seconds:.1f} s" if outcome.seconds is not None else ""
+    print(f"point {n} of {of}: {label}: {point_status(outcome)}{took}", flush=True)
+
+
 def point_status(outcome: PointOutcome) -> str:
     """A point's outcome in a few words: its error, its AU, or (compute 0, no AU) its rates."""
     if outcome.error or outcome.result is None:
@@ -93,7 +104,7 @@ def _dry_run(spec: SweepSpec) -> int:
 
     checked = check_points(spec)
     print(f"sweep {spec.name}: {len(checked)} point(s), workload {spec.workload}, fixed "
-          f"overrides: {' '.join(redact_argv(spec.overrides)) or 'none'}")
+          f"overrides: {shlex.join(redact_argv(spec.overrides)) or 'none'}")
     for ranks, settings, config in checked:
         shown = ", ".join(f"{k}={v}" for k, v in shown_settings(settings).items()) or \
             "(the workload as is)"
@@ -102,7 +113,7 @@ def _dry_run(spec: SweepSpec) -> int:
               f"{config.dataset.data_folder}, {config.train.computation_time:g} s/batch")
     ranks, settings, _ = checked[0]
     out = spec.output / "<sweep>" / point_name(ranks, settings)
-    print(f"first command: {' '.join(redact_argv(command(spec, ranks, settings, out)))}")
+    print(f"first command: {shlex.join(redact_argv(command(spec, ranks, settings, out)))}")
     print("all points load; nothing was run (drop --dry-run to run them)")
     return 0
 

@@ -41,6 +41,17 @@ def _accelerator(cfg: dict[str, Any]) -> str:
     return str(train["accelerator"])
 
 
+def _spread(result: RunResult) -> str:
+    """The AU's standard deviation over epochs, as DLIO's summary gives it (its
+    ``[METRIC] ... AU (%): mean (stdev)``, a population stdev): empty with one epoch."""
+    aus = [a for a in (e.get("au") for e in result.get("epochs") or []) if a is not None]
+    if len(aus) < 2:
+        return ""
+    mean = sum(aus) / len(aus)
+    stdev = (sum((a - mean) ** 2 for a in aus) / len(aus)) ** 0.5
+    return f" ± {100 * stdev:.1f} over {len(aus)} epochs"
+
+
 def print_summary(result: RunResult, run_dir: str, console: Console | None = None) -> None:
     """Show the run's headline numbers, its verdict against the AU floor, where the time
     went, and where the files are (the path on a line of its own, never cut)."""
@@ -59,8 +70,8 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     table.add_row("ranks × accelerator", f"{result['ranks_count']} × {_accelerator(cfg)} "
                   f"({cfg['train']['computation_time']:g} s/batch)")
     table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}")
-    table.add_row("accelerator utilization", f"{_pct(m['au'])} (worst rank {_pct(m['au_min'])};"
-                  f" floor {_pct(floor)})")
+    table.add_row("accelerator utilization", f"{_pct(m['au'])}{_spread(result)} (worst rank "
+                  f"{_pct(m['au_min'])}; floor {_pct(floor)})")
     verdict = result.get("verdict")
     if verdict:
         colour = {True: "green", False: "red"}.get(verdict["meets_floor"], "yellow")

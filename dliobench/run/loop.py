@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import resource
@@ -19,10 +20,10 @@ from dliobench.base.errors import Terminated
 from dliobench.comm.watchdog import Watchdog
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
-from dliobench.dataset import progress
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
 from dliobench.loaders import Loader, make_loader
+from dliobench.results import live
 from dliobench.results.journal import Journal, journal_path
 from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.metrics import window
@@ -69,7 +70,6 @@ class _Step:
     watchdog: Watchdog
     timeline: Timeline
     t0: float
-    advance: Any
     meter: DeviceMeter
     global_step: int = 0
 
@@ -104,11 +104,11 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         latency.take()  # the reads of training only (not the dataset's preparation)
         t0 = time.perf_counter()
         figures.t0 = t0
-        with progress.bar(f"training {config.name}", sum(plan.steps),
-                          show_progress and world.is_root) as advance:
+        after_epoch = figures.journal_to(journal)
+        with _live(plan, world, comm, trace, show_progress) as wake:
             ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
-                        watchdog, trace.timeline, t0, advance, meter)
-            _epochs(plan, world, ctx, trace, figures.journal_to(journal))
+                        watchdog, trace.timeline, t0, meter)
+            _epochs(plan, world, ctx, trace, lambda: (after_epoch(), wake()))
         checkpointer.finish()
     except BaseException as exc:
         interrupts.ending()  # a launcher's SIGTERM must not cut the partial result short
@@ -125,6 +125,17 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
             figures.journal(journal)
             journal.close(how, trace.error)
     return trace
+
+
+def _live(plan: Plan, world: World, comm: Comm, trace: RankTrace,
+          shown: bool) -> contextlib.AbstractContextManager[Callable[[], None]]:
+    """The job's live figures on rank 0 (``results.live``: a thread reads the timeline, the
+    steps pay nothing); what to call after each epoch."""
+    m, config = plan.config.metric, plan.config
+    ranks = f" on {world.size} ranks" if world.size > 1 else ""
+    return live.watch(trace.timeline.rows, plan.steps,
+                      (m.exclude_start_steps, m.exclude_end_steps), world, comm, shown,
+                      f"training {config.name}{ranks}", config.train.computation_time > 0)
 
 
 def _epochs(plan: Plan, world: World, ctx: _Step, trace: RankTrace,
@@ -295,4 +306,3 @@ def _steps(ctx: _Step, epoch: int, n_steps: int, steps: range, batches_iter: Any
         ctx.global_step += 1
         ctx.timeline.record(epoch, step, start - ctx.t0, got - start, compute,
                             samples, nbytes, comm=comm, ckpt=ckpt)
-        ctx.advance(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -80,6 +81,13 @@ def test_sweep_runs_points_and_survives_a_failure(
     assert run_cli("sweep", str(sweep)) == 1  # batch 99 cannot run: reported, not fatal
     out = capsys.readouterr().out
     assert "2 of 4 points ran" in out
+    # each point's progress as it runs: n of N, its name, then how it ended (compute 0: rates)
+    assert "point 1 of 4: r1-reader.batch_size=2: running" in out
+    assert re.search(r"point 1 of 4: r1-reader.batch_size=2: [\d,.]+ samples/s, [\d,.]+ MB/s "
+                     r"\(compute 0: no AU\) in [\d.]+ s", out)
+    assert "point 4 of 4: r2-reader.batch_size=99: error: " in out
+    assert re.search(r"point 3 of 4: r2-reader.batch_size=2: epoch 1/1: [\d,.]+ samples/s, "
+                     r"[\d,.]+ MB/s", out)  # a point's own progress, passed on as it runs
     assert "report:" in out and next((workdir / "sweeps").glob("*/report/report.html"))
     summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
     by_name = {p["name"]: p for p in summary["points"]}
