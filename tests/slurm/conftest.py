@@ -1,145 +1,32 @@
-"""A real Slurm cluster on 127.0.0.1 for the session: one ``slurmctld`` and two ``slurmd``
-(nodes n1 and n2, one CPU each, on ports of their own; Debian's build runs several slurmd on
-one host), from a generated slurm.conf in a temporary folder, stopped after the tests.
+"""The session's Slurm cluster (tests/slurm/cluster.py) on 127.0.0.1, stopped after the tests.
 
 Nothing is installed here: ``make test`` installs Debian's slurm-wlm where it can (root with
-apt-get); elsewhere the tests skip, saying so. Authentication is ``auth/none`` (Slurm 22.05
-still ships it), so no munged is needed for a cluster that only 127.0.0.1 reaches.
+apt-get); elsewhere the tests skip, saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-NODES = ("n1", "n2")
-READY_WAIT_S = 30.0  # daemons are up in about 1 s; a hang guard
-CONF = """\
-ClusterName=dliotest
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort={ctld_port}
-AuthType=auth/none
-CredType=cred/none
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool/%n
-SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.%n.pid
-SlurmctldLogFile={root}/slurmctld.log
-SlurmdLogFile={root}/slurmd.%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-SchedulerType=sched/builtin
-MpiDefault=none
-ReturnToService=2
-{nodes}
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-"""
-NODE = "NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} CPUs=1"
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """The running test cluster: its slurm.conf and the environment its clients need."""
-
-    conf: Path
-    env: dict[str, str]
-
-    def command(self, argv: list[str], cwd: Path, env: dict[str, str] | None = None,
-                timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run a Slurm client (srun, sbatch) against this cluster (``env``: its own
-        environment, by default ``self.env``)."""
-        return subprocess.run(argv, cwd=cwd, env=self.env if env is None else env,
-                              capture_output=True, text=True, timeout=timeout)
-
-    def wait_for_job(self, job_id: str, timeout: float = 120) -> str:
-        """The job's final state (COMPLETED, FAILED, ...), polled every 0.1 s (``sbatch
-        --wait`` polls every few seconds: 10 s for a job of one second)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            out = subprocess.run(["scontrol", "-o", "show", "job", job_id], env=self.env,
-                                 capture_output=True, text=True).stdout
-            state = next((f.split("=", 1)[1] for f in out.split() if f.startswith("JobState=")),
-                         "")
-            if state not in ("", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
-                return state
-            time.sleep(0.1)
-        raise TimeoutError(f"Slurm job {job_id} did not end within {timeout:.0f} s")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _client_env(conf: Path) -> dict[str, str]:
-    """This environment less any Slurm job's variables (the tests may themselves run inside
-    one), pointed at the test cluster's slurm.conf."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PMI_"))}
-    env["SLURM_CONF"] = str(conf)
-    return env
-
-
-def _wait_until_idle(env: dict[str, str], root: Path,
-                     daemons: list[subprocess.Popen[bytes]]) -> None:
-    """Every node idle, as sinfo sees it; fails with the daemons' last log lines (at once
-    when a daemon has ended)."""
-    deadline = time.monotonic() + READY_WAIT_S
-    while time.monotonic() < deadline and all(d.poll() is None for d in daemons):
-        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=env,
-                             capture_output=True, text=True).stdout.split()
-        if out.count("idle") == len(NODES):
-            return
-        time.sleep(0.1)
-    logs = "\n".join(p.read_text()[-600:] for p in sorted(root.glob("*.log")))
-    pytest.fail(f"the test Slurm cluster did not come up:\n{logs}")
+from tests.slurm.cluster import Cluster, running
 
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Start slurmctld and one slurmd per node on 127.0.0.1; stop them after the session."""
+    """slurmctld and two slurmd (nodes n1, n2) for the session's tests."""
     if shutil.which("slurmctld") is None or shutil.which("slurmd") is None:
         pytest.skip("Slurm is not installed (`make test` installs Debian's slurm-wlm as root; "
                     "or apt-get install slurm-wlm)")
     if os.geteuid() != 0:
         pytest.skip("the test Slurm cluster runs slurmd as root (run the tests as root)")
-    root = tmp_path_factory.mktemp("slurm")
-    for folder in ("state", *(f"spool/{n}" for n in NODES)):
-        (root / folder).mkdir(parents=True)
-    nodes = "\n".join(NODE.format(name=n, port=_free_port()) for n in NODES)
-    conf = root / "slurm.conf"
-    conf.write_text(CONF.format(ctld_port=_free_port(), root=root, nodes=nodes))
-    env = _client_env(conf)
-    daemons = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-               for argv in (["slurmctld", "-D", "-i"],
-                            *(["slurmd", "-D", "-N", n] for n in NODES))]
-    try:
-        _wait_until_idle(env, root, daemons)
-        yield Cluster(conf=conf, env=env)
-    finally:
-        for daemon in daemons:
-            daemon.terminate()
-        for daemon in daemons:
-            try:
-                daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+    with contextlib.ExitStack() as stack:
+        try:
+            cluster = stack.enter_context(running(tmp_path_factory.mktemp("slurm")))
+        except RuntimeError as exc:  # a daemon ended, or the nodes never came up: its logs
+            pytest.fail(str(exc))
+        yield cluster
