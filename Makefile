@@ -1,7 +1,8 @@
 # `make run`: set up the core and run the default workload.
 # `make test`: set up everything (all extras) and run ruff, mypy and the tests. As root on a
-# machine with apt-get and no slurmctld, it also installs Debian's slurm-wlm (about 10 s) for
-# tests/slurm (a real srun and sbatch on 127.0.0.1); elsewhere those tests skip.
+# machine with apt-get and no slurmctld, it also installs Slurm from Debian (slurm-wlm's
+# slurmctld, slurmd and slurm-client: about 20 s) for tests/slurm (a real srun and sbatch on
+# 127.0.0.1); elsewhere those tests skip.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -36,8 +37,9 @@ lint: $(VENV)/.all
 slurm-for-tests:
 	@if ! command -v slurmctld >/dev/null && command -v apt-get >/dev/null \
 	    && [ "$$(id -u)" = 0 ]; then \
-	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm) \
-	    >/dev/null || echo "could not install slurm-wlm: tests/slurm will skip"; fi
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends slurmctld slurmd slurm-client) >/dev/null 2>&1 \
+	    || echo "could not install Slurm (slurmctld, slurmd): tests/slurm will skip"; fi
 
 test: lint slurm-for-tests
 	$(BIN)/pytest
