@@ -10,11 +10,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import tiny_workload
 from tests.slurm.conftest import Cluster
 
 SBATCH_SCRIPT = Path(__file__).parents[2] / "examples" / "slurm" / "dliobench.sbatch"
 DLIOBENCH = [sys.executable, "-m", "dliobench"]
+pytestmark = pytest.mark.mpi  # real MPI ranks, as tests/mpi: `-m "not mpi"` leaves them out
 
 
 def results(workdir: Path) -> list[dict]:
