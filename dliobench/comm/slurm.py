@@ -70,10 +70,17 @@ def step_of(env: Mapping[str, str] | None = None) -> Step | None:
 def launched_by_srun(env: Mapping[str, str] | None = None) -> bool:
     """True when this process is one of several tasks of an ``srun`` step. An MPI launcher
     started inside a step (mpiexec under ``srun -n 1``, or Hydra bootstrapping its proxies
-    with srun) sets a PMI_SIZE of its own: then MPI's launcher, not srun, made the ranks."""
+    with srun) sets a PMI_SIZE of its own: then MPI's launcher, not srun, made the ranks.
+    torchrun started by srun (one agent per node) sets torchrun's variables and no PMI's:
+    then torchrun made them."""
+    from dliobench.comm import mpi, torch
+
     env = os.environ if env is None else env
     step = step_of(env)
     if step is None or step.size < 2:
+        return False
+    has_pmi = any(v in env for v in (*mpi.LAUNCHER_SIZE_VARS, *mpi.LAUNCHER_RANK_VARS))
+    if not has_pmi and all(v in env for v in torch.LAUNCHER_VARS):
         return False
     return env.get("PMI_SIZE", str(step.size)) == str(step.size)
 

@@ -35,6 +35,15 @@ def test_mpiexec_inside_a_step_is_mpi() -> None:
     assert not slurm.launched_by_srun({**TASK, "SLURM_STEP_NUM_TASKS": "1"})
 
 
+def test_torchrun_started_by_srun_is_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`srun -N 2 --ntasks-per-node 1 torchrun ...`: a worker carries its agent's step (2
+    tasks, no PMI) and torchrun's variables; torchrun made the ranks."""
+    torchrun = {"RANK": "5", "WORLD_SIZE": "16", "MASTER_ADDR": "n1", "MASTER_PORT": "29400"}
+    for name, value in {**TASK, "SLURM_STEP_NUM_TASKS": "2", **torchrun}.items():
+        monkeypatch.setenv(name, value)
+    assert detect_launcher() == "torch"
+
+
 def test_auto_finds_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in TASK.items():
         monkeypatch.setenv(name, value)
