@@ -3,11 +3,15 @@ sets them; no cluster needed)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 from dliobench.base.errors import ConfigError
 from dliobench.comm import slurm
 from dliobench.comm.launch import detect_launcher
+from tests.conftest import tiny_workload
 
 # task 5 of `srun -N 3 -n 7` (3+3+1 tasks): the second task of the second node
 TASK = {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "7", "SLURM_PROCID": "4",
@@ -53,3 +57,15 @@ def test_auto_finds_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_garbled_count_list_is_one_sentence() -> None:
     with pytest.raises(ConfigError, match="not Slurm's count list"):
         slurm.step_of({**TASK, "SLURM_STEP_TASKS_PER_NODE": "3x2"})
+
+
+def test_launcher_slurm_outside_srun_is_one_sentence(
+        run_cli: Callable[..., int], write_workload: Callable[..., Path],
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in slurm.STEP_VARS:
+        monkeypatch.delenv(name, raising=False)
+    path = write_workload(tiny_workload())
+    assert run_cli("run", str(path), "--launcher", "slurm", "--no-progress") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dliobench: error: --launcher slurm needs srun's environment; ")
+    assert "start dliobench with srun" in err and len(err.strip().splitlines()) == 1
