@@ -240,6 +240,16 @@ def cli_cases() -> list[Case]:
                                     "dataset.record_length_bytes=2GB", "--no-progress"]),
               Case("run 1 TB samples", ["run", "dataset.record_length_bytes=1TB",
                                         "--no-progress"])]
+    step = {"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2"}
+    cases += [Case("run --launcher slurm outside srun", ["run", "--launcher", "slurm",
+                                                         "--no-progress"], says="srun"),
+              Case("run in a Slurm step of 'x' tasks", ["run", "--no-progress"],
+                   env={**step, "SLURM_STEP_NUM_TASKS": "x"}, says="SLURM_STEP_NUM_TASKS"),
+              Case("run in a Slurm step, garbled tasks per node", ["run", "--no-progress"],
+                   env={**step, "SLURM_STEP_TASKS_PER_NODE": "2x"},
+                   says="SLURM_STEP_TASKS_PER_NODE"),
+              Case("run in a 2-task Slurm step without PMI", ["run", "--no-progress"],
+                   env=step, says="--mpi=pmi2")]
     if shutil.which("mpiexec") or (Path(sys.executable).parent / "mpiexec").exists():
         cases.append(Case("3 ranks, 2 files, drop_last=false (mpiexec)",
                           ["run", "dataset.num_files_train=2", "reader.drop_last=false",

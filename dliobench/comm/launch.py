@@ -49,12 +49,15 @@ def join(launcher: str = "auto") -> tuple[World, Comm]:
 
 def quiet_rank() -> bool:
     """A rank other than 0 of an srun, MPI or torchrun job (from the environment alone)."""
+    import contextlib
     import os
 
+    from dliobench.base.errors import ConfigError
     from dliobench.comm import mpi, slurm, torch
 
     if any(os.environ.get(v, "0") != "0" for v in mpi.LAUNCHER_RANK_VARS):
         return True
-    if slurm.launched_by_srun() and os.environ.get("SLURM_PROCID", "0") != "0":
-        return True
+    with contextlib.suppress(ConfigError):  # garbled Slurm variables: said when joining
+        if slurm.launched_by_srun() and os.environ.get("SLURM_PROCID", "0") != "0":
+            return True
     return torch.launched_by_torch() and os.environ.get("RANK", "0") != "0"

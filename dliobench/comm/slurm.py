@@ -44,7 +44,8 @@ def tasks_per_node(text: str) -> list[int]:
         match = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", item)
         if match is None:
             raise ConfigError(f"SLURM_STEP_TASKS_PER_NODE={text!r} is not Slurm's count list "
-                              "(e.g. 2(x3),1); start dliobench with srun")
+                              "(e.g. 2(x3),1); start dliobench with srun, or unset the SLURM_ "
+                              "variables")
         counts += [int(match.group(1))] * int(match.group(2) or 1)
     return counts
 
@@ -54,17 +55,23 @@ def step_of(env: Mapping[str, str] | None = None) -> Step | None:
     env = os.environ if env is None else env
     if not all(v in env for v in STEP_VARS):
         return None
-    try:
-        size, rank = int(env["SLURM_STEP_NUM_TASKS"]), int(env["SLURM_PROCID"])
-        node_id = int(env.get("SLURM_NODEID", "0"))
-        per_node = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE", str(size)))
-        return Step(rank=rank, size=size, local_rank=int(env.get("SLURM_LOCALID", "0")),
-                    local_size=per_node[node_id] if node_id < len(per_node) else 1,
-                    node_count=int(env.get("SLURM_STEP_NUM_NODES", len(per_node))),
-                    node=env.get("SLURMD_NODENAME", ""))
-    except ValueError as exc:
-        raise ConfigError(f"Slurm's step variables are not numbers ({exc}); start dliobench "
-                          "with srun, or use --launcher mpi") from exc
+    size = _number(env, "SLURM_STEP_NUM_TASKS")
+    node_id = _number(env, "SLURM_NODEID", 0)
+    per_node = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE", str(size)))
+    return Step(rank=_number(env, "SLURM_PROCID"), size=size,
+                local_rank=_number(env, "SLURM_LOCALID", 0),
+                local_size=per_node[node_id] if node_id < len(per_node) else 1,
+                node_count=_number(env, "SLURM_STEP_NUM_NODES", len(per_node)),
+                node=env.get("SLURMD_NODENAME", ""))
+
+
+def _number(env: Mapping[str, str], name: str, default: int | None = None) -> int:
+    """A Slurm variable's count; a value that is not one is said in one sentence."""
+    text = env.get(name, str(default))
+    if not text.isdigit():
+        raise ConfigError(f"{name}={text!r} is not a number as srun sets it; start dliobench "
+                          "with srun, or unset the SLURM_ variables")
+    return int(text)
 
 
 def launched_by_srun(env: Mapping[str, str] | None = None) -> bool:

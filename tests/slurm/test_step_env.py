@@ -57,6 +57,8 @@ def test_auto_finds_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_garbled_count_list_is_one_sentence() -> None:
     with pytest.raises(ConfigError, match="not Slurm's count list"):
         slurm.step_of({**TASK, "SLURM_STEP_TASKS_PER_NODE": "3x2"})
+    with pytest.raises(ConfigError, match="SLURM_LOCALID='-1' is not a number"):
+        slurm.step_of({**TASK, "SLURM_LOCALID": "-1"})
 
 
 def test_launcher_slurm_outside_srun_is_one_sentence(
