@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tiny_workload
-from tests.slurm.conftest import Cluster
+from tests.slurm.cluster import Cluster
 
 SBATCH_SCRIPT = Path(__file__).parents[2] / "examples" / "slurm" / "dliobench.sbatch"
 DLIOBENCH = [sys.executable, "-m", "dliobench"]
