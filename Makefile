@@ -1,12 +1,15 @@
 # `make run`: set up the core and run the default workload.
-# `make test`: set up everything (all extras) and run ruff, mypy and the tests.
+# `make test`: set up everything (all extras) and run ruff, mypy and the tests. As root on a
+# machine with apt-get and no slurmctld, it also installs Slurm from Debian (slurm-wlm's
+# slurmctld, slurmd and slurm-client: about 20 s) for tests/slurm (a real srun and sbatch on
+# 127.0.0.1); elsewhere those tests skip.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # An unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the tested CPU wheel.
 TORCH := torch==2.13.0
 
-.PHONY: run test lint clean-data help
+.PHONY: run test lint clean-data help slurm-for-tests
 
 help:
 	@echo "make run   - install the core into .venv and run workloads/default.yaml"
@@ -31,7 +34,14 @@ lint: $(VENV)/.all
 	$(BIN)/ruff check dliobench tests benchmarks
 	$(BIN)/mypy dliobench
 
-test: lint
+slurm-for-tests:
+	@if ! command -v slurmctld >/dev/null && command -v apt-get >/dev/null \
+	    && [ "$$(id -u)" = 0 ]; then \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends slurmctld slurmd slurm-client) >/dev/null 2>&1 \
+	    || echo "could not install Slurm (slurmctld, slurmd): tests/slurm will skip"; fi
+
+test: lint slurm-for-tests
 	$(BIN)/pytest
 
 clean-data:

@@ -288,6 +288,21 @@ def s3_cases() -> list[Case]:
                  env={**NO_AWS, "AWS_ACCESS_KEY_ID": "AKIAX"})]
 
 
+def slurm_cases() -> list[Case]:
+    """A Slurm step's variables that srun would not set, --launcher slurm outside srun, and
+    a step of 2 tasks without a PMI (each would run alone): refused before any work."""
+    step = {"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2"}
+    return [Case("run --launcher slurm outside srun", ["run", "--launcher", "slurm",
+                                                       "--no-progress"], says="srun"),
+            Case("run in a Slurm step of 'x' tasks", ["run", "--no-progress"],
+                 env={**step, "SLURM_STEP_NUM_TASKS": "x"}, says="SLURM_STEP_NUM_TASKS"),
+            Case("run in a Slurm step, garbled tasks per node", ["run", "--no-progress"],
+                 env={**step, "SLURM_STEP_TASKS_PER_NODE": "2x"},
+                 says="SLURM_STEP_TASKS_PER_NODE"),
+            Case("run in a 2-task Slurm step without PMI", ["run", "--no-progress"],
+                 env=step, says="--mpi=pmi2")]
+
+
 TINY = (b"model: {name: tiny}\ntrain: {epochs: 1, computation_time: 0.001}\n"
         b"dataset: {data_folder: data, format: npz, num_files_train: 16, "
         b"num_samples_per_file: 1, record_length_bytes: 65536}\n"
@@ -411,8 +426,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    cases = [c for c in key_cases() + file_cases() + cli_cases() + s3_cases() + damaged_cases()
-             if args.only in c.name]
+    every = key_cases() + file_cases() + cli_cases() + s3_cases() + slurm_cases()
+    cases = [c for c in every + damaged_cases() if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:
         with ThreadPoolExecutor(args.jobs) as pool:

@@ -686,6 +686,10 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
     out.append(("SIGTERM staging", lambda: signal_staging(root)))
     for fmt in ("torch", "raw", "training"):
         out.append((f"full checkpoint disk {fmt}", lambda f=fmt: full_checkpoint_disk(root, f)))
+    if shutil.which("slurmctld") and os.geteuid() == 0:  # a test Slurm cluster per case
+        import slurm_faults
+
+        out += slurm_faults.cases(root)
     return out
 
 

@@ -58,10 +58,12 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_launcher_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--launcher", choices=("auto", "mpi", "torch", "none"), default="auto",
-                   help="what started the ranks (default auto: MPI's PMI_/OMPI_/PMIX_ "
-                   "variables first, then torchrun's RANK+WORLD_SIZE+MASTER_ADDR, else one "
-                   "process)")
+    p.add_argument("--launcher", choices=("auto", "slurm", "mpi", "torch", "none"),
+                   default="auto",
+                   help="what started the ranks (default auto: a task of a several-task srun "
+                   "step first (MPI through Slurm's PMI, nodes from Slurm), then MPI's "
+                   "PMI_/OMPI_/PMIX_ variables, then torchrun's RANK+WORLD_SIZE+MASTER_ADDR, "
+                   "else one process)")
 
 
 def _add_yes_arg(p: argparse.ArgumentParser) -> None:

@@ -91,6 +91,8 @@ class MPIComm:
         _unlink_shared_segments()
         time.sleep(ABORT_GRACE_S)
         self._comm.Abort(code)
+        os._exit(code)  # MPI_Abort returned: under srun --mpi=pmi2 in a step Slurm is ending
+        # already (scancel, time limit) it does, and the rank would go on to say it twice
 
 
 def library_version() -> str | None:

@@ -28,7 +28,7 @@ class World:
     local_size: int = 1
     node_count: int = 1
     host: str = ""
-    launcher: str = "none"  # what started the ranks: "mpi", "torch" or "none"
+    launcher: str = "none"  # what started the ranks: "slurm", "mpi", "torch" or "none"
 
     @classmethod
     def single(cls) -> World:

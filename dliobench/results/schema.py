@@ -319,7 +319,7 @@ class RunResult(_Required, total=False):
     deviations: list[str]
     warnings: list[str]
     ranks_launched: int
-    launcher: str  # what started the ranks: "mpi", "torch" or "none"
+    launcher: str  # what started the ranks: "slurm", "mpi", "torch" or "none"
     generation: Annotated[dict[str, Any], Generation]
     staging: Annotated[dict[str, Any], Staging]
     checkpoint: Annotated[dict[str, Any], Checkpoint]
