@@ -83,10 +83,11 @@ LAYERS: dict[str, str] = {
 
 def module_files() -> dict[str, Path]:
     """Every module of the package by dotted name (a package is its ``__init__``; the root
-    package is ``dliobench.__init__``; compiled extensions count as modules without imports)."""
+    package is ``dliobench.__init__``; compiled extensions count as modules without imports,
+    by their C source too, so a tree where the extension is not built yet reads the same)."""
     out: dict[str, Path] = {}
     for path in sorted(PACKAGE.rglob("*")):
-        if path.suffix not in (".py", ".so") or "__pycache__" in path.parts:
+        if path.suffix not in (".py", ".so", ".c") or "__pycache__" in path.parts:
             continue
         parts = list(path.relative_to(PACKAGE.parent).parts)
         parts[-1] = parts[-1].split(".")[0]
