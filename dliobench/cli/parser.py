@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dliobench import __version__
+from dliobench.cli.nodes import add_nodes_parser
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
@@ -342,4 +343,5 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     _add_ceiling_parser(sub, commands)
     _add_metadata_parser(sub, commands)
     _add_predict_parser(sub, commands)
+    add_nodes_parser(sub, commands)
     return parser
