@@ -10,7 +10,9 @@ the configuration and the run's facts, so that the journals alone make a result
 The training loop pays nothing per step: a rank's ``Journal`` watches its ``RankTrace`` and,
 at most once a second (``EVERY_S``), a thread appends what the trace gained since the last
 time (steps, epoch checks, checkpoints) and fsyncs. A rank killed with SIGKILL loses at most
-its last second. Its last record, ``end``, says how the rank ended.
+its last second. With nothing new, the thread touches the journal instead (its mtime: a
+heartbeat, so that ``results.lost`` tells a gone rank from one blocked at a collective). Its
+last record, ``end``, says how the rank ended.
 """
 
 from __future__ import annotations
@@ -130,7 +132,9 @@ class Journal:
             if self._fd is None:
                 return
             data = b"".join(_yielding(encode(r) for r in self._fresh()))
-            if not data:
+            if not data:  # a heartbeat: the process lives (``results.lost`` reads it)
+                with contextlib.suppress(OSError):
+                    os.utime(self._fd)
                 return
             try:
                 while data:  # a short write (a disk filling up) goes on where it stopped

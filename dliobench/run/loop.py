@@ -24,6 +24,7 @@ from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
 from dliobench.loaders import Loader, make_loader
 from dliobench.results.journal import Journal, journal_path
+from dliobench.results.lost import lost
 from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.metrics import window
 from dliobench.results.recover import RECOVER_HINT, held, recover
@@ -201,7 +202,15 @@ def _open_journal(run_dir: Path | None, trace: RankTrace, watchdog: Watchdog) ->
                     "its result is written at its end", run_dir, exc.strerror or exc)
         return None
     watchdog.on_stall = lambda why: _stalled(journal, run_dir, why)
+    watchdog.lost = lambda: _lost(run_dir)
     return journal
+
+
+def _lost(run_dir: Path) -> tuple[str, int] | None:
+    """Who went silent in this run (a node whose ranks all died), and which survivor
+    speaks for the job (``results.lost``)."""
+    found = lost(run_dir)
+    return None if found is None else (found.words, found.speaker)
 
 
 def _stalled(journal: Journal, run_dir: Path, why: str) -> None:
