@@ -85,7 +85,8 @@ class Journal:
         self._stop = threading.Event()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.note("start", rank=trace.rank, host=trace.host, pid=os.getpid(), at=time.time())
+        self.note("start", rank=trace.rank, host=trace.host, pid=os.getpid(), at=time.time(),
+                  machine_id=trace.machine_id, memory_bytes=trace.memory_bytes)
         self.flush()
         self._thread = threading.Thread(target=self._run, args=(every_s,), name="journal",
                                         daemon=True)
@@ -209,6 +210,8 @@ def _apply(out: RankJournal, record: dict[str, Any], requests: LatencyLog) -> No
     out.last_at = record.get("at", out.last_at)
     if kind == "start":
         trace.host, out.pid, out.started_at = record["host"], record["pid"], record["at"]
+        trace.machine_id = record.get("machine_id", "")
+        trace.memory_bytes = record.get("memory_bytes", 0)
     elif kind == "steps":
         trace.timeline.rows.extend(tuple(r) for r in record["rows"])
     elif kind == "epoch":

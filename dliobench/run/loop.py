@@ -27,7 +27,9 @@ from dliobench.results.journal import Journal, journal_path
 from dliobench.results.lost import lost
 from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.metrics import window
+from dliobench.results.nodes import machine_id
 from dliobench.results.recover import RECOVER_HINT, held, recover
+from dliobench.results.sysinfo import host_memory_bytes
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint.checkpointer import Checkpointer
@@ -88,7 +90,8 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     config = plan.config
     accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
                         seed=config.train.seed + world.rank)
-    trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    trace = RankTrace(world.rank, world.host, Timeline(world.rank), machine_id=machine_id(),
+                      memory_bytes=host_memory_bytes())
     gradients = GradientSync(config, world, comm)
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
