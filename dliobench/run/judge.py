@@ -9,6 +9,7 @@ judged again against it. Measuring runs a probe run; the session hands its own `
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from dliobench.comm.world import Comm, World
@@ -16,6 +17,8 @@ from dliobench.config.schema import Config
 from dliobench.results.schema import RunResult
 from dliobench.results.verdict import Bar, verdict
 from dliobench.run import ceiling
+
+log = logging.getLogger(__name__)
 
 
 def judge_client(config: Config, world: World, comm: Comm, result: RunResult | None,
@@ -28,6 +31,13 @@ def judge_client(config: Config, world: World, comm: Comm, result: RunResult | N
     load = ceiling.host_load() if world.is_root else None
     value = comm.bcast(ceiling.cached(config, world, load=load) if world.is_root else None)
     source = "cached"
+    if value is None and world.node_count > 1:
+        # the probe's copy lives in each node's /dev/shm, which the other nodes cannot see:
+        # a ceiling is measured on one node (``dliobench ceiling``) and cached by host
+        log.warning("the client ceiling is not cached for %s; a job on %d nodes does not "
+                    "measure it (its copy in memory is per node): run `dliobench ceiling` "
+                    "with this workload on one node first", world.host, world.node_count)
+        return
     if value is None:
         value, source = ceiling.measure(config, world, comm, run_probe, load), "measured"
     if result is not None and value > 0:
