@@ -114,3 +114,13 @@ def test_a_killed_node_ends_the_job_naming_it_and_the_others_measurements_stay(
     assert (ended[0], ended[2], ended[3]) == ("stalled", "no end record", "no end record")
     assert all(r["steps"] > 0 for r in result["ranks"])
     assert [n["host"] for n in result["nodes"]] == ["node-0", "node-1"]
+
+
+def test_without_the_right_to_make_namespaces_it_says_so_in_one_sentence(workdir: Path) -> None:
+    """An unprivileged user (here: root's rights dropped in a user namespace) gets one
+    sentence saying what the emulated nodes need, no traceback."""
+    proc = subprocess.run(["unshare", "--user", *nodes_cmd(workdir / "local")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("dliobench: error:") == 1 and "Traceback" not in proc.stderr
+    assert "needs root (or CAP_SYS_ADMIN)" in proc.stderr
