@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -106,7 +107,10 @@ def test_a_killed_node_ends_the_job_naming_it_and_the_others_measurements_stay(
     errors = [line for line in err.splitlines() if line.startswith("dliobench: error:")]
     assert len(errors) == 1, err
     assert "node node-1 (ranks 2, 3) stopped" in errors[0] and "Traceback" not in err
-    assert took < stall + 8, took  # the stall timeout, a second of heartbeat, the rescue
+    # the survivors ended it at the stall timeout (their own clock, in the sentence), not
+    # later; the wall-clock bound is only a hang guard (10x what it takes)
+    assert re.search(rf"ends the job after [{stall}{stall + 1}] s without progress", errors[0])
+    assert took < 10 * (stall + 2), took
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "partial"
     ended = {e["rank"]: e["ended"] for e in result["ranks_ended"]}
