@@ -22,6 +22,7 @@ from dliobench.comm.world import Comm, World
 
 EXIT_STALLED = 1
 RESCUE_S = 10.0  # what ``on_stall`` may take before the job ends regardless
+LOST_WAIT_S = 2.0  # what asking who was lost may take (it reads the run folder)
 DEFER_S = RESCUE_S + 5.0  # a survivor not speaking for the job waits this long for the one
 
 
@@ -60,11 +61,30 @@ class Watchdog:
             idle = time.monotonic() - self._last
             if idle <= self.seconds:
                 continue
-            lost = self.lost() if self.lost is not None else None
+            lost = self._ask_lost()
             if lost is not None and lost[1] != self.world.rank and \
                     idle <= self.seconds + DEFER_S:
                 continue  # the survivor that speaks for the job ends it, in one sentence
             self._end(idle, lost)
+
+    def _ask_lost(self) -> tuple[str, int] | None:
+        """``lost``, given ``LOST_WAIT_S`` at most: it reads the run folder, which may sit
+        on the very storage that hangs (then nobody is named, and the job still ends)."""
+        if self.lost is None:
+            return None
+        found: list[tuple[str, int] | None] = []
+        ask = self.lost
+
+        def run() -> None:
+            try:
+                found.append(ask())
+            except Exception:  # a damaged folder: nobody is named
+                found.append(None)
+
+        thread = threading.Thread(target=run, name="lost", daemon=True)
+        thread.start()
+        thread.join(LOST_WAIT_S)
+        return found[0] if found else None
 
     def _end(self, idle: float, lost: tuple[str, int] | None) -> None:
         """Say why in one sentence (who was lost, when known), rescue, end the job."""
