@@ -219,6 +219,14 @@ def cli_cases() -> list[Case]:
     cases += [Case(f"sweep --timeout {v}", ["sweep", "w.yaml", "--timeout", v],
                    {"w.yaml": WORKLOAD}) for v in ("-5", "0")]
     cases.append(Case("keys: unknown section", ["keys", "readr"], says="reader"))
+    cases += [Case(f"nodes {k} x {p}", ["nodes", "--nodes", k, "--ranks-per-node", p, "--",
+                                        "run", "w.yaml"], {"w.yaml": WORKLOAD})
+              for k, p in (("0", "2"), ("2", "-1"))]
+    cases += [Case("nodes without a command", ["nodes", "--nodes", "2", "--ranks-per-node",
+                                               "2"]),
+              Case("nodes --local relative", ["nodes", "--nodes", "1", "--ranks-per-node", "1",
+                                              "--local", "rel", "--", "run", "w.yaml"],
+                   {"w.yaml": WORKLOAD})]
     cases += [Case("run --output ''", ["run", "--output", "", "--no-progress"]),
               Case("report -o ''", ["report", "x", "-o", ""]),
               Case("run file_prefix with /", ["run", "dataset.file_prefix=a/b"]),

@@ -426,6 +426,38 @@ def killed_rank(root: Path, launcher: str, ranks: int, victim: int = 1) -> Outco
     return case.close()
 
 
+def killed_node(root: Path) -> Outcome:
+    """SIGKILL both ranks of emulated node-1 of 2 x 2 (`dliobench nodes`, needs root): the
+    survivors end the job within the stall timeout with one sentence naming node-1, and the
+    partial result holds every rank's journaled measurements."""
+    case = Case(root, "SIGKILL node 1 of 2 x 2 run nodes")
+    with watch_processes(case):
+        case.workload(train={"epochs": 2000, "computation_time": 0.005, "stall_timeout_s": 3})
+        proc = case.start("nodes", "--nodes", "2", "--ranks-per-node", "2", "--local",
+                          str(case.dir / "local"), "--", "run", "workload.yaml", "--no-progress")
+        reports = case.dir / "reports"
+        until(lambda: all(b'"k":"steps"' in b"".join(
+            p.read_bytes() for p in reports.glob(f"*/journal/rank-{r:05d}.jsonl"))
+            for r in range(4)))
+        pids = [json.loads(p.read_bytes().split(b"\n")[0][9:])["pid"] for r in (2, 3)
+                for p in reports.glob(f"*/journal/rank-{r:05d}.jsonl")]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        start = time.monotonic()
+        _, err = case.finish(proc, None, "nodes run")
+        if time.monotonic() - start > 3 + 10:
+            case.out.problems.append(f"ended {time.monotonic() - start:.0f} s after the kill")
+        if len([ln for ln in err.splitlines() if ln.startswith("dliobench:")]) != 1:
+            case.out.problems.append(f"not one sentence: {err.strip()[-300:]}")
+        case.sentence(err, "node node-1 (ranks 2, 3) stopped")
+        results = list(reports.glob("*/result.json"))
+        if not results:
+            case.out.lost += 1
+        elif len(json.loads(results[0].read_text())["ranks"]) != 4:
+            case.out.problems.append("the partial result lacks ranks")
+    return case.close()
+
+
 def torchruns(case: Case, proc: subprocess.Popen[str]) -> None:
     """Wait for a torchrun job; judge its stderr without torchrun's own traceback (the
     agent's ``ChildFailedError``, printed above its failure table)."""
@@ -664,6 +696,8 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
         out.append(("SIGSTOP run mpi", lambda: stopped_rank(root, "run")))
         out.append(("SIGSTOP generate mpi", lambda: stopped_rank(root, "generate")))
         out.append(("SIGKILL rank 1 of 3 run mpi", lambda: killed_rank(root, "mpi", 3)))
+        if os.geteuid() == 0 and shutil.which("unshare"):
+            out.append(("SIGKILL node 1 of 2 x 2 run nodes", lambda: killed_node(root)))
     if TORCHRUN:
         for victim in (1, 0):  # rank 0 killed: rank 1, sent SIGTERM, writes the result
             out.append((f"SIGKILL rank {victim} of 2 run torchrun",

@@ -176,6 +176,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nodes(args: argparse.Namespace) -> int:
+    """Run a dliobench command on emulated nodes of this machine (one mpiexec)."""
+    from dliobench.comm.nodes import Layout, run
+
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    return run(Layout(args.nodes, args.ranks_per_node, args.local), argv)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the resolved configuration as YAML."""
     from dliobench.report.commands import show_config
@@ -189,6 +197,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "datasize": cmd_datasize, "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
     "ceiling": cmd_ceiling,
     "check": cmd_check, "metadata": cmd_metadata, "predict": cmd_predict,
+    "nodes": cmd_nodes,
 }
 
 

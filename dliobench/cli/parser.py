@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dliobench import __version__
 from dliobench.cli import mlpstorage as front_door
+from dliobench.cli.nodes import add_nodes_parser
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
@@ -343,7 +344,7 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     for add in (_add_run_parser, _add_report_parser, _add_recover_parser, _add_check_parser,
                 _add_generate_parser, _add_datasize_parser, _add_sweep_parser,
                 _add_show_config_parser, _add_keys_parser, _add_ceiling_parser,
-                _add_metadata_parser, _add_predict_parser,
+                _add_metadata_parser, _add_predict_parser, add_nodes_parser,
                 front_door.add_parsers):  # mlpstorage's training, checkpointing, reports
         add(sub, commands)
     return parser

@@ -4,7 +4,9 @@ Progress is a training step, a checkpoint, a data file written or checked; a ran
 a collective because another
 rank stopped (SIGSTOP, a hung file system) or blocked in a read that never returns says so in
 one sentence, naming itself and what it was doing, and ends the job, instead of the job
-hanging until the batch system's limit.
+hanging until the batch system's limit. When the run knows who went silent (a whole node
+whose ranks were killed: ``lost``), the lowest surviving rank says so, naming the node, and
+the others leave the job's end to it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dliobench.comm.world import Comm, World
 
 EXIT_STALLED = 1
 RESCUE_S = 10.0  # what ``on_stall`` may take before the job ends regardless
+LOST_WAIT_S = 2.0  # what asking who was lost may take (it reads the run folder)
+DEFER_S = RESCUE_S + 5.0  # a survivor not speaking for the job waits this long for the one
 
 
 class Watchdog:
@@ -33,6 +37,9 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         # called with the sentence before the job ends (the run keeps what was measured)
         self.on_stall: Callable[[str], None] | None = None
+        # who went silent, in words, and the surviving rank that speaks for the job (None:
+        # nobody known to be lost); the run reads it from its journals (``results.lost``)
+        self.lost: Callable[[], tuple[str, int] | None] | None = None
         if seconds > 0:
             self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
             self._thread.start()
@@ -52,16 +59,50 @@ class Watchdog:
     def _watch(self) -> None:
         while not self._stop.wait(min(1.0, self.seconds / 4)):
             idle = time.monotonic() - self._last
-            if idle > self.seconds:
-                w = self.world
-                why = (f"made no progress for {idle:.0f} s while {self.doing} (another rank "
-                       "stopped, or storage hangs)")
-                print(f"dliobench: error: rank {w.rank} of {w.size} on {w.host} {why}; ending "
-                      "the job (train.stall_timeout_s)", file=sys.stderr, flush=True)
-                self._rescue(why)
-                if w.size > 1:
-                    self.comm.abort(EXIT_STALLED)
-                os._exit(EXIT_STALLED)
+            if idle <= self.seconds:
+                continue
+            lost = self._ask_lost()
+            if lost is not None and lost[1] != self.world.rank and \
+                    idle <= self.seconds + DEFER_S:
+                continue  # the survivor that speaks for the job ends it, in one sentence
+            self._end(idle, lost)
+
+    def _ask_lost(self) -> tuple[str, int] | None:
+        """``lost``, given ``LOST_WAIT_S`` at most: it reads the run folder, which may sit
+        on the very storage that hangs (then nobody is named, and the job still ends)."""
+        if self.lost is None:
+            return None
+        found: list[tuple[str, int] | None] = []
+        ask = self.lost
+
+        def run() -> None:
+            try:
+                found.append(ask())
+            except Exception:  # a damaged folder: nobody is named
+                found.append(None)
+
+        thread = threading.Thread(target=run, name="lost", daemon=True)
+        thread.start()
+        thread.join(LOST_WAIT_S)
+        return found[0] if found else None
+
+    def _end(self, idle: float, lost: tuple[str, int] | None) -> None:
+        """Say why in one sentence (who was lost, when known), rescue, end the job."""
+        w = self.world
+        if lost is not None:
+            why = f"{lost[0]}; no progress for {idle:.0f} s while {self.doing}"
+            sentence = (f"{lost[0]}; rank {w.rank} of {w.size} on {w.host} ends the job after "
+                        f"{idle:.0f} s without progress (train.stall_timeout_s)")
+        else:
+            why = (f"made no progress for {idle:.0f} s while {self.doing} (another rank "
+                   "stopped, or storage hangs)")
+            sentence = (f"rank {w.rank} of {w.size} on {w.host} {why}; ending the job "
+                        "(train.stall_timeout_s)")
+        print(f"dliobench: error: {sentence}", file=sys.stderr, flush=True)
+        self._rescue(why)
+        if w.size > 1:
+            self.comm.abort(EXIT_STALLED)
+        os._exit(EXIT_STALLED)
 
     def _rescue(self, why: str) -> None:
         """Give ``on_stall`` ``RESCUE_S`` at most (it writes to storage that may hang too)."""

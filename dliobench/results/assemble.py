@@ -13,6 +13,7 @@ from dliobench.dataset.bounds import batches_ahead
 from dliobench.results import metrics
 from dliobench.results.files import config_dict
 from dliobench.results.measured import RankTrace
+from dliobench.results.nodes import machines_memory, per_node, straggler_nodes
 from dliobench.results.schema import (
     SCHEMA_VERSION,
     EpochMetrics,
@@ -90,21 +91,6 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
     return run, per_epoch, per_rank
 
 
-def per_node(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Figures per host: its ranks' rates summed and AU averaged."""
-    hosts: dict[str, list[dict[str, Any]]] = {}
-    for r in per_rank:
-        hosts.setdefault(r["host"], []).append(r)
-    out = []
-    for host, ranks in sorted(hosts.items()):
-        aus = [r["au"] for r in ranks if r["au"] is not None]
-        out.append({"host": host, "ranks": [r["rank"] for r in ranks],
-                    "au": sum(aus) / len(aus) if aus else None,
-                    "samples_per_s": sum(r["samples_per_s"] or 0.0 for r in ranks),
-                    "bytes_per_s": sum(r["bytes_per_s"] or 0.0 for r in ranks)})
-    return out
-
-
 READAHEAD_SHARE_WARN = 0.2
 
 
@@ -159,7 +145,8 @@ def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
     (where the bytes came from, rather than where they could have).
     """
     odirect = config.reader.odirect
-    # MLPerf Storage's rule: a dataset of at least 5x host memory keeps the cache marginal.
+    # MLPerf Storage's rule: a dataset of at least 5x the hosts' memory keeps the cache
+    # marginal (``host_memory``: every machine's, once; dataset.datasize cites upstream).
     small = dataset_bytes < 5 * host_memory
     readahead = max(1, batches_ahead(config)) + 1
     share = min(1.0, readahead / min_counted_steps) if min_counted_steps else None
@@ -197,6 +184,8 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     and the run's ``facts`` (``run.facts.run_facts``, taken where the run ran)."""
     machine = facts["machine"]
     run, per_epoch, per_rank = run_metrics(config, traces)
+    nodes = per_node(per_rank, traces, extra.get("staging"))
+    run["straggler_nodes"] = straggler_nodes(nodes)
     errors = [f"rank {t.rank}: {t.error}" for t in traces if t.error]
     doc: RunResult = {
         "schema_version": SCHEMA_VERSION,
@@ -211,14 +200,15 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
         "config": config_dict(config),
         "machine": {"hosts": sorted({t.host for t in traces}), **machine},
         "storage": facts["storage"],
-        "honesty": honesty(config, dataset_bytes, machine["memory_bytes"],
+        "honesty": honesty(config, dataset_bytes,
+                           machines_memory(traces) or machine["memory_bytes"],
                            evicted=config.storage.drop_cache,
                            min_counted_steps=run["min_counted_steps"],
                            reads=device_reads(traces, metered_bytes(config, traces))),
         "metrics": cast(RunMetrics, run),
         "epochs": cast(list[EpochMetrics], per_epoch),
         "ranks": cast(list[RankMetrics], per_rank),
-        "nodes": cast(list[NodeMetrics], per_node(per_rank)),
+        "nodes": cast(list[NodeMetrics], nodes),
     }
     shares = time_shares(run)
     doc["time_shares"] = shares

@@ -10,7 +10,9 @@ the configuration and the run's facts, so that the journals alone make a result
 The training loop pays nothing per step: a rank's ``Journal`` watches its ``RankTrace`` and,
 at most once a second (``EVERY_S``), a thread appends what the trace gained since the last
 time (steps, epoch checks, checkpoints) and fsyncs. A rank killed with SIGKILL loses at most
-its last second. Its last record, ``end``, says how the rank ended.
+its last second. With nothing new, the thread touches the journal instead (its mtime: a
+heartbeat, so that ``results.lost`` tells a gone rank from one blocked at a collective). Its
+last record, ``end``, says how the rank ended.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ class Journal:
         self._stop = threading.Event()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.note("start", rank=trace.rank, host=trace.host, pid=os.getpid(), at=time.time())
+        self.note("start", rank=trace.rank, host=trace.host, pid=os.getpid(), at=time.time(),
+                  machine_id=trace.machine_id, memory_bytes=trace.memory_bytes)
         self.flush()
         self._thread = threading.Thread(target=self._run, args=(every_s,), name="journal",
                                         daemon=True)
@@ -130,7 +133,9 @@ class Journal:
             if self._fd is None:
                 return
             data = b"".join(_yielding(encode(r) for r in self._fresh()))
-            if not data:
+            if not data:  # a heartbeat: the process lives (``results.lost`` reads it)
+                with contextlib.suppress(OSError):
+                    os.utime(self._fd)
                 return
             try:
                 while data:  # a short write (a disk filling up) goes on where it stopped
@@ -205,6 +210,8 @@ def _apply(out: RankJournal, record: dict[str, Any], requests: LatencyLog) -> No
     out.last_at = record.get("at", out.last_at)
     if kind == "start":
         trace.host, out.pid, out.started_at = record["host"], record["pid"], record["at"]
+        trace.machine_id = record.get("machine_id", "")
+        trace.memory_bytes = record.get("memory_bytes", 0)
     elif kind == "steps":
         trace.timeline.rows.extend(tuple(r) for r in record["rows"])
     elif kind == "epoch":

@@ -69,3 +69,5 @@ class RankTrace:
     cpu_cores: float = 0.0  # cores this rank may use (its affinity shared with its node's)
     requests: LatencyLog | None = None  # its object-store reads' latencies (S3 runs)
     device_reads: DeviceReads | None = None  # device bytes, epoch starts to window ends
+    machine_id: str = ""  # the kernel's boot id: emulated nodes of one machine share it
+    memory_bytes: int = 0  # its machine's memory (the page-cache rule adds machines')

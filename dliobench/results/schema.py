@@ -16,11 +16,13 @@ from __future__ import annotations
 from typing import Annotated, Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 7  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 8  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
 # 1.7: run_set (the run's place in a `run --repeat` set: set id, index, count, warm-up)
+# 1.8: per-node truth: nodes[] samples, bytes, wait, CPU share, staging, machine and memory;
+# metrics.straggler_nodes; staging.nodes; honesty.host_memory_bytes adds every machine once
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -66,6 +68,7 @@ class RunMetrics(RateMetrics):
     undelivered_samples: int
     min_counted_steps: int
     stragglers: list[int]
+    straggler_nodes: NotRequired[list[str]]  # 1.7: hosts below 90 % of the median node
     requests: NotRequired[RequestLatency]  # S3 runs (schema 1.4)
 
 
@@ -120,6 +123,15 @@ class NodeMetrics(TypedDict):
     au: float | None
     samples_per_s: float
     bytes_per_s: float
+    samples: NotRequired[int]  # 1.7
+    bytes: NotRequired[int]
+    wait_s: NotRequired[float]
+    wait_share: NotRequired[float | None]
+    cpu_share: NotRequired[float | None]
+    staging_s: NotRequired[float | None]
+    staging_bytes: NotRequired[int | None]
+    machine_id: NotRequired[str]
+    memory_bytes: NotRequired[int]
 
 
 class Honesty(TypedDict):
@@ -208,6 +220,7 @@ class Staging(TypedDict, total=False):
     bytes: int
     seconds: float
     bytes_per_s: float | None
+    nodes: list[dict[str, Any]]  # 1.7: per host: files, bytes, seconds (its slowest rank)
 
 
 class CheckpointOps(TypedDict, total=False):

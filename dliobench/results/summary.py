@@ -106,9 +106,31 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     for label, part in _phases(result):
         table.add_row(label, part)
     console.print(table)
+    _print_nodes(result, console)
     console.print(f"results: {run_dir}/result.json and timeline.csv", soft_wrap=True,
                   highlight=False)
     _print_notes(result, console)
+
+
+def _print_nodes(result: RunResult, console: Console) -> None:
+    """The per-node table of a run on more than one node, and its straggler node(s)."""
+    nodes = result.get("nodes") or []
+    if len(nodes) < 2:
+        return
+    table = Table(title="per node", title_justify="left")
+    for name in ("node", "ranks", "AU", "samples/s", "MB read", "wait", "CPU", "staging"):
+        table.add_column(name, justify="left" if name == "node" else "right")
+    for n in nodes:
+        staging = n.get("staging_s")
+        table.add_row(n["host"], str(len(n["ranks"])), _pct(n["au"]),
+                      f"{n['samples_per_s']:,.1f}", f"{n.get('bytes', 0) / 1e6:,.1f}",
+                      _pct(n.get("wait_share")), _pct(n.get("cpu_share")),
+                      "-" if staging is None else f"{staging:.2f} s")
+    console.print(table)
+    slow = result["metrics"].get("straggler_nodes") or []
+    if slow:
+        console.print(f"[yellow]straggler node{'s' if len(slow) > 1 else ''}:[/] "
+                      f"{', '.join(slow)} (samples/s per rank below 90 % of the median node's)")
 
 
 def _phases(result: RunResult) -> list[tuple[str, str]]:
@@ -185,7 +207,7 @@ def _print_notes(result: RunResult, console: Console) -> None:
     elif share is None and from_memory:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
-            f"than 5 x this host's memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "
+            f"than 5 x the hosts' memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "
             f"{5 * honesty['host_memory_bytes'] / 1e9:.1f} GB), O_DIRECT is "
             "off and the cache was not dropped: reads may have come from RAM, not storage. "
             "Use reader.odirect=true, storage.drop_cache=true or a larger dataset "

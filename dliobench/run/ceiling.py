@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dliobench import __version__
+from dliobench.base.errors import ConfigError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.schema import RunResult
@@ -165,11 +166,22 @@ def plan_of(config: Config, world: World, folder: Path) -> Config:
     )
 
 
+def one_node(world: World) -> None:
+    """Refuse to measure on several nodes: the probe's copy in /dev/shm is per node, so each
+    node measures alone (``dliobench ceiling`` there) and caches it under its host name."""
+    if world.node_count > 1:
+        raise ConfigError(f"the client ceiling is measured on one node, not "
+                          f"{world.node_count}: run `dliobench ceiling` with this workload's "
+                          "ranks per node on each node (it is cached by host name), and the "
+                          "job's runs use it")
+
+
 def measure(config: Config, world: World, comm: Comm, run_probe: ProbeRunner,
             load: dict[str, float] | None = None) -> float:
     """Samples/s per rank this host delivers with the run's reading settings (and cache it
     with the host's ``load``, sampled now unless given); ``run_probe`` runs the probe
     (``session.measure_ceiling`` passes ``session.run``)."""
+    one_node(world)
     if world.is_root and load is None:
         load = host_load()
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())

@@ -120,6 +120,7 @@ def measure_ceiling(config: Config, asked: Asked) -> tuple[World, float, Path] |
     from dliobench.run import ceiling
 
     world, comm = join(asked.launcher)
+    ceiling.one_node(world)
     value = on_every_rank(world, comm, lambda: session.measure_ceiling(config, world, comm),
                           config.train.stall_timeout_s)
     return (world, value, ceiling.cache_path()) if world.is_root else None

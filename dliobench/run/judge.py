@@ -9,6 +9,7 @@ judged again against it. Measuring runs a probe run; the session hands its own `
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from dliobench.comm.world import Comm, World
@@ -16,6 +17,8 @@ from dliobench.config.schema import Config
 from dliobench.results.schema import RunResult
 from dliobench.results.verdict import Bar, verdict
 from dliobench.run import ceiling
+
+log = logging.getLogger(__name__)
 
 
 def judge_client(config: Config, world: World, comm: Comm, result: RunResult | None,
@@ -25,13 +28,41 @@ def judge_client(config: Config, world: World, comm: Comm, result: RunResult | N
     waited = result is not None and result["verdict"]["limiter"] == "storage"
     if not comm.bcast(waited and config.metric.client_ceiling == "auto"):
         return
-    load = ceiling.host_load() if world.is_root else None
-    value = comm.bcast(ceiling.cached(config, world, load=load) if world.is_root else None)
     source = "cached"
-    if value is None:
-        value, source = ceiling.measure(config, world, comm, run_probe, load), "measured"
+    if world.node_count > 1:
+        value, load = _slowest_node(config, world, comm)
+        if value is None:
+            return
+    else:
+        load = ceiling.host_load() if world.is_root else None
+        value = comm.bcast(ceiling.cached(config, world, load=load) if world.is_root else None)
+        if value is None:
+            value, source = ceiling.measure(config, world, comm, run_probe, load), "measured"
     if result is not None and value > 0:
         bar = replace(Bar.of(config), ceiling=value)
         result["verdict"] = {**verdict(bar, dict(result["metrics"]), result["time_shares"],
                                        result["honesty"]),
                              "client_ceiling_source": source, "client_ceiling_load": load}
+
+
+def _slowest_node(config: Config, world: World,
+                  comm: Comm) -> tuple[float | None, dict[str, float] | None]:
+    """The ceiling of a job on several nodes: each node's own, cached by its host name and
+    looked up by its first rank under its own load; the slowest node's (and its load), or
+    None when a node has none cached (measuring needs each node's memory copy read by that
+    node alone: ``dliobench ceiling`` on one node caches it)."""
+    mine = None
+    if world.local_rank == 0:
+        load = ceiling.host_load()
+        mine = (world.host, ceiling.cached(config, world, load=load), load)
+    found = [m for m in comm.allgather(mine) if m is not None]
+    missing = sorted(h for h, v, _ in found if v is None)
+    if missing:
+        if world.is_root:
+            log.warning("the client ceiling is not cached for %s under its load now; a job "
+                        "on %d nodes does not measure it: run `dliobench ceiling` with this "
+                        "workload on such a node first", ", ".join(missing), world.node_count)
+        return None, None
+    host, value, load = min(found, key=lambda m: m[1])
+    log.info("client ceiling of the slowest node, %s: %.1f samples/s per rank", host, value)
+    return value, load

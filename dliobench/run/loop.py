@@ -25,9 +25,12 @@ from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_onc
 from dliobench.loaders import Loader, make_loader
 from dliobench.results import live
 from dliobench.results.journal import Journal, journal_path
+from dliobench.results.lost import lost
 from dliobench.results.measured import EpochCheck, RankTrace
 from dliobench.results.metrics import window
+from dliobench.results.nodes import machine_id
 from dliobench.results.recover import RECOVER_HINT, held, recover
+from dliobench.results.sysinfo import host_memory_bytes
 from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint.checkpointer import Checkpointer
@@ -87,7 +90,8 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     config = plan.config
     accel = Accelerator(config.train.computation_time, config.train.computation_time_stdev,
                         seed=config.train.seed + world.rank)
-    trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    trace = RankTrace(world.rank, world.host, Timeline(world.rank), machine_id=machine_id(),
+                      memory_bytes=host_memory_bytes())
     gradients = GradientSync(config, world, comm)
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
@@ -212,7 +216,15 @@ def _open_journal(run_dir: Path | None, trace: RankTrace, watchdog: Watchdog) ->
                     "its result is written at its end", run_dir, exc.strerror or exc)
         return None
     watchdog.on_stall = lambda why: _stalled(journal, run_dir, why)
+    watchdog.lost = lambda: _lost(run_dir)
     return journal
+
+
+def _lost(run_dir: Path) -> tuple[str, int] | None:
+    """Who went silent in this run (a node whose ranks all died), and which survivor
+    speaks for the job (``results.lost``)."""
+    found = lost(run_dir)
+    return None if found is None else (found.words, found.speaker)
 
 
 def _stalled(journal: Journal, run_dir: Path, why: str) -> None:

@@ -28,6 +28,7 @@ from dliobench.results.files import (
 from dliobench.results.journal import FOLDER as JOURNALS
 from dliobench.results.journal import HEADER, ended, journal_path
 from dliobench.results.measured import RankTrace
+from dliobench.results.nodes import staging_by_host
 from dliobench.results.recover import RECOVER_HINT, held, recover, write_header
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
@@ -192,10 +193,13 @@ def _stage(ready: dataset_mod.ReadyDataset, world: World, comm: Comm, run_id: st
     if not config.storage.stage_to:
         return None
     staged = staging.stage(ready.plan, world, comm, run_id)
-    parts = comm.gather(staged)
+    parts = comm.gather((world.host, staged))
     if parts:
         extra["staging"] = {"source": config.dataset.data_folder,
-                            "scope": config.storage.stage_scope, **staging.summary(parts)}
+                            "scope": config.storage.stage_scope,
+                            **staging.summary([s for _, s in parts]),
+                            "nodes": staging_by_host([(h, s.files, s.nbytes, s.seconds)
+                                                      for h, s in parts])}
     return staged
 
 
