@@ -66,7 +66,7 @@ def test_repeat_runs_a_warmup_then_the_scored_runs(tiny_set: tuple[Path, str]) -
     doc, runs = set_document(out), results(out)
     assert [r["run_set"]["warmup"] for r in runs] == [True, False, False]
     assert {r["run_set"]["set_id"] for r in runs} == {doc["set_id"]}
-    assert {r["run_set"]["count"] for r in runs} == {3} and runs[0]["schema_version"] == "1.7"
+    assert {r["run_set"]["count"] for r in runs} == {3} and runs[0]["schema_version"] == "1.8"
     assert [r["config"]["train"]["seed"] for r in runs] == [123, 124, 125]  # §6.6.3
     assert ["generation" in r for r in runs] == [True, False, False]  # generated once
     assert doc["state"] == "complete" and doc["finished"] == doc["planned"] == 3
