@@ -18,6 +18,7 @@ from dliobench.config import mlpstorage
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
 from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
+from dliobench.results.mlpstorage_files import write_dlio_config, write_metadata
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.results.typed import first_mismatch
 
@@ -76,9 +77,22 @@ def open_run_folder(config: Config, world: World, comm: Comm) -> tuple[str, Path
     """The run's id and its folder (``make_run_dir``): rank 0 chooses both and creates the
     folder, every rank gets them (a folder that cannot be made is one sentence)."""
     run_id = new_run_id(config.name)
-    made = str(make_run_dir(config, run_id)) if world.is_root else ""
+    made = str(_start_run_dir(config, run_id)) if world.is_root else ""
     run_id, folder = comm.bcast((run_id, made) if world.is_root else ("", ""))
     return run_id, Path(folder)
+
+
+def _start_run_dir(config: Config, run_id: str) -> Path:
+    """A new run's folder; under mlpstorage's layout it holds DLIO's ``dlio_config`` record
+    from the start, as DLIO's Hydra writes it (``results.mlpstorage_files``)."""
+    run_dir = make_run_dir(config, run_id)
+    if config.output.layout == "mlpstorage":
+        try:
+            write_dlio_config(run_dir, config, config_dict(config))
+        except OSError as exc:
+            raise DlioBenchError(f"cannot write {run_dir}/dlio_config: {exc.strerror}; free "
+                                 "space or choose another output.folder") from None
+    return run_dir
 
 
 def config_dict(config: Config) -> dict[str, Any]:
@@ -92,10 +106,17 @@ def config_dict(config: Config) -> dict[str, Any]:
 def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool:
     """Commit ``<run_dir>/result.json``; with ``replace=False`` a result already there wins
     (False returned). A complete run gets DLIO's ``summary.json`` beside it (after it, from
-    it: ``results.dlio_summary``); a partial one none, as DLIO writes none for a failed run."""
+    it: ``results.dlio_summary``); a partial one none, as DLIO writes none for a failed run.
+    Under mlpstorage's layout a complete run also gets mlpstorage's metadata file."""
     written = write_json(run_dir / RESULT_NAME, result, replace)
     if written and result.get("status") == "complete":
         write_json(run_dir / SUMMARY_NAME, dlio_summary(cast(dict[str, Any], result)))
+        try:
+            write_metadata(run_dir, cast(dict[str, Any], result))
+        except OSError as exc:
+            raise DlioBenchError(f"cannot write the metadata file in {run_dir}: "
+                                 f"{exc.strerror}; free space or choose another "
+                                 "output.folder") from None
     return written
 
 
