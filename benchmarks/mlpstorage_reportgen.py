@@ -100,10 +100,15 @@ def main() -> int:
         rows = verdicts(done.stdout)
         print(f"dliobench wrote {len(written)} run folders; reportgen exit {done.returncode}, "
               f"found {len(rows)} runs")
+        shown: list[list[str]] = []
         for category, run, issues in rows:
-            print(f"{category:8} {run}")
-            for issue in issues:
-                print(f"           {issue}")
+            same = shown.index(issues) + 1 if issues in shown else 0
+            print(f"{category:8} {run}" + (f"  (issues as set {same})" if same else ""))
+            if issues and not same:
+                shown.append(issues)
+                print(f"           issue set {len(shown)}:")
+                for issue in issues:
+                    print(f"             {issue}")
         if done.returncode != 0:
             print(done.stderr[-2000:], file=sys.stderr)
         return 0 if done.returncode == 0 and len(rows) >= len(written) else 1

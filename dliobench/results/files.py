@@ -37,24 +37,26 @@ def new_run_id(workload: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}-{secrets.token_hex(3)}"
 
 
-def run_parent(config: Config) -> Path:
+def run_parent(config: Config, command: str = "run") -> Path:
     """The folder run folders go in: ``output.folder``, or under ``output.layout:
-    mlpstorage`` mlpstorage's ``training/<model>/run`` or ``checkpointing/<model>`` below it
-    (rules/utils.py ``generate_output_location``, mlpstorage.UPSTREAM)."""
+    mlpstorage`` mlpstorage's ``training/<model>/<command>`` or ``checkpointing/<model>``
+    below it (rules/utils.py ``generate_output_location``, mlpstorage.UPSTREAM); ``command``
+    is ``run``, ``datagen``, or ``metadata`` for our metadata phase, which mlpstorage has
+    not (its folder named in the same pattern)."""
     root = Path(config.output.folder)
     if config.output.layout != "mlpstorage":
         return root
     model = mlpstorage.model_of(config.name)
-    if config.workflow.checkpoint_only:
+    if config.workflow.checkpoint_only and command == "run":
         return root / "checkpointing" / model
-    return root / "training" / model / "run"
+    return root / "training" / model / command
 
 
-def make_run_dir(config: Config, run_id: str) -> Path:
+def make_run_dir(config: Config, run_id: str, command: str = "run") -> Path:
     """Create and return a new run's folder: ``<parent>/<run_id>``, or under the mlpstorage
     layout ``<parent>/<YYYYMMDD_HHMMSS>``, waiting for the next second when a run of this
     second already has that name (names stay mlpstorage's, and no run shares a folder)."""
-    parent = run_parent(config)
+    parent = run_parent(config, command)
     for _ in range(5):
         name = run_id if config.output.layout != "mlpstorage" else \
             time.strftime(mlpstorage.DATETIME_FORMAT)
