@@ -18,7 +18,11 @@ from dliobench.config import mlpstorage
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
 from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
-from dliobench.results.mlpstorage_files import write_dlio_config, write_metadata
+from dliobench.results.mlpstorage_files import (
+    write_dlio_config,
+    write_metadata,
+    write_metadata_doc,
+)
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.results.typed import first_mismatch
 
@@ -94,6 +98,22 @@ def _start_run_dir(config: Config, run_id: str) -> Path:
         except OSError as exc:
             raise DlioBenchError(f"cannot write {run_dir}/dlio_config: {exc.strerror}; free "
                                  "space or choose another output.folder") from None
+    return run_dir
+
+
+def write_datagen_record(config: Config, facts: dict[str, Any]) -> Path:
+    """mlpstorage's record of a data generation, ``training/<model>/datagen/<stamp>/`` (its
+    ``training datagen`` writes one there; v3.0's reportgen and submission checker look for
+    it): DLIO's ``dlio_config`` and the metadata file (``results.mlpstorage_files``);
+    ``facts``: ranks, runtime (s), argv, run_id."""
+    run_dir = make_run_dir(config, facts.get("run_id") or new_run_id(config.name), "datagen")
+    try:
+        data = config_dict(config)
+        write_dlio_config(run_dir, config, data, "datagen")
+        write_metadata_doc(run_dir, data, "datagen", facts)
+    except OSError as exc:
+        raise DlioBenchError(f"cannot write the datagen record in {run_dir}: {exc.strerror}; "
+                             "free space or choose another output.folder") from None
     return run_dir
 
 

@@ -55,18 +55,22 @@ def benchmark_type(config: dict[str, Any]) -> str:
     return "checkpointing" if only_ckpt else "training"
 
 
-def workload_doc(config: dict[str, Any]) -> dict[str, Any]:
+def workload_doc(config: dict[str, Any], command: str = "run") -> dict[str, Any]:
     """DLIO's ``workload`` section, from our resolved configuration (plain data): our sections
     under DLIO's names, the model named as DLIO names it, DLIO's three workflow keys. A
     training run's ``generate_data`` is false, as mlpstorage's ``training run`` sets it: the
     record is of the measured run, and our generation of missing files (``generate_data``,
-    ours) is a step before it, as mlpstorage's ``training datagen`` is."""
+    ours) is a step before it, as mlpstorage's ``training datagen`` is. A ``datagen`` record's
+    workflow is DLIO's datagen file's (``configs/dlio/workload/unet3d_datagen.yaml``@caa90c9:
+    generate_data true, train and checkpoint false)."""
     doc: dict[str, Any] = {"model": {**config.get("model", {}),
                                      "name": dlio_model_name(config["model"]["name"])}}
     for section in WORKLOAD_SECTIONS:
         doc[section] = dict(config.get(section, {}))
     doc["workflow"] = {k: bool(doc["workflow"].get(k)) for k in DLIO_WORKFLOW}
-    if doc["workflow"]["train"]:
+    if command == "datagen":
+        doc["workflow"] = {"generate_data": True, "train": False, "checkpoint": False}
+    elif doc["workflow"]["train"]:
         doc["workflow"]["generate_data"] = False
     return doc
 
@@ -78,16 +82,18 @@ def _dotted(config: dict[str, Any], key: str) -> Any:
     return node
 
 
-def overrides(config: dict[str, Any], given: tuple[str, ...]) -> list[str]:
+def overrides(config: dict[str, Any], given: tuple[str, ...], command: str = "run") -> list[str]:
     """DLIO's ``overrides.yaml``: the workload mlpstorage names (``<model>_<accelerator>`` for
-    training, ``benchmarks/dlio.py`` ``config_name``), then each key the command line set,
+    training, ``<model>_datagen`` for datagen: ``benchmarks/dlio.py`` ``config_name``), then
+    each key the command line set,
     with its resolved value. Left out: our own ``output.*`` keys (mlpstorage sets Hydra's run
     folder there, not a workload key) and ``train.accelerator`` (the workload's name says it,
     as ``--accelerator-type`` picks mlpstorage's workload file)."""
     name = config["model"]["name"]
     accel = _dotted(config, "train.accelerator")
-    workload = name if benchmark_type(config) == "checkpointing" or not accel \
-        else f"{name}_{accel}"
+    suffix = "datagen" if command == "datagen" else accel
+    workload = name if benchmark_type(config) == "checkpointing" or not suffix \
+        else f"{name}_{suffix}"
     items = [f"workload={workload}"]
     for key in given:
         if key != "train.accelerator" and key.split(".")[0] in (*WORKLOAD_SECTIONS, "model"):
@@ -95,13 +101,21 @@ def overrides(config: dict[str, Any], given: tuple[str, ...]) -> list[str]:
     return items
 
 
-def write_dlio_config(run_dir: Path, config: Config, config_data: dict[str, Any]) -> None:
-    """``<run_dir>/dlio_config/config.yaml`` and ``overrides.yaml``, as DLIO's Hydra writes
-    them when a run starts."""
+def write_dlio_config(run_dir: Path, config: Config, config_data: dict[str, Any],
+                      command: str = "run") -> None:
+    """``<run_dir>/dlio_config/``: ``config.yaml``, ``overrides.yaml`` and ``hydra.yaml`` (the
+    three the submission checker asks for, ``_DLIO_CONFIG_REQUIRED_FILES`` in
+    ``mlpstorage_py/rules/datagen_hierarchy.py``@e4214c3b71690c6b6f184a7cc983acee5656fb92),
+    as DLIO's Hydra writes them when a run starts; ``hydra.yaml`` holds what of Hydra's own
+    settings has a counterpart here (run folder, output subfolder, task overrides)."""
     folder = run_dir / HYDRA_SUBDIR
     folder.mkdir(exist_ok=True)
-    docs = {"config.yaml": {"workload": workload_doc(config_data)},
-            "overrides.yaml": overrides(config_data, config.given)}
+    task = overrides(config_data, config.given, command)
+    docs = {"config.yaml": {"workload": workload_doc(config_data, command)},
+            "overrides.yaml": task,
+            "hydra.yaml": {"hydra": {"run": {"dir": str(run_dir)}, "output_subdir": HYDRA_SUBDIR,
+                                     "overrides": {"task": task},
+                                     "job": {"name": "dliobench"}}}}
     for name, doc in docs.items():
         write_atomic(folder / name, _dumper(yaml.safe_dump(doc, sort_keys=False).encode()))
 
@@ -119,28 +133,25 @@ def _seconds(result: dict[str, Any]) -> float | None:
         return None
 
 
-def metadata_doc(run_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
-    """mlpstorage's metadata of a finished run, from its result and its ``dlio_config``."""
-    config = result.get("config", {})
+def metadata_doc(run_dir: Path, config: dict[str, Any], command: str,
+                 facts: dict[str, Any]) -> dict[str, Any]:
+    """mlpstorage's metadata of a run or a datagen, from its configuration (plain data), its
+    ``dlio_config`` and ``facts``: ranks, runtime (s), argv, run_id."""
     kind = benchmark_type(config)
     given = yaml.safe_load((run_dir / HYDRA_SUBDIR / "overrides.yaml").read_text()) or []
     params = {k[len("++workload."):]: v for k, _, v in (i.partition("=") for i in given)
               if k.startswith("++workload.")}
-    argv = result.get("provenance", {}).get("argv") or []
     return {"benchmark_type": kind, "model": mlpstorage.model_of(config["model"]["name"]),
-            "command": "run", "run_datetime": run_dir.name,
-            "num_processes": result.get("ranks_count"),
-            "accelerator": _dotted(config, "train.accelerator") if kind == "training" else None,
-            "result_dir": str(run_dir), "parameters": workload_doc(config),
-            "override_parameters": params, "system_info": None, "runtime": _seconds(result),
-            "verification": None, "executed_command": shlex.join(argv),
+            "command": command, "run_datetime": run_dir.name,
+            "num_processes": facts.get("ranks"),
+            "accelerator": _dotted(config, "train.accelerator")
+            if kind == "training" and command == "run" else None,
+            "result_dir": str(run_dir), "parameters": workload_doc(config, command),
+            "override_parameters": params, "system_info": None, "runtime": facts.get("runtime"),
+            "verification": None, "executed_command": shlex.join(facts.get("argv") or []),
             "command_output_files": [],
-            "dliobench": {"result": "result.json", "run_id": result.get("run_id")}}
-
-
-def metadata_name(run_dir: Path, result: dict[str, Any]) -> str:
-    """``<benchmark_type>_<run_datetime>_metadata.json`` (the folder's name is the time)."""
-    return f"{benchmark_type(result.get('config', {}))}_{run_dir.name}_metadata.json"
+            "dliobench": {"result": "result.json" if command == "run" else None,
+                          "run_id": facts.get("run_id")}}
 
 
 def write_metadata(run_dir: Path, result: dict[str, Any]) -> Path | None:
@@ -148,6 +159,14 @@ def write_metadata(run_dir: Path, result: dict[str, Any]) -> Path | None:
     (runs under ``output.layout: mlpstorage``); None elsewhere."""
     if not (run_dir / HYDRA_SUBDIR / "overrides.yaml").is_file():
         return None
-    path = run_dir / metadata_name(run_dir, result)
-    write_json_atomic(path, metadata_doc(run_dir, result))
+    facts = {"ranks": result.get("ranks_count"), "runtime": _seconds(result),
+             "argv": result.get("provenance", {}).get("argv"), "run_id": result.get("run_id")}
+    return write_metadata_doc(run_dir, result.get("config", {}), "run", facts)
+
+
+def write_metadata_doc(run_dir: Path, config: dict[str, Any], command: str,
+                       facts: dict[str, Any]) -> Path:
+    """Commit ``metadata_doc`` as ``<benchmark_type>_<run_datetime>_metadata.json``."""
+    path = run_dir / f"{benchmark_type(config)}_{run_dir.name}_metadata.json"
+    write_json_atomic(path, metadata_doc(run_dir, config, command, facts))
     return path

@@ -85,3 +85,19 @@ def test_the_metadata_phase_follows_the_mlpstorage_layout(
     (run,) = (workdir / "R/training/tiny/metadata").iterdir()
     assert len(run.name) == 15 and run.name[8] == "_"  # YYYYMMDD_HHMMSS
     assert json.loads((run / "metadata.json").read_text())["kind"] == "metadata"
+
+
+def test_training_datagen_leaves_mlpstorage_record(workdir: Path) -> None:
+    assert main(["training", "datagen", "--model", "unet3d", "--data-dir", "d",
+                 "--results-dir", "R", "--param", "dataset.num_files_train=4",
+                 "dataset.record_length_bytes=4096", "dataset.record_length_bytes_stdev=0"]) == 0
+    (leaf,) = (workdir / "R/training/unet3d/datagen").iterdir()  # upstream's datagen leaf
+    assert sorted(p.name for p in (leaf / "dlio_config").iterdir()) == [
+        "config.yaml", "hydra.yaml", "overrides.yaml"]  # _DLIO_CONFIG_REQUIRED_FILES
+    meta = json.loads((leaf / f"training_{leaf.name}_metadata.json").read_text())
+    assert (meta["command"], meta["model"], meta["accelerator"]) == ("datagen", "unet3d", None)
+    config = yaml.safe_load((leaf / "dlio_config/config.yaml").read_text())["workload"]
+    assert config["workflow"] == {"generate_data": True, "train": False, "checkpoint": False}
+    overrides = yaml.safe_load((leaf / "dlio_config/overrides.yaml").read_text())
+    assert overrides[:2] == ["workload=unet3d_datagen", "++workload.dataset.data_folder=d/unet3d"]
+    assert len(list((workdir / "d/unet3d").rglob("*.npz"))) == 4
