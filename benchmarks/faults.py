@@ -642,6 +642,26 @@ def full_checkpoint_disk(root: Path, fmt: str) -> Outcome:
     return case.close()
 
 
+def split_checkpoint_set(root: Path) -> Outcome:
+    """A split checkpoint set (a write-only ``--run-set`` invocation, then a read-only one)
+    on a 32 MB disk: both succeed and the checkpoint disk is empty afterwards (the read phase
+    removed what it read; it used to leave the whole set on the disk)."""
+    case = Case(root, "split checkpoint set")
+    with watch_processes(case):
+        disk = case.tmpfs("ckpt", "32M")
+        preset = Path(__file__).resolve().parents[1] / "workloads" / "llama3_8b.yaml"
+        common = [str(preset), "--run-set", "--no-progress", f"checkpoint.checkpoint_folder={disk}",
+                  "checkpoint.scale=0.0001", "checkpoint.file_format=raw",
+                  "checkpoint.time_between_checkpoints=0"]
+        case.run("run", *common, "checkpoint.num_checkpoints_write=2",
+                 "checkpoint.num_checkpoints_read=0")
+        case.run("run", *common, "checkpoint.num_checkpoints_write=0",
+                 "checkpoint.num_checkpoints_read=2")
+        case.out.leftovers += sorted(f"{p.parent.name}/{p.name}" for p in disk.rglob("*")
+                                     if p.is_file())
+    return case.close()
+
+
 def signal_staging(root: Path) -> Outcome:
     """SIGTERM while the dataset is staged: no partial staged copy remains."""
     case = Case(root, "SIGTERM during staging")
@@ -720,6 +740,7 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
     out.append(("SIGTERM staging", lambda: signal_staging(root)))
     for fmt in ("torch", "raw", "training"):
         out.append((f"full checkpoint disk {fmt}", lambda f=fmt: full_checkpoint_disk(root, f)))
+    out.append(("split checkpoint set", lambda: split_checkpoint_set(root)))
     if shutil.which("slurmctld") and os.geteuid() == 0:  # a test Slurm cluster per case
         import slurm_faults
 

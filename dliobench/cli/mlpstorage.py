@@ -119,12 +119,13 @@ def training_run(commands: Commands, args: argparse.Namespace) -> int:
 
 
 def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
-    """``training datagen``: our generate (the command is the confirmation to write)."""
+    """``training datagen``: our generate (the command is the confirmation to write), its
+    record in mlpstorage's ``<results-dir>/training/<model>/datagen/<stamp>/``."""
     _refuse(args)
     if (args.num_processes or 1) > launched_ranks():
         log.info("--num-processes %s: dliobench writes with one process per core (under "
                  "mpiexec the ranks split the files)", args.num_processes)
-    ns = _ours(args, args.model, _data(args), yes=True, verify=False)
+    ns = _ours(args, args.model, [*_data(args), *_results(args)], yes=True, verify=False)
     return commands["show-config" if args.what_if else "generate"](ns)
 
 

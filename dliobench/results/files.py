@@ -18,6 +18,11 @@ from dliobench.config import mlpstorage
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
 from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
+from dliobench.results.mlpstorage_files import (
+    write_dlio_config,
+    write_metadata,
+    write_metadata_doc,
+)
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
 from dliobench.results.typed import first_mismatch
 
@@ -36,24 +41,26 @@ def new_run_id(workload: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}-{secrets.token_hex(3)}"
 
 
-def run_parent(config: Config) -> Path:
+def run_parent(config: Config, command: str = "run") -> Path:
     """The folder run folders go in: ``output.folder``, or under ``output.layout:
-    mlpstorage`` mlpstorage's ``training/<model>/run`` or ``checkpointing/<model>`` below it
-    (rules/utils.py ``generate_output_location``, mlpstorage.UPSTREAM)."""
+    mlpstorage`` mlpstorage's ``training/<model>/<command>`` or ``checkpointing/<model>``
+    below it (rules/utils.py ``generate_output_location``, mlpstorage.UPSTREAM); ``command``
+    is ``run``, ``datagen``, or ``metadata`` for our metadata phase, which mlpstorage has
+    not (its folder named in the same pattern)."""
     root = Path(config.output.folder)
     if config.output.layout != "mlpstorage":
         return root
     model = mlpstorage.model_of(config.name)
-    if config.workflow.checkpoint_only:
+    if config.workflow.checkpoint_only and command == "run":
         return root / "checkpointing" / model
-    return root / "training" / model / "run"
+    return root / "training" / model / command
 
 
-def make_run_dir(config: Config, run_id: str) -> Path:
+def make_run_dir(config: Config, run_id: str, command: str = "run") -> Path:
     """Create and return a new run's folder: ``<parent>/<run_id>``, or under the mlpstorage
     layout ``<parent>/<YYYYMMDD_HHMMSS>``, waiting for the next second when a run of this
     second already has that name (names stay mlpstorage's, and no run shares a folder)."""
-    parent = run_parent(config)
+    parent = run_parent(config, command)
     for _ in range(5):
         name = run_id if config.output.layout != "mlpstorage" else \
             time.strftime(mlpstorage.DATETIME_FORMAT)
@@ -76,9 +83,38 @@ def open_run_folder(config: Config, world: World, comm: Comm) -> tuple[str, Path
     """The run's id and its folder (``make_run_dir``): rank 0 chooses both and creates the
     folder, every rank gets them (a folder that cannot be made is one sentence)."""
     run_id = new_run_id(config.name)
-    made = str(make_run_dir(config, run_id)) if world.is_root else ""
+    made = str(_start_run_dir(config, run_id)) if world.is_root else ""
     run_id, folder = comm.bcast((run_id, made) if world.is_root else ("", ""))
     return run_id, Path(folder)
+
+
+def _start_run_dir(config: Config, run_id: str) -> Path:
+    """A new run's folder; under mlpstorage's layout it holds DLIO's ``dlio_config`` record
+    from the start, as DLIO's Hydra writes it (``results.mlpstorage_files``)."""
+    run_dir = make_run_dir(config, run_id)
+    if config.output.layout == "mlpstorage":
+        try:
+            write_dlio_config(run_dir, config, config_dict(config))
+        except OSError as exc:
+            raise DlioBenchError(f"cannot write {run_dir}/dlio_config: {exc.strerror}; free "
+                                 "space or choose another output.folder") from None
+    return run_dir
+
+
+def write_datagen_record(config: Config, facts: dict[str, Any]) -> Path:
+    """mlpstorage's record of a data generation, ``training/<model>/datagen/<stamp>/`` (its
+    ``training datagen`` writes one there; v3.0's reportgen and submission checker look for
+    it): DLIO's ``dlio_config`` and the metadata file (``results.mlpstorage_files``);
+    ``facts``: ranks, runtime (s), argv, run_id."""
+    run_dir = make_run_dir(config, facts.get("run_id") or new_run_id(config.name), "datagen")
+    try:
+        data = config_dict(config)
+        write_dlio_config(run_dir, config, data, "datagen")
+        write_metadata_doc(run_dir, data, "datagen", facts)
+    except OSError as exc:
+        raise DlioBenchError(f"cannot write the datagen record in {run_dir}: {exc.strerror}; "
+                             "free space or choose another output.folder") from None
+    return run_dir
 
 
 def config_dict(config: Config) -> dict[str, Any]:
@@ -92,10 +128,17 @@ def config_dict(config: Config) -> dict[str, Any]:
 def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool:
     """Commit ``<run_dir>/result.json``; with ``replace=False`` a result already there wins
     (False returned). A complete run gets DLIO's ``summary.json`` beside it (after it, from
-    it: ``results.dlio_summary``); a partial one none, as DLIO writes none for a failed run."""
+    it: ``results.dlio_summary``); a partial one none, as DLIO writes none for a failed run.
+    Under mlpstorage's layout a complete run also gets mlpstorage's metadata file."""
     written = write_json(run_dir / RESULT_NAME, result, replace)
     if written and result.get("status") == "complete":
         write_json(run_dir / SUMMARY_NAME, dlio_summary(cast(dict[str, Any], result)))
+        try:
+            write_metadata(run_dir, cast(dict[str, Any], result))
+        except OSError as exc:
+            raise DlioBenchError(f"cannot write the metadata file in {run_dir}: "
+                                 f"{exc.strerror}; free space or choose another "
+                                 "output.folder") from None
     return written
 
 

@@ -14,6 +14,8 @@ does it follow from that one choice.
 from __future__ import annotations
 
 import logging
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +95,7 @@ def generate_dataset(config: Config, asked: Asked, verify: bool) -> Generated | 
     confirmed; rank 0 gets the figures (others: None)."""
     from dliobench.dataset.generate import generate
     from dliobench.dataset.lock import locked
+    from dliobench.results.files import write_datagen_record
     from dliobench.run.planning import precheck, resolve
 
     world, comm = join(asked.launcher)
@@ -110,7 +113,12 @@ def generate_dataset(config: Config, asked: Asked, verify: bool) -> Generated | 
             return generate(plan, world, comm, show_progress=asked.show_progress,
                             check=verify)
 
+    started = time.time()
     done = on_every_rank(world, comm, work, config.train.stall_timeout_s)
+    if world.is_root and config.output.layout == "mlpstorage":
+        record = write_datagen_record(config, {"ranks": world.size, "argv": sys.argv,
+                                               "runtime": time.time() - started})
+        log.info("the generation's record (mlpstorage's datagen folder): %s", record)
     return done if world.is_root else None
 
 

@@ -27,7 +27,7 @@ from dliobench.config.schema import Config
 from dliobench.dataset.check import share
 from dliobench.dataset.manifest import Manifest
 from dliobench.dataset.plan import Plan
-from dliobench.results.files import new_run_id, write_json
+from dliobench.results.files import make_run_dir, new_run_id, write_json
 from dliobench.results.metadata import METADATA_NAME, OPS, OpTimes, RankTimes, document, section
 from dliobench.run.facts import run_facts
 
@@ -178,11 +178,12 @@ def metadata_phase(plan: Plan, world: World, comm: Comm, limit: int = 0) -> dict
 
 
 def write_metadata(config: Config, meta: dict[str, Any], launcher: str) -> Path:
-    """Commit ``<output.folder>/<run-id>/metadata.json`` (``results.metadata.document``)."""
+    """Commit ``metadata.json`` (``results.metadata.document``) in a run folder of its own
+    (``make_run_dir``: ``<output.folder>/<run-id>``, or under ``output.layout: mlpstorage``
+    ``training/<model>/metadata/<YYYYMMDD_HHMMSS>``)."""
     run_id = new_run_id(config.name)
-    folder = Path(config.output.folder) / run_id
+    folder = make_run_dir(config, run_id, command="metadata")
     finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     doc = document(config, meta, run_id, finished, launcher, run_facts(config))
-    folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / METADATA_NAME, doc)
     return folder / METADATA_NAME

@@ -153,10 +153,11 @@ def run_checkpoints(config: Config, world: World, comm: Comm, watchdog: Watchdog
         _drop_after_failure(rank, ops, writes)
         raise
     if not cfg.keep:
-        rank.remove(range(writes))
+        measured = writes or reads  # a read-only run (a split set's read phase) removes
+        rank.remove(range(measured))  # the checkpoints it read, as a combined run does
         comm.barrier()
         if world.local_rank == 0:
-            _remove_folders(rank, writes)
+            _remove_folders(rank, measured)
 
 
 def _drop_after_failure(rank: _Rank, ops: list[CheckpointOp], writes: int) -> None:
