@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from dliobench.results.schema_checkpoint import Checkpoint
+
 SCHEMA_MAJOR = 1
 SCHEMA_MINOR = 8  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
@@ -221,52 +223,6 @@ class Staging(TypedDict, total=False):
     seconds: float
     bytes_per_s: float | None
     nodes: list[dict[str, Any]]  # 1.7: per host: files, bytes, seconds (its slowest rank)
-
-
-class CheckpointOps(TypedDict, total=False):
-    """``checkpoint.write`` / ``checkpoint.read`` of a checkpoint-only run."""
-
-    count: int
-    bytes: int
-    bytes_per_checkpoint: float
-    duration_s_mean: float
-    throughput_bytes_per_s_mean: float | None
-    aggregate_bytes_per_s: float | None
-    aggregate_bytes_per_s_p50: float | None
-    aggregate_bytes_per_s_p99: float | None
-    rank_s_p50: float | None
-    rank_s_p99: float | None
-    checkpoints: list[dict[str, Any]]
-
-
-class CheckpointReadHonesty(TypedDict, total=False):
-    """``checkpoint.read_honesty``: could the checkpoint reads come from the page cache?"""
-
-    evicted: bool
-    written_bytes: int
-    host_memory_bytes: int
-    written_to_memory_ratio: float | None
-    reads_honest: bool
-    made_honest_by: str | None
-
-
-class Checkpoint(TypedDict, total=False):
-    """``checkpoint``: checkpoints taken during training (count .. checkpoints), or a
-    checkpoint-only run's layout, writes and reads (workflow .. read_honesty)."""
-
-    count: int
-    bytes: int
-    write_bytes_per_s: float | None
-    read_bytes_per_s: float | None
-    checkpoints: list[dict[str, Any]]
-    workflow: str
-    file_format: str
-    fsync: bool
-    layout: dict[str, Any]
-    files_per_checkpoint: int
-    write: CheckpointOps | None
-    read: CheckpointOps | None
-    read_honesty: CheckpointReadHonesty
 
 
 class LastStep(TypedDict):
