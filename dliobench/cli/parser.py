@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dliobench import __version__
+from dliobench.cli import trace_parser
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
@@ -148,6 +149,7 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
                    help="exit with code 3 when the run's AU is below its floor "
                    "(metric.fail_below_floor)")
     _add_launcher_arg(p)
+    trace_parser.add_trace_io_arg(p)
     p.set_defaults(func=commands["run"])
 
 
@@ -342,4 +344,5 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     _add_ceiling_parser(sub, commands)
     _add_metadata_parser(sub, commands)
     _add_predict_parser(sub, commands)
+    trace_parser.add_workload_parser(sub, commands)
     return parser

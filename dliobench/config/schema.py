@@ -167,6 +167,10 @@ class ReaderConfig:
         "multi", "choice", "one file per reader (multi) or one shared file",
         choices=("multi", "shared"),
     )
+    read_requests: str = key(
+        "", "str", "read each file with these requests, as a traced job did: "
+        "OFFSET+LENGTH,...@SIZE for a file of SIZE bytes (workload from-trace writes it; "
+        "empty: one read per sample)")
 
 
 @dataclass(frozen=True)
@@ -235,6 +239,8 @@ class OutputConfig:
     folder: str = key("reports", "path", "root folder of run results", nonempty=True)
     label: str = key("", "str", "a name for this run in reports (sweep files set it from "
                      "their `labels:`); empty: reports name runs by what sets them apart")
+    trace_io: bool = key(False, "bool", "write a DFTracer-format trace of every data read to "
+                         "<run-dir>/io-trace/ (run --trace-io; docs/trace.md)")
 
 
 @dataclass(frozen=True)

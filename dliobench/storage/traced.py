@@ -1,0 +1,124 @@
+"""A backend that wraps another to trace its reads (``run --trace-io``) and to issue a
+traced job's read requests (``reader.read_requests``) instead of one read per range.
+
+Nothing is wrapped when neither is asked for, so a run without them pays nothing. With a
+request pattern, whole-file batch reads (``read_wholes``) are hidden, so each file is read
+through ``read_range`` with the pattern.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dliobench.base.errors import ConfigError
+from dliobench.storage.backend import Backend
+from dliobench.storage.trace_writer import TraceWriter
+
+
+class Requests:
+    """A file's read requests as a traced job issued them: ``(offset, length)`` pairs for
+    a file of ``size`` bytes. Written ``"OFF+LEN,OFF+LEN,...@SIZE"``. For a file of another
+    size, a request that reached the end of the traced file reaches the end of this one,
+    and requests past its end are dropped."""
+
+    def __init__(self, pairs: list[tuple[int, int]], size: int) -> None:
+        self.pairs, self.size = pairs, size
+
+    @classmethod
+    def parse(cls, text: str) -> Requests:
+        """From the configuration's words."""
+        try:
+            body, size = text.split("@")
+            pairs = [(int(o), int(n)) for o, n in (p.split("+") for p in body.split(","))]
+            if not pairs or int(size) <= 0 or any(o < 0 or n <= 0 for o, n in pairs):
+                raise ValueError(text)
+        except ValueError:
+            raise ConfigError(f"reader.read_requests: {text!r} is not OFFSET+LENGTH,...@SIZE "
+                              "(e.g. 0+4096,4096+6032@10128), as from-trace writes it") from None
+        return cls(pairs, int(size))
+
+    def text(self) -> str:
+        """The configuration's words for it."""
+        return ",".join(f"{o}+{n}" for o, n in self.pairs) + f"@{self.size}"
+
+    def for_size(self, size: int) -> list[tuple[int, int]]:
+        """The requests for a file of ``size`` bytes."""
+        out = []
+        for o, n in self.pairs:
+            if o >= size:
+                continue
+            out.append((o, size - o if o + n >= self.size else min(n, size - o)))
+        return out
+
+
+class TracedBackend:
+    """``inner`` with traced reads and/or a request pattern; everything else passes
+    through unchanged (it is picklable when ``inner`` is: loader workers receive it)."""
+
+    def __init__(self, inner: Backend, writer: TraceWriter | None,
+                 requests: Requests | None) -> None:
+        self.inner, self.writer, self.requests = inner, writer, requests
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("inner", "writer", "requests"):
+            raise AttributeError(name)
+        if name == "read_wholes":
+            if self.requests is not None:
+                raise AttributeError(name)  # every file through read_range, with the pattern
+            return self._read_wholes
+        return getattr(self.inner, name)
+
+    def read_range(self, key: str, offset: int, length: int,
+                   direct: bool = False) -> tuple[memoryview, int]:
+        """See ``Backend.read_range``: the pattern's requests when the range is a whole
+        file, each one traced."""
+        if self.requests is not None and offset == 0 and not direct:
+            return self._patterned(key, length)
+        return self._one(key, offset, length, direct)
+
+    def _one(self, key: str, offset: int, length: int, direct: bool) -> tuple[memoryview, int]:
+        started = time.time()
+        data, nbytes = self.inner.read_range(key, offset, length, direct)
+        if self.writer is not None:
+            self.writer.read(self.inner.describe(key), offset, length, len(data), started)
+        return data, nbytes
+
+    def _patterned(self, key: str, length: int) -> tuple[memoryview, int]:
+        """The file's bytes read as the pattern's requests; what they leave uncovered is
+        read at the end, in one request."""
+        assert self.requests is not None
+        out = bytearray(length)
+        covered, total = 0, 0
+        for o, n in self.requests.for_size(length):
+            data, nbytes = self._one(key, o, n, False)
+            total += nbytes
+            end = min(o + len(data), length)
+            out[o:end] = data[: end - o]
+            covered = max(covered, end) if o <= covered else covered
+        if covered < length:
+            data, nbytes = self._one(key, covered, length - covered, False)
+            out[covered:covered + len(data)] = data
+            total += nbytes
+            covered += len(data)
+        return memoryview(out)[:covered], total
+
+    def _read_wholes(self, keys: list[str], sizes: list[int],
+                     pool: Any = None) -> list[tuple[memoryview, int] | None]:
+        """The inner batch read, each file traced as one read of its size."""
+        started = time.time()
+        got = self.inner.read_wholes(keys, sizes, pool)  # type: ignore[attr-defined]
+        if self.writer is not None:
+            for key, size, one in zip(keys, sizes, got, strict=True):
+                if one is not None:
+                    self.writer.read(self.inner.describe(key), 0, size, len(one[0]), started)
+        return got
+
+
+def traced(backend: Backend, trace_folder: str, requests: str) -> Backend:
+    """``backend``, wrapped only when a trace folder or a request pattern is set."""
+    if not trace_folder and not requests:
+        return backend
+    writer = TraceWriter(trace_folder) if trace_folder else None
+    pattern = Requests.parse(requests) if requests else None
+    return TracedBackend(backend, writer, pattern)
