@@ -20,3 +20,11 @@ def traced_plan(plan: Plan, run_dir: Path) -> Plan:
     folder = str(run_dir / FOLDER) if cfg.output.trace_io else ""
     backend = traced(plan.backend, folder, cfg.reader.read_requests)
     return plan if backend is plan.backend else replace(plan, backend=backend)
+
+
+def finish(plan: Plan) -> None:
+    """Write what this process's trace still holds (a run in a process that goes on, as a
+    test's in-process CLI, would otherwise leave it to the process's exit)."""
+    writer = getattr(plan.backend, "writer", None)
+    if writer is not None:
+        writer.flush()

@@ -33,7 +33,7 @@ from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.run import ceiling
 from dliobench.run.facts import run_facts
-from dliobench.run.io_trace import traced_plan
+from dliobench.run.io_trace import finish, traced_plan
 from dliobench.run.judge import judge_client
 from dliobench.run.loop import TrainingFailed, train
 from dliobench.run.metadata import metadata_phase
@@ -97,6 +97,7 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
             facts = _journal_header(config, world, run_id, run_dir, started,
                                     ready.total_bytes, extra)
         trace = train(reads, world, comm, show_progress, run_id, run_dir)
+        finish(reads)
     except BaseException as exc:
         if isinstance(exc, TrainingFailed):
             _end_early(config, world, run_id, run_dir, exc, started, ready.total_bytes, extra)

@@ -1,5 +1,7 @@
 """A backend that wraps another to trace its reads (``run --trace-io``) and to issue a
-traced job's read requests (``reader.read_requests``) instead of one read per range.
+traced job's read requests (``reader.read_requests``) instead of one read per range: those
+requests exactly, so a replay reads what the trace shows, no more (a file's bytes that no
+request covers are not read).
 
 Nothing is wrapped when neither is asked for, so a run without them pays nothing. With a
 request pattern, whole-file batch reads (``read_wholes``) are hidden, so each file is read
@@ -85,23 +87,18 @@ class TracedBackend:
         return data, nbytes
 
     def _patterned(self, key: str, length: int) -> tuple[memoryview, int]:
-        """The file's bytes read as the pattern's requests; what they leave uncovered is
-        read at the end, in one request."""
+        """The file read as the pattern's requests, and only those: bytes no request covers
+        stay zero, as a trace that never shows them read says (the emulated compute does not
+        look at them)."""
         assert self.requests is not None
         out = bytearray(length)
-        covered, total = 0, 0
+        total = 0
         for o, n in self.requests.for_size(length):
             data, nbytes = self._one(key, o, n, False)
             total += nbytes
             end = min(o + len(data), length)
             out[o:end] = data[: end - o]
-            covered = max(covered, end) if o <= covered else covered
-        if covered < length:
-            data, nbytes = self._one(key, covered, length - covered, False)
-            out[covered:covered + len(data)] = data
-            total += nbytes
-            covered += len(data)
-        return memoryview(out)[:covered], total
+        return memoryview(out), total
 
     def _read_wholes(self, keys: list[str], sizes: list[int],
                      pool: Any = None) -> list[tuple[memoryview, int] | None]:

@@ -96,6 +96,11 @@ def _dataset(got: Inferred, files: datafiles.DataFiles, acc: list[Access]) -> No
             f"{whole} of {len(acc)} accesses read their file to the end: one sample per access"
             if whole == len(acc) else f"only {whole} of {len(acc)} accesses read the whole "
             "file; the trace cannot tell samples inside a file apart, so 1 is assumed")
+    if whole < len(acc):
+        got.notes.append(f"{len(acc) - whole} of {len(acc)} accesses read part of their file: "
+                         "the job reads parts, or the tracer missed reads (DFTracer does not "
+                         "see numpy's reads through a duplicated descriptor); the replay "
+                         "reads what the trace shows")
 
 
 def _covered(a: Access) -> int:
