@@ -44,7 +44,7 @@ def files_of(path: Path) -> list[Path]:
 def read(path: Path, source: str = "dftracer") -> Trace:
     """The events of every trace file ``path`` names, in time order."""
     trace = Trace(source)
-    records = [r for f in files_of(path) for r in _records(f)]
+    records = [r for f in files_of(path) for r in _records(f, trace.notes)]
     starts = [r for r in records if r.get("name") == "start" and "ts" in r]
     if starts:
         trace.root_pid = int(min(starts, key=lambda r: r["ts"])["pid"])
@@ -62,11 +62,12 @@ def looks_like(head: str) -> bool:
     return bool(lines) and lines[0].startswith("{")
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
+def _records(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     """The JSON events of one file (gzip or not); a line that does not parse is skipped
-    (a process killed mid-write leaves a torn last line)."""
+    and a torn gzip stream read up to the tear (a process killed mid-write), said in
+    ``notes``."""
     opener: Any = gzip.open if path.name.endswith(".gz") else open
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -76,7 +77,10 @@ def _records(path: Path) -> list[dict[str, Any]]:
                         out.append(json.loads(text))
                     except json.JSONDecodeError:
                         continue
-    except (OSError, EOFError) as exc:
+    except EOFError:
+        notes.append(f"{path} ends early (its process was killed while writing); its "
+                     f"events up to there were read ({len(out)})")
+    except OSError as exc:
         raise InputError(f"cannot read the trace {path} ({exc}); name a readable .pfw or "
                          ".pfw.gz file") from None
     return out
