@@ -46,7 +46,8 @@ def got_source(trace: Path) -> str:
 
 def compare_runs(trace: Path, run_dir: Path) -> int:
     """Print the table; 0 when every judged row is within tolerance, else 1."""
-    t, r = compare.trace_side(load(trace)), compare.replay_side(run_dir)
+    r = compare.replay_side(run_dir)  # first: a run without --trace-io is the likelier slip
+    t = compare.trace_side(load(trace))
     rows = compare.rows(t, r)
     width = max(len(x.what) for x in rows)
     print(f"{'':{width}}  {'trace':>16}  {'replay':>16}  difference")

@@ -64,8 +64,10 @@ def find(trace: Trace) -> DataFiles:
         if kind is not None:
             kinds[_ext(path) or kind] += n
     if not kinds:
-        return DataFiles([], {}, None, 0, {"files": f"none of the {len(nbytes)} files read has "
-                                           "a data format's extension or magic bytes"})
+        read = len({e.path for e in trace.reads()})
+        return DataFiles([], {}, None, 0, {"files": f"none of the {read} files read is a data "
+                                           "file: a data format's extension or magic bytes, "
+                                           "outside the program's files"})
     ext = kinds.most_common(1)[0][0]
     paths = sorted(p for p in nbytes if (_ext(p) or FORMATS.get(magic_of(p) or "")) == ext
                    and (FORMATS.get(_ext(p)) or magic_of(p)))
