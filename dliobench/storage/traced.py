@@ -13,45 +13,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dliobench.base.errors import ConfigError
+from dliobench.config.read_requests import Requests
 from dliobench.storage.backend import Backend
 from dliobench.storage.trace_writer import TraceWriter
-
-
-class Requests:
-    """A file's read requests as a traced job issued them: ``(offset, length)`` pairs for
-    a file of ``size`` bytes. Written ``"OFF+LEN,OFF+LEN,...@SIZE"``. For a file of another
-    size, a request that reached the end of the traced file reaches the end of this one,
-    and requests past its end are dropped."""
-
-    def __init__(self, pairs: list[tuple[int, int]], size: int) -> None:
-        self.pairs, self.size = pairs, size
-
-    @classmethod
-    def parse(cls, text: str) -> Requests:
-        """From the configuration's words."""
-        try:
-            body, size = text.split("@")
-            pairs = [(int(o), int(n)) for o, n in (p.split("+") for p in body.split(","))]
-            if not pairs or int(size) <= 0 or any(o < 0 or n <= 0 for o, n in pairs):
-                raise ValueError(text)
-        except ValueError:
-            raise ConfigError(f"reader.read_requests: {text!r} is not OFFSET+LENGTH,...@SIZE "
-                              "(e.g. 0+4096,4096+6032@10128), as from-trace writes it") from None
-        return cls(pairs, int(size))
-
-    def text(self) -> str:
-        """The configuration's words for it."""
-        return ",".join(f"{o}+{n}" for o, n in self.pairs) + f"@{self.size}"
-
-    def for_size(self, size: int) -> list[tuple[int, int]]:
-        """The requests for a file of ``size`` bytes."""
-        out = []
-        for o, n in self.pairs:
-            if o >= size:
-                continue
-            out.append((o, size - o if o + n >= self.size else min(n, size - o)))
-        return out
 
 
 class TracedBackend:

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from dliobench.base.errors import ConfigError, InputError
+from dliobench.config.read_requests import Requests
 from dliobench.report.trace import dftracer, infer, strace
 from dliobench.report.trace.events import OPEN, READ, Event, Trace
 from dliobench.report.trace.load import load
 from dliobench.storage.posix import PosixBackend
 from dliobench.storage.trace_writer import TraceWriter
-from dliobench.storage.traced import Requests, TracedBackend, traced
+from dliobench.storage.traced import TracedBackend, traced
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
 NP_LOAD = [(0, 4096), (0, 128), (0, 4096), (4096, 4096), (8192, 1936)]

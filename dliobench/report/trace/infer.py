@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dliobench.base.errors import InputError
+from dliobench.config.read_requests import Requests
 from dliobench.report.trace import datafiles
 from dliobench.report.trace.events import BATCH, COMPUTE, OPEN, READ, Event, Trace
-from dliobench.storage.traced import Requests
 
 SEQUENTIAL_RHO = 0.8  # rank correlation with sorted order above which an epoch is in order
 
