@@ -4,10 +4,10 @@ imported as a workload, the workload replayed with ``--trace-io``, and the repla
 matches the trace: files touched the same, bytes and requests per epoch within 2 %, the
 request-size histogram in the same bins (``workload compare`` exits 0 only then).
 
-Under strace the loader has 2 worker processes. Under DFTracer (2.2.0) the loop reads in its
-own process (``num_workers=0``): DFTracer's preload library writes a forked DataLoader
-worker's events at the worker's exit, which a worker's ``os._exit`` skips, so a worker's
-reads never reach the trace (docs/trace.md, "DFTracer").
+The loader has 2 worker processes and shuffles. Under DFTracer (2.2.0) the job is
+instrumented as DFTracer's users do (``--dftracer``: pydftracer's ``initialize_log`` in the
+main process and each worker, the training step a ``compute`` region): with the LD_PRELOAD
+library alone a forked worker's events are never written (docs/trace.md, "DFTracer").
 """
 
 from __future__ import annotations
@@ -81,27 +81,28 @@ def test_strace_of_a_pytorch_job_replays_with_the_same_io(
     assert "within 2%: all" in capsys.readouterr().out
 
 
-def _dftracer_lib() -> Path | None:
+def _has_dftracer() -> bool:
     try:
-        import dftracer  # type: ignore[import-not-found]
+        import dftracer.python  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
-        return None
-    lib = Path(dftracer.__file__).parent / "lib64" / "libdftracer_preload.so"
-    return lib if lib.exists() else None
+        return False
+    return True
 
 
-@pytest.mark.skipif(_dftracer_lib() is None, reason="dftracer is not installed (extra: trace)")
+@pytest.mark.skipif(not _has_dftracer(), reason="dftracer is not installed (extra: trace)")
 def test_dftracer_trace_of_a_pytorch_job_replays_with_the_same_io(
-        tmp_path: Path, run_cli: Callable[..., int]) -> None:
+        tmp_path: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
     data = _files(tmp_path / "data")
     logs = tmp_path / "pfw"
-    logs.mkdir()
-    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_INIT="PRELOAD",
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_INIT="FUNCTION",
                DFTRACER_INC_METADATA="1", DFTRACER_DATA_DIR=str(data),
-               DFTRACER_LOG_FILE=str(logs / "job"), LD_PRELOAD=str(_dftracer_lib()))
-    subprocess.run([sys.executable, str(TRAIN), str(data), "--workers", "0", "--epochs", "2"],
-                   check=True, timeout=HANG, capture_output=True, env=env)
-    run_dir = _replay(tmp_path, logs, run_cli, "--batch-size", "4")
+               DFTRACER_LOG_FILE=str(logs / "job"))
+    subprocess.run([sys.executable, str(TRAIN), str(data), "--workers", "2", "--shuffle",
+                    "--epochs", "2", "--dftracer"], check=True, timeout=HANG,
+                   capture_output=True, env=env)
+    run_dir = _replay(tmp_path, logs, run_cli)
+    said = capsys.readouterr().out
+    assert "reader.read_threads = 2" in said and "reader.batch_size = 4" in said  # regions
     _same_io(logs, run_dir)
     # DFTracer sees one read per np.load (the buffered 4096 bytes); the rest goes through a
     # dup of the descriptor, which its interception does not follow: the replay reads the same

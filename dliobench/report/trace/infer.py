@@ -192,9 +192,10 @@ def _batches(got: Inferred, trace: Trace, per_epoch: int, epochs: int, batch_siz
         got.set("reader.batch_size", batch_size, "given (--batch-size)")
     elif marks:
         steps = max(1, round(len(marks) / epochs))
+        seen = ("compute regions" if marks[0].op == COMPUTE else
+                "batches the first process received")
         got.set("reader.batch_size", max(1, round(per_epoch / steps)),
-                f"{per_epoch} files per epoch / {steps} batches per epoch the first process "
-                "received")
+                f"{per_epoch} files per epoch / {steps} {seen} per epoch")
     else:
         got.unknown.append("reader.batch_size: the trace shows no batches (give --batch-size)")
     if computation_time >= 0:
