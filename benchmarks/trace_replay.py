@@ -2,13 +2,16 @@
 
 Usage:
     python benchmarks/trace_replay.py [--root /tmp/bench-trace] [--files 4000]
-        [--workers 2] [--batch 32] [--epochs 2] [--tracer strace|dftracer] [--keep]
+        [--workers 2] [--batch 32] [--epochs 2] [--tracer strace|dftracer|dftracer-preload]
+        [--keep]
 
 The job is tests/data/trace_train.py (a ``Dataset`` of ``np.load`` over one .npy image per
 file, a ``DataLoader`` with ``--workers`` worker processes and ``shuffle=True``, a small
 ``nn.Module`` trained with SGD) over ``--files`` 100 x 100 uint8 images. It runs once
-untraced and once traced (strace -f -tt -T -y; or DFTracer's LD_PRELOAD library, with
-``--workers 0`` since DFTracer writes no events of forked workers); the trace is imported
+untraced and once traced: strace -f -tt -T -y; DFTracer through pydftracer in the job
+(``--tracer dftracer``: the job's ``--dftracer``, main process and workers); or DFTracer's
+LD_PRELOAD library alone (``--tracer dftracer-preload``, with ``--workers 0``: it writes
+no events of forked workers). The trace is imported
 (`dliobench workload from-trace`), the workload replayed (`dliobench run ... --trace-io`)
 and compared (`dliobench workload compare`). Prints the tracer's cost on the job, the
 inferred workload, the comparison table, and the tracing backend's cost per read
@@ -40,10 +43,11 @@ def make_files(folder: Path, n: int) -> None:
         np.save(folder / f"img_{i:05d}.npy", rng.integers(0, 255, (100, 100), dtype=np.uint8))
 
 
-def job(data: Path, a: argparse.Namespace, prefix: list[str], env: dict[str, str]) -> float:
+def job(data: Path, a: argparse.Namespace, prefix: list[str], env: dict[str, str],
+        extra: tuple[str, ...] = ()) -> float:
     """Run the training job (under ``prefix``); its wall seconds."""
     argv = [*prefix, sys.executable, str(TRAIN), str(data), "--workers", str(a.workers),
-            "--batch", str(a.batch), "--epochs", str(a.epochs), "--shuffle"]
+            "--batch", str(a.batch), "--epochs", str(a.epochs), "--shuffle", *extra]
     start = time.perf_counter()
     subprocess.run(argv, check=True, env=env, capture_output=True)
     return time.perf_counter() - start
@@ -59,12 +63,13 @@ def traced(root: Path, data: Path, a: argparse.Namespace) -> tuple[Path, float]:
     import dftracer  # type: ignore[import-not-found]
 
     trace = root / "pfw"
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_INC_METADATA="1",
+               DFTRACER_DATA_DIR=str(data), DFTRACER_LOG_FILE=str(trace / "job"))
+    if a.tracer == "dftracer":  # pydftracer in the job: main and workers (--dftracer)
+        return trace, job(data, a, [], dict(env, DFTRACER_INIT="FUNCTION"), ("--dftracer",))
     trace.mkdir()
     lib = Path(dftracer.__file__).parent / "lib64" / "libdftracer_preload.so"
-    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_INIT="PRELOAD",
-               DFTRACER_INC_METADATA="1", DFTRACER_DATA_DIR=str(data),
-               DFTRACER_LOG_FILE=str(trace / "job"), LD_PRELOAD=str(lib))
-    return trace, job(data, a, [], env)
+    return trace, job(data, a, [], dict(env, DFTRACER_INIT="PRELOAD", LD_PRELOAD=str(lib)))
 
 
 def per_read_cost(root: Path, reads: int = 20000) -> list[float]:
@@ -107,7 +112,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--tracer", choices=("strace", "dftracer"), default="strace")
+    ap.add_argument("--tracer", choices=("strace", "dftracer", "dftracer-preload"),
+                    default="strace")
     ap.add_argument("--keep", action="store_true", help="keep the root folder")
     a = ap.parse_args()
     shutil.rmtree(a.root, ignore_errors=True)
@@ -115,7 +121,7 @@ def main() -> None:
     make_files(data, a.files)
     plain = job(data, a, [], dict(os.environ))
     trace, under = traced(a.root, data, a)
-    extra = [] if a.tracer == "strace" else ["--batch-size", str(a.batch)]
+    extra = ["--batch-size", str(a.batch)] if a.tracer == "dftracer-preload" else []
     said = cli("workload", "from-trace", str(trace), "-o", str(a.root / "job.yaml"), *extra)
     out = a.root / "out"
     cli("run", str(a.root / "job.yaml"), f"dataset.data_folder={a.root / 'replay'}",
