@@ -136,7 +136,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
     if args.verb == "compare":
         return tc.compare_runs(args.trace, args.run_dir)
     tc.from_trace(tc.FromTrace(args.trace, args.output, args.name, int(args.batch_size),
-                               args.computation_time))
+                               args.computation_time, args.measure_compute))
     return 0
 
 

@@ -56,6 +56,9 @@ def add_workload_parser(sub: argparse._SubParsersAction, commands: Commands) -> 
                    help="samples per step, when the trace does not show batches")
     f.add_argument("--computation-time", type=_seconds, default=-1.0, metavar="SECONDS",
                    help="compute per batch, when the trace does not show steps")
+    f.add_argument("--measure-compute", action="store_true",
+                   help="compute per batch from training steps of a real small PyTorch "
+                   "model (GPU when present, else CPU) instead of the trace's gaps")
     f.set_defaults(func=commands["workload"])
     c = verbs.add_parser("compare", help="compare a replay's I/O with the trace",
                          description="Files touched, bytes and requests per epoch, request-size "

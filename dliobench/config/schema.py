@@ -180,6 +180,9 @@ class TrainConfig:
     epochs: int = key(1, "int", "passes over the dataset", minimum=1)
     computation_time: float = key(0.0, "seconds", "emulated compute per batch", minimum=0)
     computation_time_stdev: float = key(0.0, "seconds", "its standard deviation", minimum=0)
+    computation_source: str = key(
+        "", "str", "where computation_time came from, in words, carried into every result "
+        "(workload from-trace writes it: a trace's gaps, a model measured, or given)")
     total_training_steps: int = key(-1, "int", "stop after this many steps (-1: all epochs)")
     seed: int = key(123, "int", "seed of the shuffles", minimum=0)
     seed_change_epoch: bool = key(True, "bool", "reshuffle with a new seed each epoch")

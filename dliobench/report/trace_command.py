@@ -21,11 +21,14 @@ class FromTrace:
     name: str = ""
     batch_size: int = 0
     computation_time: float = -1.0
+    measure_compute: bool = False
 
 
 def from_trace(asked: FromTrace) -> None:
     """Infer the workload, print each value with how it was inferred, write the file."""
     got = infer.infer(load(asked.trace), asked.batch_size, asked.computation_time)
+    if asked.measure_compute:
+        _measured(got)
     name = asked.name or asked.out.stem
     text = workload.yaml_text(got, f"{asked.trace} ({got_source(asked.trace)})", name)
     try:
@@ -37,6 +40,21 @@ def from_trace(asked: FromTrace) -> None:
         print(line)
     print(f"workload: {asked.out} (run it: dliobench run {asked.out} --trace-io, then "
           f"dliobench workload compare {asked.trace} RUN_DIR)")
+
+
+def _measured(got: infer.Inferred) -> None:
+    """Compute per batch from a real small model's training steps (run.model_compute)."""
+    from dliobench.run.model_compute import measure
+
+    batch = got.values.get("reader.batch_size")
+    if not batch:
+        raise InputError("--measure-compute needs the batch size, which the trace does not "
+                         "show; give --batch-size")
+    m = measure(int(batch))
+    got.unknown = [u for u in got.unknown if not u.startswith("train.computation_time")]
+    got.set("train.computation_time", round(m.mean, 6), m.where)
+    got.set("train.computation_time_stdev", round(m.stdev, 6), "their standard deviation")
+    got.set("train.computation_source", m.where, "carried into every result's config")
 
 
 def got_source(trace: Path) -> str:

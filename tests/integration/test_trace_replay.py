@@ -12,6 +12,7 @@ library alone a forked worker's events are never written (docs/trace.md, "DFTrac
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -74,6 +75,8 @@ def test_strace_of_a_pytorch_job_replays_with_the_same_io(
     assert 'reader.read_threads = 2' in said and 'reader.sample_shuffle = "seed"' in said
     assert "reader.batch_size = 4" in said and "train.epochs = 2" in said
     _same_io(trace, run_dir)
+    config = json.loads((run_dir / "result.json").read_text())["config"]
+    assert config["train"]["computation_source"].startswith("trace (strace): mean of the time")
     assert load(trace).reads() and compare.trace_side(load(trace)).requests == 5 * 20
     # np.load reads a 10,128-byte file in 5 requests (4096 buffered, 128 header, 4096,
     # 4096, 1936 through a dup of the descriptor): the replay issues the same 5

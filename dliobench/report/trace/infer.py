@@ -200,6 +200,8 @@ def _batches(got: Inferred, trace: Trace, per_epoch: int, epochs: int, batch_siz
         got.unknown.append("reader.batch_size: the trace shows no batches (give --batch-size)")
     if computation_time >= 0:
         got.set("train.computation_time", computation_time, "given (--computation-time)")
+        got.set("train.computation_source", "given (workload from-trace --computation-time)",
+                "carried into every result's config")
         return
     gaps = _gaps(marks, epochs)
     if not gaps:
@@ -212,6 +214,8 @@ def _batches(got: Inferred, trace: Trace, per_epoch: int, epochs: int, batch_siz
     got.set("train.computation_time", round(statistics.fmean(gaps), 6), f"mean of the {how}")
     got.set("train.computation_time_stdev", round(statistics.pstdev(gaps), 6),
             "their standard deviation")
+    got.set("train.computation_source", f"trace ({trace.source}): mean of the {how}",
+            "carried into every result's config")
 
 
 def _gaps(marks: list[Event], epochs: int) -> list[float]:
