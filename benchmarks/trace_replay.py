@@ -59,7 +59,7 @@ def traced(root: Path, data: Path, a: argparse.Namespace) -> tuple[Path, float]:
     if a.tracer == "strace":
         trace = root / "job.strace"
         prefix = ["strace", "-f", "-tt", "-T", "-y", "-e",
-                  "trace=openat,read,pread64,lseek,close", "-o", str(trace)]
+                  "trace=openat,read,pread64,lseek,close,clone,clone3", "-o", str(trace)]
         return trace, job(data, a, prefix, dict(os.environ))
     import dftracer  # type: ignore[import-not-found]
 

@@ -67,8 +67,9 @@ def test_strace_of_a_pytorch_job_replays_with_the_same_io(
     data = _files(tmp_path / "data")
     trace = tmp_path / "job.strace"
     subprocess.run(["strace", "-f", "-tt", "-T", "-y", "-e",
-                    "trace=openat,read,pread64,lseek,close", "-o", str(trace), sys.executable,
-                    str(TRAIN), str(data), "--workers", "2", "--shuffle", "--epochs", "2"],
+                    "trace=openat,read,pread64,lseek,close,clone,clone3", "-o", str(trace),
+                    sys.executable, str(TRAIN), str(data), "--workers", "2", "--shuffle",
+                    "--epochs", "2"],
                    check=True, timeout=HANG, capture_output=True)
     run_dir = _replay(tmp_path, trace, run_cli)
     said = capsys.readouterr().out

@@ -45,6 +45,22 @@ def test_strace_without_y_names_files_from_openat_and_counts_the_rest() -> None:
     assert "1 reads were on descriptors" in t.notes[0]
 
 
+def test_strace_threads_are_their_process_when_clone_is_traced() -> None:
+    lines = ['1 10:00:00.000001 clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|'
+             'CLONE_THREAD|CLONE_SYSVSEM, child_tid=0x1}, 88) = 2 <0.000050>',
+             '1 10:00:00.000002 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 3'
+             ' <0.000050>']
+    for i, pid in enumerate((1, 2, 3)):
+        lines += [f'{pid} 10:00:01.00000{i} openat(AT_FDCWD, "/d/{i}.npy", O_RDONLY) = 5 <0.1>',
+                  f'{pid} 10:00:02.00000{i} read(5, "x"..., 4096) = 100 <0.000010>']
+    t = strace.read(lines)
+    assert [(e.pid, e.tid) for e in t.reads()] == [(1, 1), (1, 2), (3, 3)]
+    got = infer.infer(Trace("strace", t.reads()[:2], root_pid=1), batch_size=1,
+                      computation_time=0)
+    assert got.values["reader.data_loader"] == "native"  # two threads of the first process
+    assert got.values["reader.read_threads"] == 2
+
+
 def test_dftracer_capture_resolves_file_hashes(tmp_path: Path) -> None:
     t = load(DATA / "np_load.pfw")
     assert t.source == "dftracer" and t.root_pid == 25934

@@ -1,5 +1,6 @@
 """Read ``strace -f -tt -T [-y]`` output: ``openat``, ``read``, ``pread64``, ``preadv``,
-``lseek`` and ``close`` of every process, as ``events.Event``.
+``lseek``, ``close`` (and ``clone``/``clone3``, for threads) of every process, as
+``events.Event``.
 
 What strace gives and how each field is recovered:
 
@@ -10,7 +11,10 @@ What strace gives and how each field is recovered:
   unattributed (counted in the notes);
 - a ``read``'s offset: tracked per process and file from opens, seeks and reads
   (``events.Positions``); ``pread64``/``preadv`` carry theirs;
-- a call split by another process (``<unfinished ...>`` / ``<... read resumed>``) is joined.
+- a call split by another process (``<unfinished ...>`` / ``<... read resumed>``) is joined;
+- threads: ``-f`` shows a thread under its own id; when ``clone``/``clone3`` are traced, a
+  ``CLONE_THREAD`` clone makes its id a thread of the caller's process (else each thread
+  looks like a process of its own, e.g. a loader's reader threads like worker processes).
 
 A read in the traced program's first process of a pickled tensor
 (``torch.multiprocessing``) is a batch handed over by a PyTorch DataLoader worker: it
@@ -66,6 +70,8 @@ class _Parser:
         self.pending: dict[int, tuple[float, str]] = {}
         self.positions = Positions()
         self.unattributed = 0
+        self.process: dict[int, int] = {}  # thread id -> its process (clone CLONE_THREAD)
+        self.tid = 0
 
     def line(self, line: str) -> None:
         """One line of strace's output."""
@@ -96,7 +102,10 @@ class _Parser:
         if ret_m is None:
             return
         ret, dur = int(ret_m.group(1)), float(dur_m.group(1)) if dur_m else 0.0
-        if name in _OPENS:
+        self.tid, pid = pid, self.process.get(pid, pid)  # a thread's calls are its process's
+        if name in ("clone", "clone3") and ret > 0 and "CLONE_THREAD" in args:
+            self.process[ret] = pid
+        elif name in _OPENS:
             self.opened(pid, ts, dur, args, ret, ret_m.group(2))
         elif name in _READS or name in ("lseek", "close"):
             self.on_fd(pid, ts, dur, name, args, ret)
@@ -110,7 +119,7 @@ class _Parser:
         path = decorated or quoted.group(1)
         self.fds[(pid, fd)] = self.any_fd[fd] = path
         self.positions.opened(pid, path)
-        self.trace.events.append(Event(OPEN, pid, pid, ts, dur, path, size=fd))
+        self.trace.events.append(Event(OPEN, pid, self.tid, ts, dur, path, size=fd))
 
     def on_fd(self, pid: int, ts: float, dur: float, name: str, args: str, ret: int) -> None:
         """A call on a descriptor: read, pread64, preadv, lseek or close."""
@@ -121,16 +130,16 @@ class _Parser:
         path = fd_m.group(2) or self.fds.get((pid, fd)) or self.any_fd.get(fd)
         if path is not None and ":[" in path:  # pipe:[n], socket:[n]: not a file
             if name == "read" and pid == self.trace.root_pid and TORCH_BATCH in args:
-                self.trace.events.append(Event(BATCH, pid, pid, ts, dur, None, size=ret))
+                self.trace.events.append(Event(BATCH, pid, self.tid, ts, dur, None, size=ret))
             return
         if path is None:
             self.unattributed += name in _READS and ret > 0
             return
         if name == "lseek":
             self.positions.seek(pid, path, ret)
-            self.trace.events.append(Event(SEEK, pid, pid, ts, dur, path, size=ret))
+            self.trace.events.append(Event(SEEK, pid, self.tid, ts, dur, path, size=ret))
         elif name == "close":
-            self.trace.events.append(Event(CLOSE, pid, pid, ts, dur, path))
+            self.trace.events.append(Event(CLOSE, pid, self.tid, ts, dur, path))
         else:
             self.read_call(pid, ts, dur, name, args, path, ret)
 
@@ -145,7 +154,7 @@ class _Parser:
         else:
             offset = int(parts[-1]) if parts[-1].lstrip("-").isdigit() else None
             asked = int(parts[-2]) if name == "pread64" and parts[-2].isdigit() else asked
-        self.trace.events.append(Event(READ, pid, pid, ts, dur, path, offset, max(ret, 0),
+        self.trace.events.append(Event(READ, pid, self.tid, ts, dur, path, offset, max(ret, 0),
                                        asked))
 
     def finish(self) -> None:
