@@ -42,3 +42,14 @@ class Requests:
                 continue
             out.append((o, size - o if o + n >= self.size else min(n, size - o)))
         return out
+
+
+def check(text: str, samples_per_file: int) -> None:
+    """Refuse a pattern that cannot apply: nonsense, or files of several samples (a pattern
+    replays whole-file reads, one sample per file, as from-trace writes it)."""
+    if not text:
+        return
+    Requests.parse(text)
+    if samples_per_file != 1:
+        raise ConfigError("reader.read_requests replays whole-file reads and needs "
+                          "dataset.num_samples_per_file: 1; remove one of them")

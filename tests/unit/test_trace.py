@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from dliobench.base.errors import ConfigError, InputError
+from dliobench.config.load import load as load_config
 from dliobench.config.read_requests import Requests
 from dliobench.report.trace import dftracer, infer, strace
 from dliobench.report.trace.events import OPEN, READ, Event, Trace
@@ -98,6 +99,8 @@ def test_requests_scale_to_other_sizes_and_refuse_nonsense() -> None:
     for bad in ("0+4096", "x+1@2", "0+0@10", "5+-1@10"):
         with pytest.raises(ConfigError, match=r"reader\.read_requests"):
             Requests.parse(bad)
+    with pytest.raises(ConfigError, match="num_samples_per_file: 1"):
+        load_config(None, ["reader.read_requests=0+10@10", "dataset.num_samples_per_file=2"])
 
 
 def _job(order: list[int], pids: list[int]) -> Trace:
