@@ -211,7 +211,11 @@ def _batches(got: Inferred, trace: Trace, per_epoch: int, epochs: int, batch_siz
     how = ("durations of the compute regions" if marks[0].op == COMPUTE else
            "time between consecutive batches the first process received (its compute, plus "
            "any wait for data)")
-    got.set("train.computation_time", round(statistics.fmean(gaps), 6), f"mean of the {how}")
+    q = sorted(gaps)
+    spread = (f"; {len(q)} steps, p10 {q[len(q) // 10] * 1e3:.2f} ms, p50 "
+              f"{q[len(q) // 2] * 1e3:.2f} ms, p90 {q[len(q) * 9 // 10] * 1e3:.2f} ms")
+    got.set("train.computation_time", round(statistics.fmean(gaps), 6),
+            f"mean of the {how}{spread}")
     got.set("train.computation_time_stdev", round(statistics.pstdev(gaps), 6),
             "their standard deviation")
     got.set("train.computation_source", f"trace ({trace.source}): mean of the {how}",
