@@ -30,8 +30,8 @@ class TracedBackend:
         if name.startswith("__") or name in ("inner", "writer", "requests"):
             raise AttributeError(name)
         if name == "read_wholes":
-            if self.requests is not None:
-                raise AttributeError(name)  # every file through read_range, with the pattern
+            if self.requests is not None or not hasattr(self.inner, name):
+                raise AttributeError(name)  # every file through read_range (the pattern; S3)
             return self._read_wholes
         return getattr(self.inner, name)
 

@@ -89,6 +89,9 @@ def test_our_trace_is_read_as_dftracer_and_replays_exact_requests(tmp_path: Path
     assert [(e.offset, e.size) for e in t.reads()] == NP_LOAD
     assert t.reads()[0].path == str(data / "a.npy")
     assert traced(backend.inner, "", "") is backend.inner  # off: nothing wrapped
+    plain = TracedBackend(PosixBackend(str(data)), TraceWriter(str(tmp_path / "io2")), None)
+    assert callable(plain.read_wholes)  # type: ignore[attr-defined]
+    assert not hasattr(TracedBackend(object(), None, None), "read_wholes")  # type: ignore[arg-type]
 
 
 def test_requests_scale_to_other_sizes_and_refuse_nonsense() -> None:
