@@ -30,6 +30,7 @@ TRAIN = Path(__file__).resolve().parents[1] / "data" / "trace_train.py"
 HANG = 300  # a hang guard: the job takes ~4 s of CPU (torch's import), strace doubles it
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # a real PyTorch job (torch's import) traced, then a replay
 
 
 def _files(folder: Path, n: int = 20) -> Path:
