@@ -202,6 +202,26 @@ def file_cases() -> list[Case]:
     return cases
 
 
+def trace_cases() -> list[Case]:
+    """``workload from-trace`` / ``compare`` on what is not a usable trace or replay."""
+    py = (b'1 10:00:00.000001 openat(AT_FDCWD, "/x/a.py", O_RDONLY) = 3 <0.000010>\n'
+          b'1 10:00:00.000002 read(3, "import"..., 4096) = 40 <0.000010>\n')
+    ft = ["workload", "from-trace"]
+    return [Case("trace: missing", [*ft, "nope", "-o", "j.yaml"], says="does not exist"),
+            Case("trace: not a trace", [*ft, "t.txt", "-o", "j.yaml"], {"t.txt": b"hi\n"},
+                 says="neither strace"),
+            Case("trace: no data files", [*ft, "t.strace", "-o", "j.yaml"], {"t.strace": py},
+                 says="no reads of data files"),
+            Case("trace: empty .pfw folder", [*ft, "pfw", "-o", "j.yaml"], {"pfw/.keep": b""},
+                 says="no .pfw"),
+            Case("trace: --batch-size 0", [*ft, "t", "-o", "j", "--batch-size", "0"],
+                 says="--batch-size"),
+            Case("compare: run without --trace-io", ["workload", "compare", "t.txt", "run"],
+                 {"t.txt": b"hi\n", "run/x": b""}, says="io-trace"),
+            Case("run: read_requests nonsense", ["run", "reader.read_requests=12",
+                                                 "--no-progress"], says="read_requests")]
+
+
 def cli_cases() -> list[Case]:
     """CLI options with values that make no sense; commands with bad overrides."""
     cases = []
@@ -434,7 +454,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    every = key_cases() + file_cases() + cli_cases() + s3_cases() + slurm_cases()
+    every = key_cases() + file_cases() + cli_cases() + trace_cases() + s3_cases() + slurm_cases()
     cases = [c for c in every + damaged_cases() if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:

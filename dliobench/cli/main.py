@@ -41,6 +41,8 @@ def _load(args: argparse.Namespace) -> tuple[Config, list[str]]:
     overrides = line.overrides
     if line.accelerator:  # before the overrides: an explicit train.accelerator wins
         overrides = [f"train.accelerator={line.accelerator}", *overrides]
+    if getattr(args, "trace_io", False):
+        overrides = [*overrides, "output.trace_io=true"]
     if getattr(args, "dataset", None):
         overrides = [*overrides, "dataset.source=existing", f"dataset.data_folder={args.dataset}"]
     cfg, warnings = config_mod.load(line.path, overrides, getattr(args, "accelerator", None))
@@ -142,6 +144,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     return check_runs(args.runs, args.division, args.json)
 
 
+def cmd_workload(args: argparse.Namespace) -> int:
+    """A workload file from a trace (from-trace), or a replay compared with it (compare)."""
+    from dliobench.report import trace_command as tc
+
+    if args.verb == "compare":
+        return tc.compare_runs(args.trace, args.run_dir)
+    tc.from_trace(tc.FromTrace(args.trace, args.output, args.name, int(args.batch_size),
+                               args.computation_time, args.measure_compute))
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     """Print what the workload demands at the scale asked for (a table, or JSON)."""
     from dliobench.report.commands import PredictAsked, predict_workload
@@ -198,6 +211,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ceiling": cmd_ceiling,
     "check": cmd_check, "metadata": cmd_metadata, "predict": cmd_predict,
     "nodes": cmd_nodes,
+    "workload": cmd_workload,
 }
 
 

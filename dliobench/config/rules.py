@@ -4,6 +4,7 @@ settings that run but probably do not say what was meant."""
 from __future__ import annotations
 
 from dliobench.base.errors import ConfigError
+from dliobench.config import read_requests
 from dliobench.config import values as cv
 from dliobench.config.schema import Config
 
@@ -45,6 +46,7 @@ def check(config: Config) -> None:
     if config.reader.prefetch_size < 0 and config.reader.data_loader != "tensorflow":
         raise ConfigError("reader.prefetch_size: autotune is tf.data's AUTOTUNE and needs "
                           "reader.data_loader: tensorflow; give other loaders a number of batches")
+    read_requests.check(config.reader.read_requests, config.dataset.num_samples_per_file)
     _check_checkpoint(config)
 
 

@@ -167,6 +167,10 @@ class ReaderConfig:
         "multi", "choice", "one file per reader (multi) or one shared file",
         choices=("multi", "shared"),
     )
+    read_requests: str = key(
+        "", "str", "read each file with these requests, as a traced job did: "
+        "OFFSET+LENGTH,...@SIZE for a file of SIZE bytes (workload from-trace writes it; "
+        "empty: one read per sample)")
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,9 @@ class TrainConfig:
     epochs: int = key(1, "int", "passes over the dataset", minimum=1)
     computation_time: float = key(0.0, "seconds", "emulated compute per batch", minimum=0)
     computation_time_stdev: float = key(0.0, "seconds", "its standard deviation", minimum=0)
+    computation_source: str = key(
+        "", "str", "where computation_time came from, in words, carried into every result "
+        "(workload from-trace writes it: a trace's gaps, a model measured, or given)")
     total_training_steps: int = key(-1, "int", "stop after this many steps (-1: all epochs)")
     seed: int = key(123, "int", "seed of the shuffles", minimum=0)
     seed_change_epoch: bool = key(True, "bool", "reshuffle with a new seed each epoch")
@@ -241,6 +248,8 @@ class OutputConfig:
         "training/<model>/run/<YYYYMMDD_HHMMSS> and checkpointing/<model>/<YYYYMMDD_HHMMSS> "
         "(mlpstorage; the front door `dliobench training run --results-dir` sets it)",
         choices=("dliobench", "mlpstorage"))
+    trace_io: bool = key(False, "bool", "write a DFTracer-format trace of every data read to "
+                         "<run-dir>/io-trace/ (run --trace-io; docs/trace.md)")
 
 
 @dataclass(frozen=True)

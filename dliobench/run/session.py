@@ -34,6 +34,7 @@ from dliobench.results.schema import RunResult
 from dliobench.results.timeline import Timeline, write_csv
 from dliobench.run import ceiling
 from dliobench.run.facts import run_facts
+from dliobench.run.io_trace import finish, traced_plan
 from dliobench.run.judge import judge_client
 from dliobench.run.loop import TrainingFailed, train
 from dliobench.run.metadata import metadata_phase
@@ -92,10 +93,12 @@ def _train_and_report(ready: dataset_mod.ReadyDataset, world: World, comm: Comm,
     try:
         staged = _stage(ready, world, comm, run_id, extra)
         reads = staged.plan if staged else ready.plan  # the result keeps the source folder
+        reads = traced_plan(reads, run_dir)
         if world.is_root:
             facts = _journal_header(config, world, run_id, run_dir, started,
                                     ready.total_bytes, extra)
         trace = train(reads, world, comm, show_progress, run_id, run_dir)
+        finish(reads)
     except BaseException as exc:
         if isinstance(exc, TrainingFailed):
             _end_early(config, world, run_id, run_dir, exc, started, ready.total_bytes, extra)
