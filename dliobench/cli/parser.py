@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dliobench import __version__
+from dliobench.cli import kvcache_args
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 SubParsers = argparse._SubParsersAction  # the object add_subparsers returns
@@ -331,6 +332,7 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run_parser(sub, commands)
+    kvcache_args.add_parser(sub, commands, (_add_workload_args, _add_launcher_arg, folder))
     _add_report_parser(sub, commands)
     _add_recover_parser(sub, commands)
     _add_check_parser(sub, commands)

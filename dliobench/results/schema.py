@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Annotated, Any, NotRequired, TypedDict
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 6  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 7  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
-# 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
+# 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why);
+# 1.7: kvcache (a KV-cache run's figures under upstream's names, its tiers and verdict)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -315,6 +316,7 @@ class RunResult(_Required, total=False):
     provenance: Annotated[dict[str, Any], Provenance]  # 1.2
     metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
     ranks_ended: list[RankEnding]  # 1.6
+    kvcache: dict[str, Any]  # 1.7: a KV-cache run (run/kvcache/summary.py)
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

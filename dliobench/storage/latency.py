@@ -99,6 +99,10 @@ class LatencyLog:
                 bins[index] = next(it)
         return log
 
+    def total_percentile(self, q: float) -> float | None:
+        """The ``q``-th percentile of the requests' total times (None without requests)."""
+        return _percentile(self.total, self.count, q, self.total_max_s) if self.count else None
+
     def summary(self) -> dict[str, Any]:
         """``requests``, ``first_byte_p50_s`` .. ``total_max_s`` (None without requests)."""
         out: dict[str, Any] = {"requests": self.count}

@@ -1,0 +1,36 @@
+"""`dliobench kvcache`'s arguments: mlcommons/storage kv-cache.py's options (the table in
+``config.kvcache_keys``), each setting ``kvcache.<key>``, after a workload and overrides."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dliobench.config.kvcache_keys import UPSTREAM_FLAGS
+
+
+def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], int]],
+               common: tuple[Callable[..., None], Callable[..., None], Callable[[str], str]],
+               ) -> None:
+    """`dliobench kvcache`; ``common``: the parser's workload and launcher arguments and its
+    folder type (handed in: this module must not import the parser that imports it)."""
+    add_workload_args, add_launcher_arg, folder = common
+    p = sub.add_parser("kvcache", help="the KV-cache benchmark (LLM inference offloading its "
+                       "KV cache to GPU, CPU and storage tiers)",
+                       description="Emulate LLM inference offloading its KV cache, with "
+                       "mlcommons/storage kv-cache.py's options (docs/kvcache.md); each sets "
+                       "the key kvcache.<name> of the workload (workloads/kvcache.yaml, or a "
+                       "workloads/kvcache_*.yaml file or name, then KEY=VALUE overrides).")
+    add_workload_args(p)
+    for flag, name, kind in UPSTREAM_FLAGS:
+        if kind == "flag":
+            p.add_argument(flag, dest=f"kv_{name}", action="store_true",
+                           help=f"kvcache.{name}")
+        else:
+            p.add_argument(flag, dest=f"kv_{name}", metavar=name.upper(),
+                           help=f"kvcache.{name}")
+    p.add_argument("--output", metavar="DIR", type=folder,
+                   help="root folder of results (output.folder)")
+    add_launcher_arg(p)
+    p.set_defaults(func=commands["kvcache"])

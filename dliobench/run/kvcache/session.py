@@ -1,0 +1,117 @@
+"""A KV-cache run end to end (``workflow.kvcache``): every rank draws its schedule, serves it
+through its tiers, deletes its entries; rank 0 merges the ranks' figures into the result."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dliobench.comm.world import Comm, World
+from dliobench.config.schema import Config
+from dliobench.results.assemble import build_result
+from dliobench.results.files import open_run_folder
+from dliobench.results.measured import RankTrace
+from dliobench.results.timeline import Timeline
+from dliobench.run.facts import run_facts
+from dliobench.run.kvcache import models, sharegpt
+from dliobench.run.kvcache.cache import Waterfall
+from dliobench.run.kvcache.engine import pool_size, serve_schedule
+from dliobench.run.kvcache.schedule import schedule
+from dliobench.run.kvcache.stats import KVStats
+from dliobench.run.kvcache.summary import summarize
+from dliobench.run.kvcache.tiers import CpuTier, GpuTier, StorageTier, make_fill
+from dliobench.storage import backend_for
+
+GIB = 1 << 30
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
+    """Serve this rank's schedule in its own folder of the storage tier, then delete it."""
+    kv = config.kvcache
+    conversations = (sharegpt.load(kv.dataset_path, kv.max_conversations, kv.num_users)
+                     if kv.dataset_path else None)
+    requests = schedule(kv, world.rank, conversations)
+    folder = kv.cache_dir or tempfile.mkdtemp(prefix="dliobench-kvcache-")
+    backend = backend_for(folder, config.storage, "kvcache.cache_dir")
+    prefix = f"{run_id}/rank{world.rank}"
+    backend.make_room(prefix)
+    fill = make_fill(kv.seed)
+    stats = KVStats(rank=world.rank, cpu_cores=float(len(os.sched_getaffinity(0))))
+    budgets = {"gpu": int(kv.gpu_mem_gb * GIB * kv.entry_scale),
+               "cpu": int(kv.cpu_mem_gb * GIB * kv.entry_scale)}
+    storage = StorageTier(backend, prefix, kv.direct_io, fill)
+    cache = Waterfall(budgets, GpuTier(kv.gpu_bandwidth_gbps * 1e9), CpuTier(fill), storage,
+                      stats)
+    per_token = models.PRESETS[kv.model].kv_bytes_per_token * kv.entry_scale
+    try:
+        serve_schedule(kv, requests, cache, stats, per_token)
+    finally:
+        cache.clear_storage()
+        _remove_folders(folder, prefix, run_id, not kv.cache_dir)
+    stats.direct_io = storage.direct and kv.direct_io
+    return stats
+
+
+def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool) -> None:
+    """The run's emptied folders of a local storage tier (a temporary one whole)."""
+    if "://" in folder:
+        return
+    if temporary:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for path in (Path(folder) / prefix, Path(folder) / run_id):
+        with contextlib.suppress(OSError):  # another rank's folder is still there
+            path.rmdir()
+
+
+def facts(config: Config, ranks: int) -> dict[str, Any]:
+    """The model, its entry sizes and the options that shape the load, for the result."""
+    kv = config.kvcache
+    model = models.PRESETS[kv.model]
+    return {"model": kv.model, "model_name": model.name,
+            "kv_bytes_per_token": model.kv_bytes_per_token, "model_source": models.UPSTREAM,
+            "entry_scale": kv.entry_scale, "num_users": kv.num_users, "clients": ranks,
+            "io_depth": pool_size(kv), "generation_mode": kv.generation_mode,
+            "gpu_mem_gb": kv.gpu_mem_gb, "cpu_mem_gb": kv.cpu_mem_gb, "seed": kv.seed,
+            "duration": kv.duration, "max_requests": kv.max_requests,
+            "max_concurrent_allocs": kv.max_concurrent_allocs,
+            "multi_turn": not kv.disable_multi_turn,
+            "prefix_caching": not kv.disable_prefix_caching,
+            "replayed": bool(kv.dataset_path)}
+
+
+def run(config: Config, world: World, comm: Comm, warnings: list[str],
+        save: Any) -> tuple[Path | None, Any, str | None]:
+    """Run the KV-cache benchmark; rank 0 returns (run folder, result, problem), others
+    Nones. ``save`` commits the result files (``session.save``)."""
+    run_id, run_dir = open_run_folder(config, world, comm)
+    started = _now()
+    stats = _rank_stats(config, world, run_id)
+    trace = RankTrace(world.rank, world.host, Timeline(world.rank))
+    trace.cpu_s, trace.cpu_wall_s, trace.cpu_cores = stats.cpu_s, stats.elapsed_s, \
+        stats.cpu_cores
+    traces, gathered = comm.gather(trace), comm.gather(stats)
+    if not world.is_root or traces is None or gathered is None:
+        return None, None, None
+    extra = {"warnings": warnings, "launcher": world.launcher, "ranks_launched": world.size}
+    result: Any = build_result(config, run_id, "complete", traces, started, _now(), 0, extra,
+                               run_facts(config))
+    folder = config.kvcache.cache_dir or tempfile.gettempdir()
+    result["storage"] = backend_for(folder, config.storage, "kvcache.cache_dir").facts()
+    result["kvcache"] = summarize(gathered, facts(config, world.size))
+    kv_verdict = result["kvcache"]["verdict"]
+    limiter = {"none": "none", "storage": "storage", "client CPU": "client"}
+    result["verdict"] = {**result["verdict"], "meets_floor": None,
+                         "limiter": limiter.get(kv_verdict["limiter"], "other"),
+                         "reason": kv_verdict["reason"]}
+    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    return where, result, problem
