@@ -1,0 +1,74 @@
+"""``dliobench kvcache`` end to end: the three v3.0 options scaled down on POSIX (upstream's
+option names, its metric names in result.json, bytes counted at the storage), ShareGPT
+replay, S3 on moto's server, and a bad option as one sentence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import S3Server, last_result
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+SHAREGPT = Path(__file__).resolve().parents[1] / "data" / "sharegpt_small.json"
+SMALL = ["--num-users", "8", "--max-requests", "12", "--entry-scale", "0.002"]
+UPSTREAM_NAMES = ("total_requests", "total_tokens", "elapsed_time",
+                  "avg_throughput_tokens_per_sec", "storage_throughput_tokens_per_sec",
+                  "requests_per_second", "end_to_end_latency_ms", "storage_io_latency_ms",
+                  "generation_latency_ms", "cache_stats", "multi_turn_stats", "qos_metrics")
+
+
+@pytest.mark.parametrize("option", ["kvcache_8b_200u", "kvcache_8b_100u_cpu4",
+                                    "kvcache_70b_70u"])
+def test_v3_options_scaled_down(option: str, workdir: Path, run_cli: Callable[..., int],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli("kvcache", str(WORKLOADS / f"{option}.yaml"), *SMALL,
+                   "--cache-dir", str(workdir / "tier"))
+    assert code == 0
+    result = last_result(workdir / "reports")
+    kv = result["kvcache"]
+    assert all(name in kv for name in UPSTREAM_NAMES)
+    assert kv["total_requests"] == 12 and kv["total_tokens"] > 0
+    stats, storage = kv["cache_stats"], kv["tiers"]["storage"]
+    assert stats["decode_bytes_read_gb"] > 0 and stats["storage_read_p95_ms"] > 0
+    if option.endswith("cpu4"):  # 4 GiB x 0.002: the CPU tier fills, LRU entries go down
+        assert kv["tiers"]["cpu"]["write_bytes"] > 0 and storage["write_bytes"] > 0
+    else:  # no CPU tier: every entry is a file, every decode read reads one
+        assert kv["tiers"]["cpu"]["writes"] == 0 and storage["read_bytes"] >= \
+            stats["decode_bytes_read_gb"] * 1e9
+    assert result["config"]["kvcache"]["seed"] == 42 and result["verdict"]["limiter"]
+    assert not list((workdir / "tier").iterdir())  # the entries are deleted
+    assert "KV cache" in capsys.readouterr().out
+
+
+def test_sharegpt_replay_and_same_schedule(workdir: Path, run_cli: Callable[..., int]) -> None:
+    args = ("kvcache", "--model", "tiny-1b", "--dataset-path", str(SHAREGPT),
+            "--generation-mode", "none", "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", *SMALL)
+    assert run_cli(*args) == 0
+    first = last_result(workdir / "reports")["kvcache"]
+    assert first["replayed"] and first["total_requests"] == 12
+    assert run_cli(*args) == 0
+    again = last_result(workdir / "reports")["kvcache"]
+    assert again["cache_stats"]["decode_bytes_read_gb"] == \
+        first["cache_stats"]["decode_bytes_read_gb"]
+    assert again["total_tokens"] == first["total_tokens"]
+
+
+def test_kvcache_on_s3(workdir: Path, run_cli: Callable[..., int], s3_env: S3Server) -> None:
+    bucket = s3_env.bucket("kvcache")
+    code = run_cli("kvcache", *s3_env.overrides(), "--model", "tiny-1b", "--gpu-mem-gb", "0",
+                   "--cpu-mem-gb", "0", "--generation-mode", "none", *SMALL,
+                   "--cache-dir", f"s3://{bucket}/kv")
+    assert code == 0
+    kv = last_result(workdir / "reports")["kvcache"]
+    assert kv["tiers"]["storage"]["reads"] > 0 and kv["tiers"]["storage"]["write_bytes"] > 0
+    assert s3_env.client().list_objects_v2(Bucket=bucket, Prefix="kv")["KeyCount"] == 0
+
+
+def test_a_bad_option_is_one_sentence(workdir: Path, run_cli: Callable[..., int],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("kvcache", "--model", "gpt-5", "--max-requests", "2") == 2
+    err = capsys.readouterr().err
+    assert "kvcache.model" in err and "Traceback" not in err

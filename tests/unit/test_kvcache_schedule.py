@@ -1,0 +1,85 @@
+"""The KV-cache run's pieces on real inputs: the seeded schedule (a pure function of the seed
+and rank), the model presets' entry sizes, ShareGPT replay of a real file, and the tier
+waterfall writing and reading real files."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dliobench.base.errors import InputError
+from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.run.kvcache import sharegpt
+from dliobench.run.kvcache.cache import Waterfall
+from dliobench.run.kvcache.models import PRESETS
+from dliobench.run.kvcache.schedule import schedule
+from dliobench.run.kvcache.stats import KVStats
+from dliobench.run.kvcache.tiers import CpuTier, GpuTier, StorageTier, make_fill
+from dliobench.storage.posix import PosixBackend
+
+SHAREGPT = Path(__file__).resolve().parents[1] / "data" / "sharegpt_small.json"
+KV = KVCacheConfig(num_users=8, duration=5.0)
+
+
+def test_schedule_is_a_function_of_seed_and_rank() -> None:
+    first, again = schedule(KV, 0), schedule(KV, 0)
+    assert first == again and len(first) > 8
+    assert schedule(replace(KV, seed=43), 0) != first
+    assert schedule(KV, 1) != first  # each rank its own users
+    assert all(a.arrival_s <= b.arrival_s for a, b in itertools.pairwise(first))
+    assert all(r.arrival_s < KV.duration for r in first)
+    assert {r.qos for r in schedule(replace(KV, num_users=64), 0)} == {
+        "interactive", "responsive", "batch"}
+
+
+def test_schedule_bounds_turns_and_requests() -> None:
+    assert len(schedule(replace(KV, max_requests=7), 0)) == 7
+    single = schedule(replace(KV, disable_multi_turn=True, disable_prefix_caching=True), 0)
+    assert {r.turn for r in single} == {1} and {r.prefix for r in single} == {-1}
+    multi = schedule(KV, 0)
+    assert max(r.turn for r in multi) > 1
+    later = next(r for r in multi if r.turn == 2)
+    assert later.previous_keys == [f"u{later.user}/c{later.conversation}/t1"]
+    paced = schedule(replace(KV, request_rate=2.0, max_requests=6), 0)
+    assert all(b.arrival_s - a.arrival_s >= 0.5 - 1e-9 for a, b in itertools.pairwise(paced))
+
+
+def test_presets_kv_bytes_per_token() -> None:
+    """2 x layers x KV heads x head size x 2 bytes (models.py@64f05b37's shapes)."""
+    assert PRESETS["llama3.1-8b"].kv_bytes_per_token == 2 * 32 * 8 * 128 * 2 == 131072
+    assert PRESETS["llama3.1-70b-instruct"].kv_bytes_per_token == 2 * 80 * 8 * 128 * 2
+    assert PRESETS["llama2-7b"].kv_bytes_per_token == 2 * 32 * 32 * 128 * 2
+    assert PRESETS["mistral-7b"].kv_bytes_per_token == 131072
+    assert PRESETS["tiny-1b"].kv_bytes_per_token == 2 * 12 * 4 * 128 * 2
+
+
+def test_sharegpt_replay_reads_conversation_lengths(tmp_path: Path) -> None:
+    conversations = sharegpt.load(str(SHAREGPT), 500, 5)
+    assert len(conversations) == 5 and all(conversations)
+    replayed = schedule(replace(KV, max_requests=10), 0, conversations)
+    assert {(r.context_tokens, r.generate_tokens) for r in replayed} <= {
+        t for c in conversations for t in c}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="is not JSON"):
+        sharegpt.load(str(bad), 10, 2)
+
+
+def test_waterfall_demotes_least_recent_entries_to_storage(tmp_path: Path) -> None:
+    backend = PosixBackend(str(tmp_path))
+    backend.make_room("run")
+    fill = make_fill(1)
+    stats = KVStats()
+    cache = Waterfall({"gpu": 0, "cpu": 250_000}, GpuTier(1e12), CpuTier(fill),
+                      StorageTier(backend, "run", True, fill), stats)
+    for name in ("a/1", "b/1", "c/1"):
+        cache.write(name, 100_000)
+    assert cache.read("a/1")[0] == "storage" and cache.read("c/1")[0] == "cpu"
+    assert (tmp_path / "run" / "a_1").stat().st_size == 100_000
+    assert stats.writes["storage"].bytes == 100_000 and stats.writes["cpu"].count == 3
+    assert cache.read("missing")[0] is None
+    cache.clear_storage()
+    assert not list((tmp_path / "run").iterdir())
