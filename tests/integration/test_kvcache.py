@@ -4,6 +4,7 @@ replay, S3 on moto's server, and a bad option as one sentence."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,23 +25,29 @@ UPSTREAM_NAMES = ("total_requests", "total_tokens", "elapsed_time",
                                     "kvcache_70b_70u"])
 def test_v3_options_scaled_down(option: str, workdir: Path, run_cli: Callable[..., int],
                                 capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_cli("kvcache", str(WORKLOADS / f"{option}.yaml"), *SMALL,
+    code = run_cli("kvcache", str(WORKLOADS / f"{option}.yaml"), "--max-requests", "40",
+                   "--entry-scale", "0.002",
                    "--cache-dir", str(workdir / "tier"))
     assert code == 0
     result = last_result(workdir / "reports")
     kv = result["kvcache"]
     assert all(name in kv for name in UPSTREAM_NAMES)
-    assert kv["total_requests"] == 12 and kv["total_tokens"] > 0
+    assert kv["total_requests"] == 40 and kv["total_tokens"] > 0
     stats, storage = kv["cache_stats"], kv["tiers"]["storage"]
-    assert stats["decode_bytes_read_gb"] > 0 and stats["storage_read_p95_ms"] > 0
+    assert stats["decode_bytes_read_gb"] > 0 and storage["write_bytes"] > 0
     if option.endswith("cpu4"):  # 4 GiB x 0.002: the CPU tier fills, LRU entries go down
-        assert kv["tiers"]["cpu"]["write_bytes"] > 0 and storage["write_bytes"] > 0
+        assert kv["tiers"]["cpu"]["reads"] > 0 and kv["tiers"]["cpu"]["write_bytes"] > 0
     else:  # no CPU tier: every entry is a file, every decode read reads one
-        assert kv["tiers"]["cpu"]["writes"] == 0 and storage["read_bytes"] >= \
-            stats["decode_bytes_read_gb"] * 1e9
+        assert kv["tiers"]["cpu"]["writes"] == 0 and stats["storage_read_p95_ms"] > 0
+        assert storage["read_bytes"] >= stats["decode_bytes_read_gb"] * 1e9
     assert result["config"]["kvcache"]["seed"] == 42 and result["verdict"]["limiter"]
     assert not list((workdir / "tier").iterdir())  # the entries are deleted
     assert "KV cache" in capsys.readouterr().out
+    run_cli("check", "--json", str(workdir / "reports" / result["run_id"]))
+    status = {f["check"]: f["status"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert status["v3.0 option"] == "pass"
+    assert status["reads from storage"] == "pass"
+    assert status["duration"] == "fail" and status["trials"] == "fail"  # scaled, one trial
 
 
 def test_sharegpt_replay_and_same_schedule(workdir: Path, run_cli: Callable[..., int]) -> None:
