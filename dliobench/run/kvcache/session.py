@@ -44,6 +44,8 @@ def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
     backend = backend_for(folder, config.storage, "kvcache.cache_dir")
     prefix = f"{run_id}/rank{world.rank}"
     backend.make_room(prefix)
+    backend.put(f"{prefix}/.probe", b"kvcache")  # an unreachable tier fails now, not later
+    backend.delete(f"{prefix}/.probe")
     fill = make_fill(kv.seed)
     stats = KVStats(rank=world.rank, cpu_cores=float(len(os.sched_getaffinity(0))))
     budgets = {"gpu": int(kv.gpu_mem_gb * GIB * kv.entry_scale),
@@ -95,7 +97,13 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     Nones. ``save`` commits the result files (``session.save``)."""
     run_id, run_dir = open_run_folder(config, world, comm)
     started = _now()
-    stats = _rank_stats(config, world, run_id)
+    try:
+        stats = _rank_stats(config, world, run_id)
+    except BaseException:
+        if world.is_root:  # nothing measured: no empty run folder is left
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+        raise
     trace = RankTrace(world.rank, world.host, Timeline(world.rank))
     trace.cpu_s, trace.cpu_wall_s, trace.cpu_cores = stats.cpu_s, stats.elapsed_s, \
         stats.cpu_cores
