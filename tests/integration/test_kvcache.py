@@ -50,7 +50,8 @@ def test_v3_options_scaled_down(option: str, workdir: Path, run_cli: Callable[..
     assert status["duration"] == "fail" and status["trials"] == "fail"  # scaled, one trial
 
 
-def test_sharegpt_replay_and_same_schedule(workdir: Path, run_cli: Callable[..., int]) -> None:
+def test_sharegpt_replay_same_schedule_and_plots(workdir: Path,
+                                                 run_cli: Callable[..., int]) -> None:
     args = ("kvcache", "--model", "tiny-1b", "--dataset-path", str(SHAREGPT),
             "--generation-mode", "none", "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", *SMALL)
     assert run_cli(*args) == 0
@@ -61,6 +62,13 @@ def test_sharegpt_replay_and_same_schedule(workdir: Path, run_cli: Callable[...,
     assert again["cache_stats"]["decode_bytes_read_gb"] == \
         first["cache_stats"]["decode_bytes_read_gb"]
     assert again["total_tokens"] == first["total_tokens"]
+    from dliobench.report.plots.kvcache import kvcache_plots  # the report's figures
+    from dliobench.report.runs import load_runs
+    from dliobench.report.tables import run_set
+
+    plots = kvcache_plots(run_set(load_runs([workdir / "reports"])), workdir)
+    assert [p.name for p in plots] == ["kvcache_latency", "kvcache_users", "kvcache_tokens"]
+    assert all(p.path is not None and p.path.stat().st_size > 0 for p in plots)
 
 
 def test_kvcache_on_s3(workdir: Path, run_cli: Callable[..., int], s3_env: S3Server) -> None:

@@ -31,6 +31,8 @@ def _tier(reads: TierOps, writes: TierOps, elapsed: float) -> dict[str, Any]:
     return {"read_bytes": reads.bytes, "write_bytes": writes.bytes,
             "reads": reads.count, "writes": writes.count,
             "read_latency_ms": _ms(reads.latency), "write_latency_ms": _ms(writes.latency),
+            "read_latency_hist_ms": [[round(v * 1e3, 6), n]
+                                     for v, n in reads.latency.total_bins()],
             "read_sizes_log2": {str(k): v for k, v in sorted(reads.sizes.items())},
             "write_sizes_log2": {str(k): v for k, v in sorted(writes.sizes.items())},
             "read_bandwidth_bytes_per_s": reads.bytes / elapsed if elapsed else None}
