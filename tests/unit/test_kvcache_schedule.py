@@ -83,3 +83,20 @@ def test_waterfall_demotes_least_recent_entries_to_storage(tmp_path: Path) -> No
     assert cache.read("missing")[0] is None
     cache.clear_storage()
     assert not list((tmp_path / "run").iterdir())
+
+
+def test_storage_reads_an_entry_in_bounded_chunks(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from dliobench.run.kvcache import tiers
+
+    backend = PosixBackend(str(tmp_path))
+    backend.make_room("r")
+    storage = StorageTier(backend, "r", True, make_fill(2))
+    storage.write("e/1", 10_000)
+    calls: list[int] = []
+    real = PosixBackend.read_range
+    monkeypatch.setattr(tiers, "CHUNK", 4096)
+    monkeypatch.setattr(PosixBackend, "read_range",
+                        lambda self, *a, **k: calls.append(a[2]) or real(self, *a, **k))
+    moved, seconds = storage.read("e/1", 10_000)
+    assert moved == 10_000 and seconds > 0 and calls == [4096, 4096, 1808]
