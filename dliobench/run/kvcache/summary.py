@@ -13,6 +13,8 @@ from dliobench.storage.latency import LatencyLog
 
 GB = 1e9
 QUANTILES = (("p50", 50), ("p95", 95), ("p99", 99), ("p999", 99.9), ("p9999", 99.99))
+# QoS targets (p95, p99 ms): mlcommons/storage kv_cache/models.py@64f05b37 _DEFAULT_QOS_PROFILES
+QOS_TARGETS_MS = {"interactive": (50, 100), "responsive": (100, 200), "batch": (1000, 5000)}
 SATURATED_WAIT_S = 0.05  # ours: a median queue wait above this means requests piled up
 CLIENT_BUSY = 0.9  # ours: CPU share of the rank's cores above which the client limits
 
@@ -95,6 +97,18 @@ def _seconds(ops: TierOps) -> float:
     return 0.0 if median is None else ops.count * median
 
 
+def _qos(level: str, log: LatencyLog) -> dict[str, Any]:
+    """One QoS class's requests against upstream's targets: ``sla.met`` when its P95 and P99
+    are within them, ``sla.compliance`` the share of requests within the P95 target."""
+    p95, p99 = QOS_TARGETS_MS[level]
+    latency = _ms(log)
+    within = sum(n for v, n in log.total_bins() if v * 1e3 <= p95)
+    met = (latency["p95"] or 0) <= p95 and (latency["p99"] or 0) <= p99
+    return {"total_requests": log.count, "latency_ms": latency,
+            "sla": {"target_latency_p95_ms": p95, "target_latency_p99_ms": p99, "met": met,
+                    "compliance": within / log.count if log.count else None}}
+
+
 def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
     """The ``kvcache`` section from every rank's stats; ``facts``: model, sizes, options."""
     total = KVStats()
@@ -118,8 +132,7 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
         "cache_stats": _cache_stats(total, worst),
         "multi_turn_stats": {"hits": total.multi_turn_hits, "misses": total.multi_turn_misses,
                              "hit_rate": total.multi_turn_hits / turns if turns else None},
-        "qos_metrics": {q: {"total_requests": log.count, "latency_ms": _ms(log)}
-                        for q, log in sorted(total.qos.items())},
+        "qos_metrics": {q: _qos(q, log) for q, log in sorted(total.qos.items())},
         "tiers": {x: _tier(total.reads[x], total.writes[x], el) for x in TIERS},
         "tokens_per_second_timeline": [total.tokens_per_second.get(i, 0)
                                        for i in range(int(el) + 1)],
