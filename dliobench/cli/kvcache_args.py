@@ -11,11 +11,10 @@ from dliobench.config.kvcache_keys import UPSTREAM_FLAGS
 
 
 def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], int]],
-               common: tuple[Callable[..., None], Callable[..., None], Callable[[str], str]],
-               ) -> None:
-    """`dliobench kvcache`; ``common``: the parser's workload and launcher arguments and its
-    folder type (handed in: this module must not import the parser that imports it)."""
-    add_workload_args, add_launcher_arg, folder = common
+               common: tuple[Callable[..., None], Callable[..., None]]) -> None:
+    """`dliobench kvcache`; ``common``: the parser's workload and launcher arguments (handed
+    in: this module must not import the parser that imports it)."""
+    add_workload_args, add_launcher_arg = common
     p = sub.add_parser("kvcache", help="the KV-cache benchmark (LLM inference offloading its "
                        "KV cache to GPU, CPU and storage tiers)",
                        description="Emulate LLM inference offloading its KV cache, with "
@@ -30,7 +29,8 @@ def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], i
         else:
             p.add_argument(flag, dest=f"kv_{name}", metavar=name.upper(),
                            help=f"kvcache.{name}")
-    p.add_argument("--output", metavar="DIR", type=folder,
-                   help="root folder of results (output.folder)")
+    p.add_argument("--output", dest="kv_output", metavar="DIR|FILE.json",
+                   help="root folder of results (output.folder); a name ending in .json is "
+                   "upstream's --output: the figures also go there (kvcache.output_json)")
     add_launcher_arg(p)
     p.set_defaults(func=commands["kvcache"])

@@ -65,6 +65,8 @@ class KVCacheConfig:
     entry_scale: float = key(
         1.0, "float", "ours: every KV entry's bytes multiplied by this (small machines and "
         "tests; the result states it)", minimum=1e-6, maximum=1)
+    output_json: str = key("", "path", "upstream's --output FILE.json: the run's figures also "
+                           "written there as upstream's results ({\"summary\": ...})")
     direct_io: bool = key(True, "bool", "ours: storage-tier files read and written with "
                           "O_DIRECT where the file system takes it")
 
@@ -95,6 +97,10 @@ def overrides_from(values: dict[str, object]) -> list[str]:
     namespace as a dict, a flag not given being None or False), after the workflow keys that
     make a run a KV-cache run."""
     out = ["workflow.kvcache=true", "workflow.train=false", "workflow.generate_data=false"]
+    output = values.get("kv_output")
+    if output:  # upstream's --output names a JSON file; ours a results folder
+        out.append(f"kvcache.output_json={output}" if str(output).endswith(".json")
+                   else f"output.folder={output}")
     for _flag, name, kind in UPSTREAM_FLAGS:
         value = values.get(f"kv_{name}")
         if value is None or (kind == "flag" and not value):

@@ -56,9 +56,11 @@ def test_v3_options_scaled_down(option: str, workdir: Path, run_cli: Callable[..
 def test_sharegpt_replay_same_schedule_and_plots(workdir: Path,
                                                  run_cli: Callable[..., int]) -> None:
     args = ("kvcache", "--model", "tiny-1b", "--dataset-path", str(SHAREGPT),
-            "--generation-mode", "none", "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", *SMALL)
+            "--generation-mode", "none", "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", *SMALL,
+            "--output", "upstream.json")  # upstream's --output: a results file
     assert run_cli(*args) == 0
     first = last_result(workdir / "reports")["kvcache"]
+    assert json.loads((workdir / "upstream.json").read_text())["summary"] == first
     assert first["replayed"] and first["total_requests"] == 12
     assert run_cli(*args) == 0
     again = last_result(workdir / "reports")["kvcache"]

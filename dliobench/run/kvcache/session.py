@@ -26,6 +26,7 @@ from dliobench.run.kvcache.stats import KVStats
 from dliobench.run.kvcache.summary import summarize
 from dliobench.run.kvcache.tiers import CpuTier, GpuTier, StorageTier, make_fill
 from dliobench.storage import backend_for
+from dliobench.storage.atomic import write_json_atomic
 
 GIB = 1 << 30
 
@@ -122,4 +123,17 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
                          "limiter": limiter.get(kv_verdict["limiter"], "other"),
                          "reason": kv_verdict["reason"]}
     where, problem = save(run_dir, result, [t.timeline for t in traces], config)
-    return where, result, problem
+    return where, result, problem or _upstream_file(config.kvcache.output_json, result, where)
+
+
+def _upstream_file(path: str, result: Any, where: Path) -> str | None:
+    """Write upstream's results file (its ``summary`` shape) when asked; a sentence when it
+    cannot be written (the run's own files are already saved)."""
+    if not path:
+        return None
+    try:
+        write_json_atomic(path, {"summary": result["kvcache"], "run_dir": str(where)})
+    except OSError as exc:
+        return f"cannot write kvcache.output_json {path}: {exc.strerror}; the run's files are " \
+               f"in {where}"
+    return None
