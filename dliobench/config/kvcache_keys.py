@@ -29,6 +29,11 @@ class KVCacheConfig:
                             "(0: run for duration)", minimum=0)
     gpu_mem_gb: float = key(16.0, "float", "GPU tier budget in GB (emulated: a budget and a "
                             "transfer rate, gpu_bandwidth_gbps)", minimum=0, maximum=65536)
+    num_gpus: int = key(1, "int", "GPUs of the tensor-parallel group: the GPU tier is "
+                        "num_gpus x gpu_mem_gb", minimum=1, maximum=4096)
+    tensor_parallel: int = key(1, "int", "tensor-parallel degree: each entry's objects are "
+                               "1/TP of it (upstream's per-rank share)", minimum=1,
+                               maximum=4096)
     gpu_bandwidth_gbps: float = key(
         25.0, "float", "ours: the emulated GPU tier's transfer rate in GB/s (host to device, "
         "a PCIe 4 x16 link)", minimum=0.001)
@@ -77,6 +82,7 @@ UPSTREAM_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--model", "model", "str"), ("--num-users", "num_users", "int"),
     ("--duration", "duration", "float"), ("--max-requests", "max_requests", "int"),
     ("--gpu-mem-gb", "gpu_mem_gb", "float"), ("--cpu-mem-gb", "cpu_mem_gb", "float"),
+    ("--num-gpus", "num_gpus", "int"), ("--tensor-parallel", "tensor_parallel", "int"),
     ("--cache-dir", "cache_dir", "str"), ("--generation-mode", "generation_mode", "str"),
     ("--max-concurrent-allocs", "max_concurrent_allocs", "int"),
     ("--disable-multi-turn", "disable_multi_turn", "flag"),

@@ -92,3 +92,5 @@ def test_a_bad_option_is_one_sentence(workdir: Path, run_cli: Callable[..., int]
     assert run_cli("kvcache", "--model", "gpt-5", "--max-requests", "2") == 2
     err = capsys.readouterr().err
     assert "kvcache.model" in err and "Traceback" not in err
+    assert run_cli("kvcache", "--tensor-parallel", "2", "--max-requests", "2") == 2
+    assert "kvcache.tensor_parallel (2) cannot exceed" in capsys.readouterr().err

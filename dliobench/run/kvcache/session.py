@@ -49,12 +49,13 @@ def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
     backend.delete(f"{prefix}/.probe")
     fill = make_fill(kv.seed)
     stats = KVStats(rank=world.rank, cpu_cores=float(len(os.sched_getaffinity(0))))
-    budgets = {"gpu": int(kv.gpu_mem_gb * GIB * kv.entry_scale),
+    budgets = {"gpu": int(kv.gpu_mem_gb * kv.num_gpus * GIB * kv.entry_scale),
                "cpu": int(kv.cpu_mem_gb * GIB * kv.entry_scale)}
     storage = StorageTier(backend, prefix, kv.direct_io, fill)
     cache = Waterfall(budgets, GpuTier(kv.gpu_bandwidth_gbps * 1e9), CpuTier(fill), storage,
                       stats)
-    per_token = models.PRESETS[kv.model].kv_bytes_per_token * kv.entry_scale
+    per_token = models.PRESETS[kv.model].kv_bytes_per_token * kv.entry_scale \
+        / kv.tensor_parallel
     try:
         serve_schedule(kv, requests, cache, stats, per_token)
     finally:
@@ -85,6 +86,7 @@ def facts(config: Config, ranks: int) -> dict[str, Any]:
             "entry_scale": kv.entry_scale, "num_users": kv.num_users, "clients": ranks,
             "io_depth": pool_size(kv), "generation_mode": kv.generation_mode,
             "gpu_mem_gb": kv.gpu_mem_gb, "cpu_mem_gb": kv.cpu_mem_gb, "seed": kv.seed,
+            "num_gpus": kv.num_gpus, "tensor_parallel": kv.tensor_parallel,
             "duration": kv.duration, "max_requests": kv.max_requests,
             "max_concurrent_allocs": kv.max_concurrent_allocs,
             "multi_turn": not kv.disable_multi_turn,
