@@ -94,3 +94,18 @@ def test_a_bad_option_is_one_sentence(workdir: Path, run_cli: Callable[..., int]
     assert "kvcache.model" in err and "Traceback" not in err
     assert run_cli("kvcache", "--tensor-parallel", "2", "--max-requests", "2") == 2
     assert "kvcache.tensor_parallel (2) cannot exceed" in capsys.readouterr().err
+
+
+def test_a_full_storage_tier_stops_the_run_at_once(workdir: Path, run_cli: Callable[..., int],
+                                                   mount: Callable[..., Path],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A 2 MiB tmpfs fills at the first entries: one sentence naming the tier, well before
+    the 60 s duration, its files deleted."""
+    disk = mount("tmpfs", "size=2M")
+    code = run_cli("kvcache", "--model", "tiny-1b", "--num-users", "20", "--duration", "60",
+                   "--entry-scale", "0.05", "--gpu-mem-gb", "0", "--cpu-mem-gb", "0",
+                   "--generation-mode", "none", "--cache-dir", str(disk))
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"storage tier {disk} failed during the run: No space left" in err, err
+    assert not list(disk.iterdir())

@@ -112,18 +112,25 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
     server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
     queued: list[tuple[Request, bool, Future[None]]] = []
     end = None if kv.max_requests else start + kv.duration
+    failed = threading.Event()  # a request failed: dispatch no more, drop what waits
+
+    def watch(future: Future[None]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            failed.set()
+
     with ThreadPoolExecutor(pool_size(kv), thread_name_prefix="kvcache") as pool:
         for r in requests:
-            wait = start + r.arrival_s - time.perf_counter()
             if end is not None and start + r.arrival_s >= end:
                 break
-            if wait > 0:
-                time.sleep(wait)
+            if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
+                break
             prefix = r.prefix >= 0 and cache.expect(f"prefix/p{r.prefix}")
             cache.expect(r.key)
             queued.append((r, prefix, pool.submit(server.serve, r, prefix)))
+            queued[-1][2].add_done_callback(watch)
         if end is not None:
-            time.sleep(max(0.0, end - time.perf_counter()))
+            failed.wait(max(0.0, end - time.perf_counter()))
+        if end is not None or failed.is_set():
             _drop_unstarted(queued, cache, stats)
     for _, _, future in queued:
         if not future.cancelled():

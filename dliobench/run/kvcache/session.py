@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dliobench.base.errors import DlioBenchError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
@@ -58,6 +59,10 @@ def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
         / kv.tensor_parallel
     try:
         serve_schedule(kv, requests, cache, stats, per_token)
+    except OSError as exc:  # the first failed request stopped the run
+        raise DlioBenchError(f"the KV-cache storage tier {backend.describe()} failed during "
+                             f"the run: {exc.strerror or exc}; free space there or give "
+                             "another kvcache.cache_dir") from None
     finally:
         cache.clear_storage()
         _remove_folders(folder, prefix, run_id, not kv.cache_dir)
