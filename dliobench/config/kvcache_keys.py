@@ -36,7 +36,7 @@ class KVCacheConfig:
                                maximum=4096)
     gpu_bandwidth_gbps: float = key(
         25.0, "float", "ours: the emulated GPU tier's transfer rate in GB/s (host to device, "
-        "a PCIe 4 x16 link)", minimum=0.001)
+        "a PCIe 4 x16 link)", minimum=0.001, maximum=1e6)
     cpu_mem_gb: float = key(32.0, "float", "CPU tier budget in GB (real memory)", minimum=0,
                             maximum=131072)
     cache_dir: str = key("", "path", "folder or s3:// URL of the storage tier (empty: a "
@@ -52,7 +52,7 @@ class KVCacheConfig:
     seed: int = key(42, "int", "seed of the request schedule (ours: 42 by default, the v3.0 "
                     "submissions' value; each rank draws from seed + rank)", minimum=0)
     request_rate: float = key(0.0, "float", "most requests per second on each rank "
-                              "(0: users' think times alone)", minimum=0)
+                              "(0: users' think times alone)", minimum=0, maximum=1e6)
     enable_autoscaling: bool = key(False, "bool", "accepted for upstream's command lines; "
                                    "the schedule is fixed up front, so users are not scaled")
     autoscaler_mode: str = key("qos", "choice", "upstream's autoscaling strategy (recorded)",
