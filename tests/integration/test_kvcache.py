@@ -14,7 +14,7 @@ from tests.conftest import S3Server, last_result
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 SHAREGPT = Path(__file__).resolve().parents[1] / "data" / "sharegpt_small.json"
-SMALL = ["--num-users", "8", "--max-requests", "12", "--entry-scale", "0.002"]
+SMALL = ["--num-users", "12", "--max-requests", "12", "--entry-scale", "0.002"]
 UPSTREAM_NAMES = ("total_requests", "total_tokens", "elapsed_time",
                   "avg_throughput_tokens_per_sec", "storage_throughput_tokens_per_sec",
                   "requests_per_second", "end_to_end_latency_ms", "storage_io_latency_ms",

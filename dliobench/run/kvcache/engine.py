@@ -105,32 +105,21 @@ class Server:
 def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
                    stats: KVStats, entry_bytes_per_token: float) -> None:
     """Release the requests at their arrival times to the pool and wait for the served ones;
-    the elapsed time and CPU go into ``stats``."""
+    the elapsed time and CPU go into ``stats``. The first failed request, the end of the
+    duration or an interruption (Ctrl-C, SIGTERM) drops the requests not yet started."""
     start, cpu0 = time.perf_counter(), time.process_time()
     allocs = (threading.BoundedSemaphore(kv.max_concurrent_allocs)
               if kv.max_concurrent_allocs else nullcontext())
     server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
     queued: list[tuple[Request, bool, Future[None]]] = []
-    end = None if kv.max_requests else start + kv.duration
     failed = threading.Event()  # a request failed: dispatch no more, drop what waits
-
-    def watch(future: Future[None]) -> None:
-        if not future.cancelled() and future.exception() is not None:
-            failed.set()
-
     with ThreadPoolExecutor(pool_size(kv), thread_name_prefix="kvcache") as pool:
-        for r in requests:
-            if end is not None and start + r.arrival_s >= end:
-                break
-            if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
-                break
-            prefix = r.prefix >= 0 and cache.expect(f"prefix/p{r.prefix}")
-            cache.expect(r.key)
-            queued.append((r, prefix, pool.submit(server.serve, r, prefix)))
-            queued[-1][2].add_done_callback(watch)
-        if end is not None:
-            failed.wait(max(0.0, end - time.perf_counter()))
-        if end is not None or failed.is_set():
+        try:
+            _dispatch(kv, requests, server, pool, queued, failed)
+        except BaseException:  # the pool's shutdown waits only for the requests started
+            _drop_unstarted(queued, cache, stats)
+            raise
+        if not kv.max_requests or failed.is_set():
             _drop_unstarted(queued, cache, stats)
     for _, _, future in queued:
         if not future.cancelled():
@@ -141,10 +130,35 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
     stats.cpu_s = time.process_time() - cpu0
 
 
+def _dispatch(kv: KVCacheConfig, requests: list[Request], server: Server,
+              pool: ThreadPoolExecutor, queued: list[tuple[Request, bool, Future[None]]],
+              failed: threading.Event) -> None:
+    """Queue each request at its arrival time (its entries registered first) until the
+    schedule, the duration or a failure ends; then wait out the duration."""
+    start, cache = server.start, server.cache
+    end = None if kv.max_requests else start + kv.duration
+
+    def watch(future: Future[None]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            failed.set()
+
+    for r in requests:
+        if end is not None and start + r.arrival_s >= end:
+            break
+        if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
+            return
+        prefix = r.prefix >= 0 and cache.expect(f"prefix/p{r.prefix}")
+        cache.expect(r.key)
+        queued.append((r, prefix, pool.submit(server.serve, r, prefix)))
+        queued[-1][2].add_done_callback(watch)
+    if end is not None:
+        failed.wait(max(0.0, end - time.perf_counter()))
+
+
 def _drop_unstarted(queued: list[tuple[Request, bool, Future[None]]], cache: Waterfall,
                     stats: KVStats) -> None:
-    """At the end of the duration: cancel the requests no thread has started (their
-    entries are forgotten, so a request waiting on one misses it)."""
+    """Cancel the requests no thread has started (their entries are forgotten, so a request
+    waiting on one misses it)."""
     for r, prefix, future in reversed(queued):
         if future.cancel():
             stats.cancelled += 1
