@@ -99,13 +99,17 @@ def test_a_bad_option_is_one_sentence(workdir: Path, run_cli: Callable[..., int]
 def test_a_full_storage_tier_stops_the_run_at_once(workdir: Path, run_cli: Callable[..., int],
                                                    mount: Callable[..., Path],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """A 2 MiB tmpfs fills at the first entries: one sentence naming the tier, well before
-    the 60 s duration, its files deleted."""
-    disk = mount("tmpfs", "size=2M")
-    code = run_cli("kvcache", "--model", "tiny-1b", "--num-users", "20", "--duration", "60",
-                   "--entry-scale", "0.05", "--gpu-mem-gb", "0", "--cpu-mem-gb", "0",
-                   "--generation-mode", "none", "--cache-dir", str(disk))
+    """A 6 MiB tmpfs fills after a few entries: one sentence naming the tier, long before the
+    200 requests, what was served kept as a partial result, the tier's files deleted."""
+    disk = mount("tmpfs", "size=6M")
+    code = run_cli("kvcache", "--model", "tiny-1b", "--num-users", "20", "--max-requests",
+                   "200", "--io-depth", "1", "--entry-scale", "0.01", "--gpu-mem-gb", "0",
+                   "--cpu-mem-gb", "0", "--generation-mode", "none", "--cache-dir", str(disk))
     assert code == 1
     err = capsys.readouterr().err
     assert f"storage tier {disk} failed during the run: No space left" in err, err
+    assert "(status: partial)" in err
+    partial = last_result(workdir / "reports")
+    assert partial["status"] == "partial" and 0 < partial["kvcache"]["total_requests"] < 200
+    assert "No space left" in partial["errors"][0]
     assert not list(disk.iterdir())

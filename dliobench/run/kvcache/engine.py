@@ -113,21 +113,30 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
     server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
     queued: list[tuple[Request, bool, Future[None]]] = []
     failed = threading.Event()  # a request failed: dispatch no more, drop what waits
+    try:
+        _serve(kv, requests, server, queued, failed)
+    finally:  # a failed or interrupted run's figures too (its partial result)
+        stats.scheduled = len(requests)
+        stats.elapsed_s = max(time.perf_counter() - start,
+                              max(stats.tokens_per_second, default=0) + 0.0)
+        stats.cpu_s = time.process_time() - cpu0
+    for _, _, future in queued:
+        if not future.cancelled():
+            future.result()  # a failed request's error is the run's
+
+
+def _serve(kv: KVCacheConfig, requests: list[Request], server: Server,
+           queued: list[tuple[Request, bool, Future[None]]], failed: threading.Event) -> None:
+    """Dispatch to the pool; drop what has not started at the end of the duration, after a
+    failure or an interruption; wait for what has."""
     with ThreadPoolExecutor(pool_size(kv), thread_name_prefix="kvcache") as pool:
         try:
             _dispatch(kv, requests, server, pool, queued, failed)
         except BaseException:  # the pool's shutdown waits only for the requests started
-            _drop_unstarted(queued, cache, stats)
+            _drop_unstarted(queued, server.cache, server.stats)
             raise
         if not kv.max_requests or failed.is_set():
-            _drop_unstarted(queued, cache, stats)
-    for _, _, future in queued:
-        if not future.cancelled():
-            future.result()  # a failed request's error is the run's
-    stats.scheduled = len(requests)
-    stats.elapsed_s = max(time.perf_counter() - start,
-                          max(stats.tokens_per_second, default=0) + 0.0)
-    stats.cpu_s = time.process_time() - cpu0
+            _drop_unstarted(queued, server.cache, server.stats)
 
 
 def _dispatch(kv: KVCacheConfig, requests: list[Request], server: Server,

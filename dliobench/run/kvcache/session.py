@@ -15,7 +15,7 @@ from dliobench.base.errors import DlioBenchError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
-from dliobench.results.files import open_run_folder
+from dliobench.results.files import open_run_folder, write_partial_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.facts import run_facts
@@ -36,8 +36,9 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
-    """Serve this rank's schedule in its own folder of the storage tier, then delete it."""
+def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> None:
+    """Serve this rank's schedule in its own folder of the storage tier (its figures into
+    ``stats``, what it served so far when it fails), then delete it."""
     kv = config.kvcache
     conversations = (sharegpt.load(kv.dataset_path, kv.max_conversations, kv.num_users)
                      if kv.dataset_path else None)
@@ -49,7 +50,6 @@ def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
     backend.put(f"{prefix}/.probe", b"kvcache")  # an unreachable tier fails now, not later
     backend.delete(f"{prefix}/.probe")
     fill = make_fill(kv.seed)
-    stats = KVStats(rank=world.rank, cpu_cores=float(len(os.sched_getaffinity(0))))
     budgets = {"gpu": int(kv.gpu_mem_gb * kv.num_gpus * GIB * kv.entry_scale),
                "cpu": int(kv.cpu_mem_gb * GIB * kv.entry_scale)}
     storage = StorageTier(backend, prefix, kv.direct_io, fill)
@@ -67,7 +67,6 @@ def _rank_stats(config: Config, world: World, run_id: str) -> KVStats:
         cache.clear_storage()
         _remove_folders(folder, prefix, run_id, not kv.cache_dir)
     stats.direct_io = storage.direct and kv.direct_io
-    return stats
 
 
 def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool) -> None:
@@ -102,35 +101,69 @@ def facts(config: Config, ranks: int) -> dict[str, Any]:
 def run(config: Config, world: World, comm: Comm, warnings: list[str],
         save: Any) -> tuple[Path | None, Any, str | None]:
     """Run the KV-cache benchmark; rank 0 returns (run folder, result, problem), others
-    Nones. ``save`` commits the result files (``session.save``)."""
+    Nones. ``save`` commits the result files (``session.save``). A rank that fails leaves
+    what it served as a partial result (``write_partial_result``)."""
     run_id, run_dir = open_run_folder(config, world, comm)
     started = _now()
+    stats = KVStats(rank=world.rank, cpu_cores=float(len(os.sched_getaffinity(0))))
+    extra = {"warnings": warnings, "launcher": world.launcher, "ranks_launched": world.size}
     try:
-        stats = _rank_stats(config, world, run_id)
-    except BaseException:
-        if world.is_root:  # nothing measured: no empty run folder is left
-            with contextlib.suppress(OSError):
-                run_dir.rmdir()
+        _rank_stats(config, world, run_id, stats)
+    except BaseException as exc:
+        _partial(config, world, (run_id, run_dir, started), stats, exc, extra)
         raise
-    trace = RankTrace(world.rank, world.host, Timeline(world.rank))
-    trace.cpu_s, trace.cpu_wall_s, trace.cpu_cores = stats.cpu_s, stats.elapsed_s, \
-        stats.cpu_cores
-    traces, gathered = comm.gather(trace), comm.gather(stats)
+    traces, gathered = comm.gather(_trace(world, stats)), comm.gather(stats)
     if not world.is_root or traces is None or gathered is None:
         return None, None, None
-    extra = {"warnings": warnings, "launcher": world.launcher, "ranks_launched": world.size}
-    result: Any = build_result(config, run_id, "complete", traces, started, _now(), 0, extra,
+    result = _result(config, (run_id, "complete", started), traces, gathered, extra)
+    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+    return where, result, problem or _upstream_file(config.kvcache.output_json, result, where)
+
+
+def _trace(world: World, stats: KVStats, error: str | None = None) -> RankTrace:
+    trace = RankTrace(world.rank, world.host, Timeline(world.rank), error=error)
+    trace.cpu_s, trace.cpu_wall_s, trace.cpu_cores = stats.cpu_s, stats.elapsed_s, \
+        stats.cpu_cores
+    return trace
+
+
+def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
+            stats: list[KVStats], extra: dict[str, Any]) -> Any:
+    """The result document: the common part, the storage tier's facts, ``kvcache`` and its
+    verdict. ``run``: (id, status, start time)."""
+    run_id, status, started = run
+    result: Any = build_result(config, run_id, status, traces, started, _now(), 0, extra,
                                run_facts(config))
     folder = config.kvcache.cache_dir or tempfile.gettempdir()
     result["storage"] = backend_for(folder, config.storage, "kvcache.cache_dir").facts()
-    result["kvcache"] = summarize(gathered, facts(config, world.size))
+    result["kvcache"] = summarize(stats, facts(config, int(extra["ranks_launched"])))
     kv_verdict = result["kvcache"]["verdict"]
     limiter = {"none": "none", "storage": "storage", "client CPU": "client"}
     result["verdict"] = {**result["verdict"], "meets_floor": None,
                          "limiter": limiter.get(kv_verdict["limiter"], "other"),
                          "reason": kv_verdict["reason"]}
-    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
-    return where, result, problem or _upstream_file(config.kvcache.output_json, result, where)
+    return result
+
+
+def _partial(config: Config, world: World, run: tuple[str, Path, str], stats: KVStats,
+             exc: BaseException, extra: dict[str, Any]) -> None:
+    """After a rank failed: what it served, as its partial result (its place said in the
+    error's sentence); nothing served, no empty run folder is left."""
+    run_id, run_dir, started = run
+    if not stats.requests:
+        if world.is_root:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+        return
+    error = str(exc) or type(exc).__name__
+    result = _result(config, (run_id, "partial", started), [_trace(world, stats, error)],
+                     [stats], extra)
+    with contextlib.suppress(DlioBenchError, OSError):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        where = write_partial_result(run_dir, result, world.rank)
+        said = f"what rank {world.rank} served before it is in {where} (status: partial)"
+        if isinstance(exc, DlioBenchError) and len(exc.args) == 1:
+            exc.args = (f"{exc.args[0]}; {said}",)
 
 
 def _upstream_file(path: str, result: Any, where: Path) -> str | None:
