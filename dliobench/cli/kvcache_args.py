@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dliobench.config.kvcache_keys import UPSTREAM_FLAGS
+from dliobench.config.kvcache_keys import UPSTREAM_FLAGS, KVCacheConfig
 
 
 def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], int]],
@@ -22,13 +23,14 @@ def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], i
                        "the key kvcache.<name> of the workload (workloads/kvcache.yaml, or a "
                        "workloads/kvcache_*.yaml file or name, then KEY=VALUE overrides).")
     add_workload_args(p)
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(KVCacheConfig)}
     for flag, name, kind in UPSTREAM_FLAGS:
+        text = f"{helps[name]} (kvcache.{name})".replace("%", "%%")
         if kind == "flag":
-            p.add_argument(flag, dest=f"kv_{name}", action="store_true",
-                           help=f"kvcache.{name}")
+            p.add_argument(flag, dest=f"kv_{name}", action="store_true", help=text)
         else:
-            p.add_argument(flag, dest=f"kv_{name}", metavar=name.upper(),
-                           help=f"kvcache.{name}")
+            p.add_argument(flag, dest=f"kv_{name}", metavar="N" if kind != "str" else "TEXT",
+                           help=text)
     p.add_argument("--output", dest="kv_output", metavar="DIR|FILE.json",
                    help="root folder of results (output.folder); a name ending in .json is "
                    "upstream's --output: the figures also go there (kvcache.output_json)")

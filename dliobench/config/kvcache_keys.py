@@ -27,8 +27,9 @@ class KVCacheConfig:
                           "--duration)", minimum=0.01, maximum=86400)
     max_requests: int = key(0, "int", "stop after this many requests on each rank "
                             "(0: run for duration)", minimum=0)
-    gpu_mem_gb: float = key(16.0, "float", "GPU tier budget in GB (emulated: a budget and a "
-                            "transfer rate, gpu_bandwidth_gbps)", minimum=0, maximum=65536)
+    gpu_mem_gb: float = key(16.0, "float", "GPU tier budget in GiB per GPU (emulated: a "
+                            "budget and a transfer rate, gpu_bandwidth_gbps)", minimum=0,
+                            maximum=65536)
     num_gpus: int = key(1, "int", "GPUs of the tensor-parallel group: the GPU tier is "
                         "num_gpus x gpu_mem_gb", minimum=1, maximum=4096)
     tensor_parallel: int = key(1, "int", "tensor-parallel degree: each entry's objects are "
@@ -37,7 +38,7 @@ class KVCacheConfig:
     gpu_bandwidth_gbps: float = key(
         25.0, "float", "ours: the emulated GPU tier's transfer rate in GB/s (host to device, "
         "a PCIe 4 x16 link)", minimum=0.001, maximum=1e6)
-    cpu_mem_gb: float = key(32.0, "float", "CPU tier budget in GB (real memory)", minimum=0,
+    cpu_mem_gb: float = key(32.0, "float", "CPU tier budget in GiB (real memory)", minimum=0,
                             maximum=131072)
     cache_dir: str = key("", "path", "folder or s3:// URL of the storage tier (empty: a "
                          "temporary folder)")
