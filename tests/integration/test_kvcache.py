@@ -15,7 +15,7 @@ from tests.conftest import S3Server, last_result
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 SHAREGPT = Path(__file__).resolve().parents[1] / "data" / "sharegpt_small.json"
 SMALL = ["--num-users", "12", "--max-requests", "12", "--entry-scale", "0.002"]
-UPSTREAM_NAMES = ("total_requests", "total_tokens", "elapsed_time",
+UPSTREAM_NAMES = ("total_requests", "total_tokens", "elapsed_time", "total_storage_io_time",
                   "avg_throughput_tokens_per_sec", "storage_throughput_tokens_per_sec",
                   "requests_per_second", "end_to_end_latency_ms", "storage_io_latency_ms",
                   "generation_latency_ms", "cache_stats", "multi_turn_stats", "qos_metrics")
@@ -33,6 +33,7 @@ def test_v3_options_scaled_down(option: str, workdir: Path, run_cli: Callable[..
     kv = result["kvcache"]
     assert all(name in kv for name in UPSTREAM_NAMES)
     assert kv["total_requests"] == 40 and kv["total_tokens"] > 0
+    assert 0 < kv["end_to_end_latency_ms"]["mean"] <= kv["end_to_end_latency_ms"]["max"]
     stats, storage = kv["cache_stats"], kv["tiers"]["storage"]
     assert stats["decode_bytes_read_gb"] > 0 and storage["write_bytes"] > 0
     if option.endswith("cpu4"):  # 4 GiB x 0.002: the CPU tier fills, LRU entries go down

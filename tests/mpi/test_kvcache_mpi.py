@@ -27,4 +27,5 @@ def test_two_clients_each_with_their_users(workdir: Path) -> None:
     assert kv["total_requests"] == 12 == sum(r["requests"] for r in kv["ranks"])
     assert kv["worst_rank_storage_read_p95_ms"] == max(r["storage_read_p95_ms"]
                                                        for r in kv["ranks"])
+    assert kv["aggregated_read_bandwidth_gbps"] > 0  # the ranks' storage read GB/s summed
     assert not list((workdir / "tier").iterdir())

@@ -65,9 +65,10 @@ class Server:
                 hit, _, seconds = self._reads(name)
                 io, hits, misses = io + seconds, hits + hit, misses + (not hit)
             context = max(1, context - tokens)
-        for name in r.previous_keys:
-            hit, _, seconds = self._reads(name)
+        for name in r.previous_keys:  # decode-phase reads too (upstream counts them so)
+            hit, moved, seconds = self._reads(name)
             io, turn_hits, turn_misses = io + seconds, turn_hits + hit, turn_misses + (not hit)
+            decoded += moved
         with self.allocs:
             io += self.cache.write(r.key, self._bytes(context))
         if r.decodes:
@@ -93,6 +94,8 @@ class Server:
             s.multi_turn_misses += counts[3]
             s.decode_bytes_read += decoded
             s.storage_io_s += io
+            s.e2e_s += now - arrival + generation
+            s.generation_s += generation
             e2e = now - arrival + generation
             s.e2e.record(e2e, e2e)
             s.storage_io.record(io, io)

@@ -64,7 +64,9 @@ class KVStats:
     storage_io: LatencyLog = field(default_factory=LatencyLog)
     generation: LatencyLog = field(default_factory=LatencyLog)
     queue_wait: LatencyLog = field(default_factory=LatencyLog)
-    storage_io_s: float = 0.0
+    storage_io_s: float = 0.0  # the sums of the requests' times, for the means
+    e2e_s: float = 0.0
+    generation_s: float = 0.0
     tokens_per_second: Counter[int] = field(default_factory=Counter)  # second: tokens done
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
@@ -85,7 +87,8 @@ class KVStats:
                 mine[tier].merge(theirs[tier])
         for name in ("decode_bytes_read", "requests", "scheduled", "cancelled", "tokens",
                      "prefill_tokens", "hits", "misses", "multi_turn_hits",
-                     "multi_turn_misses", "storage_io_s", "cpu_s", "cpu_cores"):
+                     "multi_turn_misses", "storage_io_s", "e2e_s", "generation_s", "cpu_s",
+                     "cpu_cores"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for log in ("e2e", "storage_io", "generation", "queue_wait"):
             getattr(self, log).merge(getattr(other, log))

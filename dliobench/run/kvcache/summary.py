@@ -19,9 +19,12 @@ SATURATED_WAIT_S = 0.05  # ours: a median queue wait above this means requests p
 CLIENT_BUSY = 0.9  # ours: CPU share of the rank's cores above which the client limits
 
 
-def _ms(log: LatencyLog) -> dict[str, float | None]:
-    """mean-less percentiles in ms (the bins keep no sum), upstream's key names."""
+def _ms(log: LatencyLog, total_s: float | None = None) -> dict[str, float | None]:
+    """Percentiles in ms under upstream's key names, and the ``mean`` when the sum of the
+    times (``total_s``) is known (the bins keep none)."""
     out: dict[str, float | None] = {}
+    if total_s is not None:
+        out["mean"] = total_s / log.count * 1e3 if log.count else None
     for name, q in QUANTILES:
         value = log.total_percentile(q)
         out[name] = None if value is None else value * 1e3
@@ -127,8 +130,13 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
         "storage_throughput_tokens_per_sec": (total.tokens / total.storage_io_s
                                               if total.storage_io_s else None),
         "requests_per_second": total.requests / el,
-        "end_to_end_latency_ms": _ms(total.e2e), "storage_io_latency_ms": _ms(total.storage_io),
-        "generation_latency_ms": _ms(total.generation), "queue_wait_ms": _ms(total.queue_wait),
+        "total_storage_io_time": total.storage_io_s,
+        "end_to_end_latency_ms": _ms(total.e2e, total.e2e_s),
+        "storage_io_latency_ms": _ms(total.storage_io, total.storage_io_s),
+        "generation_latency_ms": _ms(total.generation, total.generation_s),
+        "queue_wait_ms": _ms(total.queue_wait),
+        "aggregated_read_bandwidth_gbps": sum(
+            s.reads["storage"].bytes / s.elapsed_s for s in stats if s.elapsed_s) / GB,
         "cache_stats": _cache_stats(total, worst),
         "multi_turn_stats": {"hits": total.multi_turn_hits, "misses": total.multi_turn_misses,
                              "hit_rate": total.multi_turn_hits / turns if turns else None},
