@@ -11,18 +11,18 @@ from typing import Any
 from dliobench.config.kvcache_keys import UPSTREAM_FLAGS, KVCacheConfig
 
 
-def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], int]],
-               common: tuple[Callable[..., None], Callable[..., None]]) -> None:
-    """`dliobench kvcache`; ``common``: the parser's workload and launcher arguments (handed
-    in: this module must not import the parser that imports it)."""
-    add_workload_args, add_launcher_arg = common
+def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], int]]) -> None:
+    """`dliobench kvcache` (its own arguments: a workload and overrides, upstream's options,
+    the launcher; this module does not import the parser that calls it)."""
     p = sub.add_parser("kvcache", help="the KV-cache benchmark (LLM inference offloading its "
                        "KV cache to GPU, CPU and storage tiers)",
                        description="Emulate LLM inference offloading its KV cache, with "
                        "mlcommons/storage kv-cache.py's options (docs/kvcache.md); each sets "
                        "the key kvcache.<name> of the workload (workloads/kvcache.yaml, or a "
                        "workloads/kvcache_*.yaml file or name, then KEY=VALUE overrides).")
-    add_workload_args(p)
+    p.add_argument("workload", nargs="*", metavar="[WORKLOAD] [KEY=VALUE ...]",
+                   help="workload YAML file or name in workloads/ (default: kvcache), then "
+                   "overrides such as kvcache.io_depth=32 (`dliobench keys` lists them)")
     helps = {f.name: f.metadata["help"] for f in dataclasses.fields(KVCacheConfig)}
     for flag, name, kind in UPSTREAM_FLAGS:
         text = f"{helps[name]} (kvcache.{name})".replace("%", "%%")
@@ -34,5 +34,6 @@ def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], i
     p.add_argument("--output", dest="kv_output", metavar="DIR|FILE.json",
                    help="root folder of results (output.folder); a name ending in .json is "
                    "upstream's --output: the figures also go there (kvcache.output_json)")
-    add_launcher_arg(p)
+    p.add_argument("--launcher", choices=("auto", "mpi", "torch", "none"), default="auto",
+                   help="what started the ranks (default auto, as `run`)")
     p.set_defaults(func=commands["kvcache"])

@@ -332,7 +332,7 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run_parser(sub, commands)
-    kvcache_args.add_parser(sub, commands, (_add_workload_args, _add_launcher_arg))
+    kvcache_args.add_parser(sub, commands)
     _add_report_parser(sub, commands)
     _add_recover_parser(sub, commands)
     _add_check_parser(sub, commands)
