@@ -91,6 +91,7 @@ def facts(config: Config, ranks: int) -> dict[str, Any]:
             "io_depth": pool_size(kv), "generation_mode": kv.generation_mode,
             "gpu_mem_gb": kv.gpu_mem_gb, "cpu_mem_gb": kv.cpu_mem_gb, "seed": kv.seed,
             "num_gpus": kv.num_gpus, "tensor_parallel": kv.tensor_parallel,
+            "performance_profile": kv.performance_profile,
             "duration": kv.duration, "max_requests": kv.max_requests,
             "max_concurrent_allocs": kv.max_concurrent_allocs,
             "multi_turn": not kv.disable_multi_turn,

@@ -15,6 +15,13 @@ GB = 1e9
 QUANTILES = (("p50", 50), ("p95", 95), ("p99", 99), ("p999", 99.9), ("p9999", 99.99))
 # QoS targets (p95, p99 ms): mlcommons/storage kv_cache/models.py@64f05b37 _DEFAULT_QOS_PROFILES
 QOS_TARGETS_MS = {"interactive": (50, 100), "responsive": (100, 200), "batch": (1000, 5000)}
+# the latency profile's criteria: (name, value's key path, target, below): kv-cache.py@17335a71
+# _evaluate_storage_performance (storage write P95 < 500 ms, read P95 < 200 ms, CPU tier P95
+# < 150 ms, hit rate > 30 %)
+CRITERIA = (("NVMe Write P95 < 500ms", "storage_write_p95_ms", 500.0, True),
+            ("NVMe Read P95 < 200ms", "storage_read_p95_ms", 200.0, True),
+            ("CPU RAM P95 < 150ms", "cpu_p95_ms", 150.0, True),
+            ("Cache Hit Rate > 30%", "cache_hit_rate", 0.3, False))
 SATURATED_WAIT_S = 0.05  # ours: a median queue wait above this means requests piled up
 CLIENT_BUSY = 0.9  # ours: CPU share of the rank's cores above which the client limits
 
@@ -100,6 +107,36 @@ def _seconds(ops: TierOps) -> float:
     return 0.0 if median is None else ops.count * median
 
 
+def assessment(stats: dict[str, Any], profile: str, storage_tokens_per_s: float) -> dict[str, Any]:
+    """Upstream's storage performance assessment: the latency profile's four criteria (each
+    judged when it has data), or the throughput profile's storage tokens/s > 0."""
+    if profile == "throughput":
+        criteria = [{"name": "Throughput (tok/s)", "target": ">0",
+                     "actual": storage_tokens_per_s, "passed": storage_tokens_per_s > 0}]
+    else:
+        criteria = [{"name": name, "target": target, "actual": stats[key],
+                     "passed": stats[key] < target if below else stats[key] > target}
+                    for name, key, target, below in CRITERIA if stats.get(key) is not None]
+    return {"overall_status": "PASS" if all(c["passed"] for c in criteria) else "FAIL",
+            "criteria": criteria, "passed_count": sum(c["passed"] for c in criteria),
+            "total_count": len(criteria)}
+
+
+def _performance(total: KVStats, cache_stats: dict[str, Any],
+                 facts: dict[str, Any]) -> dict[str, Any]:
+    """``assessment`` of the run: the CPU tier's reads and writes together for its P95, and
+    the tokens the storage tier moved (its bytes over the entry bytes per token)."""
+    cpu = LatencyLog()
+    for ops in (total.reads["cpu"], total.writes["cpu"]):
+        cpu.merge(ops.latency)
+    p95 = cpu.total_percentile(95)
+    judged = {**cache_stats, "cpu_p95_ms": None if p95 is None else p95 * 1e3}
+    per_token = float(facts.get("kv_bytes_per_token", 1)) * float(facts.get("entry_scale", 1))
+    moved = total.reads["storage"].bytes + total.writes["storage"].bytes
+    return assessment(judged, str(facts.get("performance_profile")),
+                      moved / max(per_token, 1e-9) / (total.elapsed_s or 1e-9))
+
+
 def _qos(level: str, log: LatencyLog) -> dict[str, Any]:
     """One QoS class's requests against upstream's targets: ``sla.met`` when its P95 and P99
     are within them, ``sla.compliance`` the share of requests within the P95 target."""
@@ -122,6 +159,7 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
     p95s = [r["storage_read_p95_ms"] for r in ranks if r["storage_read_p95_ms"] is not None]
     worst = max(p95s) if p95s else None
     turns = total.multi_turn_hits + total.multi_turn_misses
+    cache_stats = _cache_stats(total, worst)
     return {
         **facts, "total_requests": total.requests, "scheduled_requests": total.scheduled,
         "dropped_requests": total.cancelled, "total_tokens": total.tokens,
@@ -137,7 +175,8 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
         "queue_wait_ms": _ms(total.queue_wait),
         "aggregated_read_bandwidth_gbps": sum(
             s.reads["storage"].bytes / s.elapsed_s for s in stats if s.elapsed_s) / GB,
-        "cache_stats": _cache_stats(total, worst),
+        "cache_stats": cache_stats,
+        "storage_performance": _performance(total, cache_stats, facts),
         "multi_turn_stats": {"hits": total.multi_turn_hits, "misses": total.multi_turn_misses,
                              "hit_rate": total.multi_turn_hits / turns if turns else None},
         "qos_metrics": {q: _qos(q, log) for q, log in sorted(total.qos.items())},
