@@ -5,6 +5,7 @@ waterfall writing and reading real files."""
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -100,3 +101,29 @@ def test_storage_reads_an_entry_in_bounded_chunks(tmp_path: Path,
                         lambda self, *a, **k: calls.append(a[2]) or real(self, *a, **k))
     moved, seconds = storage.read("e/1", 10_000)
     assert moved == 10_000 and seconds > 0 and calls == [4096, 4096, 1808]
+
+
+def test_a_failed_demotion_releases_its_readers(tmp_path: Path) -> None:
+    """The storage folder is gone: making room for c/1 must demote a/1 and b/1, the first
+    demotion fails, and reads of b/1 and c/1 return instead of waiting for ever."""
+    fill = make_fill(3)
+    storage = StorageTier(PosixBackend(str(tmp_path / "gone")), "run", True, fill)
+    cache = Waterfall({"gpu": 0, "cpu": 250_000}, GpuTier(1e12), CpuTier(fill), storage,
+                      KVStats())
+    cache.write("a/1", 100_000)
+    cache.write("b/1", 100_000)
+    with pytest.raises(FileNotFoundError):
+        cache.write("c/1", 200_000)
+    outcome: list[object] = []
+    reader = threading.Thread(target=lambda: outcome.extend(
+        _read_or_error(cache, name) for name in ("b/1", "c/1")), daemon=True)
+    reader.start()
+    reader.join(timeout=10)  # a hang guard: the reads take milliseconds
+    assert not reader.is_alive() and len(outcome) == 2
+
+
+def _read_or_error(cache: Waterfall, name: str) -> object:
+    try:
+        return cache.read(name)
+    except OSError as exc:
+        return exc

@@ -91,9 +91,13 @@ class Waterfall:
             tier = self._target(size)
             self._room(tier, size, moves)
             self._place(entry, tier)
-        seconds = sum(self._put(victim, dest) for victim, dest in moves)
-        seconds += self._put(entry, tier)
-        return seconds
+        try:
+            seconds = sum(self._put(victim, dest) for victim, dest in moves)
+            return seconds + self._put(entry, tier)
+        finally:  # a failed write releases its readers too (they fail, not hang)
+            for victim, _ in moves:
+                victim.ready.set()
+            entry.ready.set()
 
     def _put(self, entry: Entry, tier: str) -> float:
         """Store ``entry``'s bytes in ``tier`` (counted as a write there), then release it."""
