@@ -127,3 +127,31 @@ def _read_or_error(cache: Waterfall, name: str) -> object:
         return cache.read(name)
     except OSError as exc:
         return exc
+
+
+def test_a_failed_request_gives_up_its_entry(tmp_path: Path) -> None:
+    """Turn 1 fails before its prefill (its shared prefix's file is gone): turn 2, waiting to
+    reload turn 1, misses it instead of waiting for ever."""
+    from contextlib import nullcontext
+
+    from dliobench.run.kvcache.engine import Server
+    from dliobench.run.kvcache.schedule import Request
+
+    backend = PosixBackend(str(tmp_path))
+    backend.make_room("run")
+    fill, stats = make_fill(4), KVStats()
+    cache = Waterfall({"gpu": 0, "cpu": 0}, GpuTier(1e12), CpuTier(fill),
+                      StorageTier(backend, "run", False, fill), stats)
+    cache.write("prefix/p0", 1000)
+    (tmp_path / "run" / "prefix_p0").unlink()
+    first, second = (Request(0.0, 0, 1, t, 2000, 10, "batch", 0 if t == 1 else -1)
+                     for t in (1, 2))
+    for r in (first, second):
+        cache.expect(r.key)
+    server = Server(KV, cache, stats, 1.0, 0.0, nullcontext())
+    with pytest.raises(FileNotFoundError):
+        server.serve(first, False)
+    reader = threading.Thread(target=server.serve, args=(second, False), daemon=True)
+    reader.start()
+    reader.join(timeout=10)  # a hang guard: it takes milliseconds
+    assert not reader.is_alive() and stats.multi_turn_misses == 1 and stats.requests == 1

@@ -53,7 +53,17 @@ class Server:
         return tier is not None, moved, seconds
 
     def serve(self, r: Request, writes_prefix: bool) -> None:
-        """Serve ``r``; its figures go into ``stats``."""
+        """Serve ``r``; its figures go into ``stats``. When it fails, the entries it was to
+        write are given up, so requests waiting to read them miss instead of hanging."""
+        try:
+            self._serve(r, writes_prefix)
+        except BaseException:
+            self.cache.abandon(r.key)
+            if writes_prefix:
+                self.cache.abandon(f"prefix/p{r.prefix}")
+            raise
+
+    def _serve(self, r: Request, writes_prefix: bool) -> None:
         began = time.perf_counter()
         io, hits, misses, turn_hits, turn_misses, decoded = 0.0, 0, 0, 0, 0, 0
         context = r.context_tokens
