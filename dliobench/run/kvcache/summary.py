@@ -55,8 +55,10 @@ def _cache_stats(t: KVStats, worst_p95: float | None) -> dict[str, Any]:
     el = t.elapsed_s or 1e-9
     read = sum(t.reads[x].bytes for x in TIERS)
     write = sum(t.writes[x].bytes for x in TIERS)
+    hits = t.hits + t.multi_turn_hits  # every access, as upstream's access_cache counts
+    accesses = hits + t.misses + t.multi_turn_misses
     out: dict[str, Any] = {
-        "cache_hit_rate": t.hits / (t.hits + t.misses) if t.hits + t.misses else None,
+        "cache_hit_rate": hits / accesses if accesses else None,
         "read_write_ratio": read / write if write else None,
         "total_read_gb": read / GB, "total_write_gb": write / GB,
         "decode_bytes_read_gb": t.decode_bytes_read / GB}
