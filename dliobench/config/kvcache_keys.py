@@ -40,6 +40,10 @@ class KVCacheConfig:
         "a PCIe 4 x16 link)", minimum=0.001, maximum=1e6)
     cpu_mem_gb: float = key(32.0, "float", "CPU tier budget in GiB (real memory)", minimum=0,
                             maximum=131072)
+    storage_capacity_gb: float = key(
+        0.0, "float", "storage tier capacity in GiB per rank, its least recently used entries "
+        "deleted beyond it (0: 90 % of the free space found at the start over the ranks; "
+        "unbounded on S3)", minimum=0, maximum=1e9)
     cache_dir: str = key("", "path", "folder or s3:// URL of the storage tier (empty: a "
                          "temporary folder)")
     generation_mode: str = key("realistic", "choice", "emulated decode time per generated "
@@ -84,6 +88,7 @@ UPSTREAM_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--duration", "duration", "float"), ("--max-requests", "max_requests", "int"),
     ("--gpu-mem-gb", "gpu_mem_gb", "float"), ("--cpu-mem-gb", "cpu_mem_gb", "float"),
     ("--num-gpus", "num_gpus", "int"), ("--tensor-parallel", "tensor_parallel", "int"),
+    ("--storage-capacity-gb", "storage_capacity_gb", "float"),
     ("--cache-dir", "cache_dir", "str"), ("--generation-mode", "generation_mode", "str"),
     ("--max-concurrent-allocs", "max_concurrent_allocs", "int"),
     ("--disable-multi-turn", "disable_multi_turn", "flag"),

@@ -102,12 +102,15 @@ def test_a_bad_option_is_one_sentence(workdir: Path, run_cli: Callable[..., int]
 def test_a_full_storage_tier_stops_the_run_at_once(workdir: Path, run_cli: Callable[..., int],
                                                    mount: Callable[..., Path],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """A 6 MiB tmpfs fills after a few entries: one sentence naming the tier, long before the
-    200 requests, what was served kept as a partial result, the tier's files deleted."""
+    """A 6 MiB tmpfs given a capacity it lacks (10.7 MB at this scale) fills after a few
+    entries: one sentence naming the tier, long before the 200 requests, what was served
+    kept as a partial result, the tier's files deleted. (Without the capacity, 90 % of the
+    free space is the tier's and its LRU entries are deleted instead.)"""
     disk = mount("tmpfs", "size=6M")
     code = run_cli("kvcache", "--model", "tiny-1b", "--num-users", "20", "--max-requests",
                    "200", "--io-depth", "1", "--entry-scale", "0.01", "--gpu-mem-gb", "0",
-                   "--cpu-mem-gb", "0", "--generation-mode", "none", "--cache-dir", str(disk))
+                   "--cpu-mem-gb", "0", "--generation-mode", "none", "--cache-dir", str(disk),
+                   "--storage-capacity-gb", "1")
     assert code == 1
     err = capsys.readouterr().err
     assert f"storage tier {disk} failed during the run: No space left" in err, err

@@ -155,3 +155,19 @@ def test_a_failed_request_gives_up_its_entry(tmp_path: Path) -> None:
     reader.start()
     reader.join(timeout=10)  # a hang guard: it takes milliseconds
     assert not reader.is_alive() and stats.multi_turn_misses == 1 and stats.requests == 1
+
+
+def test_a_full_storage_tier_drops_its_least_recent_entries(tmp_path: Path) -> None:
+    """--storage-capacity-gb: beyond it the least recently used files are deleted, their
+    reads miss."""
+    backend = PosixBackend(str(tmp_path))
+    backend.make_room("run")
+    fill = make_fill(5)
+    cache = Waterfall({"gpu": 0, "cpu": 0, "storage": 250_000}, GpuTier(1e12), CpuTier(fill),
+                      StorageTier(backend, "run", True, fill), KVStats())
+    for name in ("a/1", "b/1"):
+        cache.write(name, 100_000)
+    cache.read("a/1")  # a/1 is now the more recent
+    cache.write("c/1", 100_000)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["a_1", "c_1"]
+    assert cache.read("b/1")[0] is None and cache.read("a/1")[0] == "storage"

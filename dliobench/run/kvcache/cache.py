@@ -63,8 +63,10 @@ class Waterfall:
         return next(t for t in ORDER if t == "storage" or self.budgets[t] >= size)
 
     def _room(self, tier: str, size: int, moves: list[tuple[Entry, str]]) -> None:
-        """Under the lock: demote ``tier``'s LRU entries until ``size`` more bytes fit."""
+        """Under the lock: demote ``tier``'s LRU entries until ``size`` more bytes fit (the
+        storage tier's, when it has a capacity, are deleted: "drop")."""
         if tier == "storage":
+            self._drop_room(size, moves)
             return
         while self.used[tier] + size > self.budgets[tier] and self.lru[tier]:
             _, victim = self.lru[tier].popitem(last=False)
@@ -76,6 +78,15 @@ class Waterfall:
             self._place(victim, dest)
             victim.ready.clear()
             moves.append((victim, dest))
+
+    def _drop_room(self, size: int, moves: list[tuple[Entry, str]]) -> None:
+        capacity = self.budgets.get("storage")
+        while capacity is not None and self.used["storage"] + size > capacity \
+                and self.lru["storage"]:
+            _, victim = self.lru["storage"].popitem(last=False)
+            self.used["storage"] -= victim.size
+            self.entries.pop(victim.name, None)  # its readers miss from now on
+            moves.append((victim, "drop"))
 
     def _place(self, entry: Entry, tier: str) -> None:
         entry.tier = tier
@@ -92,7 +103,8 @@ class Waterfall:
             self._room(tier, size, moves)
             self._place(entry, tier)
         try:
-            seconds = sum(self._put(victim, dest) for victim, dest in moves)
+            seconds = sum(self._drop(victim) if dest == "drop" else self._put(victim, dest)
+                          for victim, dest in moves)
             return seconds + self._put(entry, tier)
         finally:  # a failed write releases its readers too (they fail, not hang)
             for victim, _ in moves:
@@ -110,9 +122,19 @@ class Waterfall:
             else:
                 seconds = self.storage.write(entry.name, entry.size)
                 entry.data = None
+                if self.entries.get(entry.name) is not entry:  # dropped while written
+                    self.storage.delete(entry.name)
             with self._stats_lock():
                 self.stats.writes[tier].add(entry.size, seconds)
             return seconds
+        finally:
+            entry.ready.set()
+
+    def _drop(self, entry: Entry) -> float:
+        """Delete a dropped entry's object (a full storage tier's LRU entry)."""
+        try:
+            self.storage.delete(entry.name)
+            return 0.0
         finally:
             entry.ready.set()
 
@@ -138,7 +160,12 @@ class Waterfall:
         elif tier == "gpu":
             moved, seconds = entry.size, self.gpu.transfer(entry.size)
         else:
-            moved, seconds = self.storage.read(name, entry.size)
+            try:
+                moved, seconds = self.storage.read(name, entry.size)
+            except FileNotFoundError:
+                if self.entries.get(name) is entry:
+                    raise
+                return None, 0, 0.0  # dropped while being read: a miss
         with self._stats_lock():
             self.stats.reads[tier].add(moved, seconds)
         return tier, moved, seconds

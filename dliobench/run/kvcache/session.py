@@ -52,6 +52,9 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
     fill = make_fill(kv.seed)
     budgets = {"gpu": int(kv.gpu_mem_gb * kv.num_gpus * GIB * kv.entry_scale),
                "cpu": int(kv.cpu_mem_gb * GIB * kv.entry_scale)}
+    capacity = _capacity(kv.storage_capacity_gb * GIB * kv.entry_scale, backend, world.size)
+    if capacity is not None:
+        budgets["storage"] = capacity
     storage = StorageTier(backend, prefix, kv.direct_io, fill)
     cache = Waterfall(budgets, GpuTier(kv.gpu_bandwidth_gbps * 1e9), CpuTier(fill), storage,
                       stats)
@@ -67,6 +70,15 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
         cache.clear_storage()
         _remove_folders(folder, prefix, run_id, not kv.cache_dir)
     stats.direct_io = storage.direct and kv.direct_io
+
+
+def _capacity(given: float, backend: Any, ranks: int) -> int | None:
+    """The storage tier's capacity: the one given, else 90 % of the free space over the
+    ranks (upstream's 0: auto-detect), or none where the storage says no free space (S3)."""
+    if given:
+        return int(given)
+    free = backend.free_bytes()
+    return None if free is None else int(free * 0.9 / ranks)
 
 
 def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool) -> None:
