@@ -171,3 +171,23 @@ def test_a_full_storage_tier_drops_its_least_recent_entries(tmp_path: Path) -> N
     cache.write("c/1", 100_000)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["a_1", "c_1"]
     assert cache.read("b/1")[0] is None and cache.read("a/1")[0] == "storage"
+
+
+def test_the_verdict_names_what_limited_the_run() -> None:
+    """Queued requests (median wait 0.5 s): the client when one rank's interpreter held a
+    core (user CPU 95 % of the time, the GIL's bound), else the tier with the I/O time."""
+    from dliobench.run.kvcache.summary import verdict
+
+    def rank(user_s: float) -> KVStats:
+        s = KVStats(elapsed_s=10.0, cpu_s=user_s + 0.5, user_s=user_s, cpu_cores=16.0)
+        for _ in range(10):
+            s.queue_wait.record(0.5, 0.5)
+            s.reads["storage"].add(1 << 20, 0.2)
+            s.reads["cpu"].add(1 << 20, 0.001)
+        return s
+
+    assert verdict(rank(9.5), [rank(9.5)])["limiter"] == "client CPU"
+    assert verdict(rank(1.0), [rank(1.0)])["limiter"] == "storage"
+    calm = KVStats(elapsed_s=10.0)
+    calm.queue_wait.record(0.001, 0.001)
+    assert verdict(calm, [calm])["limiter"] == "none"

@@ -12,6 +12,7 @@ emulated; the run ends at ``duration`` (requests not yet started are dropped) or
 from __future__ import annotations
 
 import math
+import resource
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -120,7 +121,7 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
     """Release the requests at their arrival times to the pool and wait for the served ones;
     the elapsed time and CPU go into ``stats``. The first failed request, the end of the
     duration or an interruption (Ctrl-C, SIGTERM) drops the requests not yet started."""
-    start, cpu0 = time.perf_counter(), time.process_time()
+    start, cpu0, user0 = time.perf_counter(), time.process_time(), _user_s()
     allocs = (threading.BoundedSemaphore(kv.max_concurrent_allocs)
               if kv.max_concurrent_allocs else nullcontext())
     server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
@@ -133,6 +134,7 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
         stats.elapsed_s = max(time.perf_counter() - start,
                               max(stats.tokens_per_second, default=0) + 0.0)
         stats.cpu_s = time.process_time() - cpu0
+        stats.user_s = _user_s() - user0
     for _, _, future in queued:
         if not future.cancelled():
             future.result()  # a failed request's error is the run's
@@ -150,6 +152,12 @@ def _serve(kv: KVCacheConfig, requests: list[Request], server: Server,
             raise
         if not kv.max_requests or failed.is_set():
             _drop_unstarted(queued, server.cache, server.stats)
+
+
+def _user_s() -> float:
+    """This process's user-mode CPU seconds: Python runs there, one thread at a time (the
+    GIL), so a share near 1 of the elapsed time is a client bound to one core."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
 def _dispatch(kv: KVCacheConfig, requests: list[Request], server: Server,

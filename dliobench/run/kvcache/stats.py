@@ -70,6 +70,7 @@ class KVStats:
     tokens_per_second: Counter[int] = field(default_factory=Counter)  # second: tokens done
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
+    user_s: float = 0.0  # user-mode CPU (the interpreter's: one core at most, the GIL)
     cpu_cores: float = 1.0
     direct_io: bool = False
     qos: dict[str, LatencyLog] = field(default_factory=dict)
@@ -88,7 +89,7 @@ class KVStats:
         for name in ("decode_bytes_read", "requests", "scheduled", "cancelled", "tokens",
                      "prefill_tokens", "hits", "misses", "multi_turn_hits",
                      "multi_turn_misses", "storage_io_s", "e2e_s", "generation_s", "cpu_s",
-                     "cpu_cores"):
+                     "user_s", "cpu_cores"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for log in ("e2e", "storage_io", "generation", "queue_wait"):
             getattr(self, log).merge(getattr(other, log))

@@ -81,20 +81,24 @@ def _rank(s: KVStats) -> dict[str, Any]:
     return {"rank": s.rank, "requests": s.requests, "tokens": s.tokens,
             "decode_bytes_read": s.decode_bytes_read, "elapsed_s": s.elapsed_s,
             "storage_read_p95_ms": None if p95 is None else p95 * 1e3,
-            "cpu_share": s.cpu_s / (s.elapsed_s * s.cpu_cores) if s.elapsed_s else None}
+            "cpu_share": s.cpu_s / (s.elapsed_s * s.cpu_cores) if s.elapsed_s else None,
+            "user_cpu_of_one_core": s.user_s / s.elapsed_s if s.elapsed_s else None}
 
 
-def verdict(t: KVStats) -> dict[str, Any]:
+def verdict(t: KVStats, ranks: list[KVStats]) -> dict[str, Any]:
     """What limited the run: none when requests did not queue (the users' pace set it);
-    else the client's CPU when busy, else the tier where the I/O time went."""
+    else the client's CPU when its cores, or one core's worth of interpreter (the GIL) on
+    some rank, were busy; else the tier where the I/O time went."""
     wait = t.queue_wait.total_percentile(50) or 0.0
     cpu = t.cpu_s / (t.elapsed_s * t.cpu_cores) if t.elapsed_s else 0.0
+    gil = max((s.user_s / s.elapsed_s for s in ranks if s.elapsed_s), default=0.0)
     if wait <= SATURATED_WAIT_S and not t.cancelled:
         return {"limiter": "none", "reason": f"requests waited {wait * 1e3:.1f} ms (median) "
                 "for a thread: the users' pace, not the system, set the load"}
-    if cpu >= CLIENT_BUSY:
+    if cpu >= CLIENT_BUSY or gil >= CLIENT_BUSY:
         return {"limiter": "client CPU", "reason": f"requests queued while the client used "
-                f"{cpu:.0%} of its cores"}
+                f"{cpu:.0%} of its cores ({gil:.0%} of one core in user mode, the "
+                "interpreter's bound)"}
     spent = {x: sum(_seconds(o[x]) for o in (t.reads, t.writes))
              for x in TIERS}
     worst = max(spent, key=lambda x: spent[x])
@@ -187,4 +191,4 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
                                        for i in range(int(el) + 1)],
         "client_cpu_share": total.cpu_s / (el * total.cpu_cores) if total.cpu_cores else None,
         "direct_io": total.direct_io, "ranks": ranks,
-        "worst_rank_storage_read_p95_ms": worst, "verdict": verdict(total)}
+        "worst_rank_storage_read_p95_ms": worst, "verdict": verdict(total, stats)}
