@@ -297,6 +297,23 @@ def run_set_cases() -> list[Case]:
                   "checkpoint.num_checkpoints_read=0", "--no-progress"], says="both 0")]
 
 
+def kvcache_cases() -> list[Case]:
+    """``dliobench kvcache``'s upstream options out of range, a storage tier that is a file
+    or out of reach (the storage's fault: exit 1), a replay file that is not ShareGPT's."""
+    small = ["kvcache", "--model", "tiny-1b", "--max-requests", "2", "--entry-scale", "0.001"]
+    return [Case("kvcache --num-users 0", [*small, "--num-users", "0"], says="num_users"),
+            Case("kvcache --duration abc", [*small, "--duration", "abc"], says="duration"),
+            Case("kvcache --model gpt-5", [*small, "--model", "gpt-5"], says="kvcache.model"),
+            Case("kvcache --cache-dir a file", [*small, "--cache-dir", "f"],
+                 files={"f": b"x"}, expect=1, says="f/"),
+            Case("kvcache --cache-dir unreachable s3",
+                 [*small, "--cpu-mem-gb", "0", "--cache-dir", "s3://bucket/kv",
+                  "storage.s3.endpoint_url=http://127.0.0.1:9", "storage.s3.max_attempts=1"],
+                 env=NO_AWS, expect=1, says="s3://bucket/kv"),
+            Case("kvcache --dataset-path not JSON", [*small, "--dataset-path", "d.json"],
+                 files={"d.json": b"{not json"}, says="d.json")]
+
+
 S3_RUN = ["run", "dataset.data_folder=s3://bucket/data", "--no-progress",
           "storage.s3.endpoint_url=http://127.0.0.1:9", "storage.s3.max_attempts=1"]
 NO_AWS = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "",
@@ -455,6 +472,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     every = key_cases() + file_cases() + cli_cases() + trace_cases() + s3_cases() + slurm_cases()
+    every += kvcache_cases()
     cases = [c for c in every + damaged_cases() if args.only in c.name]
     tmp = Path(tempfile.mkdtemp(prefix="dliobench-bad-inputs-"))
     try:

@@ -91,6 +91,20 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
     return show_set(done, args.fail_below_floor or cfg.metric.fail_below_floor)
 
 
+def cmd_kvcache(args: argparse.Namespace) -> int:
+    """The KV-cache benchmark: upstream's options as ``kvcache.*`` overrides of the workload
+    (workloads/kvcache.yaml unless one is named), run as ``run`` runs one."""
+    from dliobench.config.kvcache_keys import overrides_from
+    from dliobench.results.console import show_run
+    from dliobench.run.commands import run_benchmark
+
+    named = args.workload and "=" not in args.workload[0]
+    args.workload = [*([] if named else ["kvcache"]), *args.workload, *overrides_from(vars(args))]
+    cfg, warnings = _load(args)
+    done = run_benchmark(cfg, warnings, _asked(args))
+    return show_run(done.run_dir, done.result, done.problem, False, False)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write the dataset only (what is missing of it), a large one only once confirmed."""
     from dliobench.results.console import show_generation
@@ -206,7 +220,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "report": cmd_report, "recover": cmd_recover, "generate": cmd_generate,
+    "run": cmd_run, "kvcache": cmd_kvcache, "report": cmd_report, "recover": cmd_recover,
+    "generate": cmd_generate,
     "datasize": cmd_datasize, "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
     "ceiling": cmd_ceiling,
     "check": cmd_check, "metadata": cmd_metadata, "predict": cmd_predict,

@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Callable, Mapping
 
 from dliobench import __version__
+from dliobench.cli import kvcache_args, trace_parser
 from dliobench.cli import mlpstorage as front_door
 from dliobench.cli import report_parser as reading
-from dliobench.cli import trace_parser
 from dliobench.cli.args import (
     add_launcher_arg,
     add_workload_args,
@@ -154,8 +154,9 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_run_parser, reading.add_report_parser, reading.add_recover_parser,
-                reading.add_check_parser, _add_generate_parser, _add_datasize_parser,
+    for add in (_add_run_parser, kvcache_args.add_parser, reading.add_report_parser,
+                reading.add_recover_parser, reading.add_check_parser, _add_generate_parser,
+                _add_datasize_parser,
                 reading.add_sweep_parser, _add_show_config_parser, _add_keys_parser,
                 _add_ceiling_parser, _add_metadata_parser, reading.add_predict_parser,
                 add_nodes_parser,

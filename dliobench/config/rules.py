@@ -48,6 +48,10 @@ def check(config: Config) -> None:
                           "reader.data_loader: tensorflow; give other loaders a number of batches")
     read_requests.check(config.reader.read_requests, config.dataset.num_samples_per_file)
     _check_checkpoint(config)
+    kv = config.kvcache
+    if kv.tensor_parallel > kv.num_gpus:
+        raise ConfigError(f"kvcache.tensor_parallel ({kv.tensor_parallel}) cannot exceed "
+                          f"kvcache.num_gpus ({kv.num_gpus}); raise num_gpus or lower it")
 
 
 def _check_checkpoint(config: Config) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from dliobench.config.checkpoint_keys import CheckpointConfig, ModelConfig
 from dliobench.config.keys import COMPRESSIONS, DATATYPES, PARQUET_DTYPES, SHUFFLE_MODES, key
+from dliobench.config.kvcache_keys import KVCacheConfig
 from dliobench.config.names import FORMAT_NAMES as FORMATS  # the registries' names
 from dliobench.config.names import LOADER_NAMES as LOADERS
 from dliobench.config.storage_keys import StorageConfig
@@ -228,6 +229,8 @@ class WorkflowConfig:
                            "train: false the checkpoint-only workflow (see checkpoint.*)")
     metadata: bool = key(False, "bool", "before training, measure stat, open, close, create and "
                          "unlink rates over the dataset's files (the result's `metadata`)")
+    kvcache: bool = key(False, "bool", "run the KV-cache benchmark (see kvcache.*) instead of "
+                        "training (`dliobench kvcache` sets it)")
 
     @property
     def checkpoint_only(self) -> bool:
@@ -276,6 +279,7 @@ class Config:
     model: ModelConfig = ModelConfig()
     storage: StorageConfig = StorageConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
+    kvcache: KVCacheConfig = KVCacheConfig()
     accelerators: dict[str, AcceleratorProfile] = field(default_factory=dict)
     source: str = ""
     given: tuple[str, ...] = ()  # keys the command line set: an existing dataset honours them
@@ -301,4 +305,5 @@ SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "storage": StorageConfig,
     "checkpoint": CheckpointConfig,
+    "kvcache": KVCacheConfig,
 }

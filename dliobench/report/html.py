@@ -19,6 +19,7 @@ from dliobench.report.labels import fmt_value, label_keys, label_parts, plural, 
 from dliobench.report.plots.checkpoints import checkpoints
 from dliobench.report.plots.comparison import comparison
 from dliobench.report.plots.figure import Plot
+from dliobench.report.plots.kvcache import kvcache_plots
 from dliobench.report.plots.scaling import scaling
 from dliobench.report.plots.timeline import timeline
 from dliobench.report.plots.waits import wait_cdf
@@ -241,7 +242,7 @@ def write_report(paths: Sequence[str | Path], out: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     rs.table.to_csv(out / "runs.csv", index=False)
     figures = [scaling(rs, out), comparison(rs, out), wait_cdf(rs, out),
-               timeline(rs, out, timeline_run), checkpoints(rs, out)]
+               timeline(rs, out, timeline_run), checkpoints(rs, out), *kvcache_plots(rs, out)]
     page = out / "report.html"
     page.write_text(render(rs, figures, [str(p) for p in paths]), encoding="utf-8")
     return page

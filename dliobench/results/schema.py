@@ -18,13 +18,14 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from dliobench.results.schema_checkpoint import Checkpoint
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 8  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 9  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
 # 1.7: run_set (the run's place in a `run --repeat` set: set id, index, count, warm-up)
 # 1.8: per-node truth: nodes[] samples, bytes, wait, CPU share, staging, machine and memory;
 # metrics.straggler_nodes; staging.nodes; honesty.host_memory_bytes adds every machine once
+# 1.9: kvcache (a KV-cache run's figures under upstream's names, its tiers and verdict)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -298,6 +299,7 @@ class RunResult(_Required, total=False):
     metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
     ranks_ended: list[RankEnding]  # 1.6
     run_set: RunSetPlace  # 1.7
+    kvcache: dict[str, Any]  # 1.9: a KV-cache run (run/kvcache/summary.py)
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

@@ -56,6 +56,11 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     """Show the run's headline numbers, its verdict against the AU floor, where the time
     went, and where the files are (the path on a line of its own, never cut)."""
     console = console or Console()
+    if "kvcache" in result:
+        from dliobench.results.kv_console import print_kvcache_summary
+
+        print_kvcache_summary(result, run_dir, console)
+        return
     if (result.get("checkpoint") or {}).get("workflow") == "checkpoint-only":
         from dliobench.results.ckpt_console import print_checkpoint_summary
 

@@ -50,6 +50,11 @@ def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.
     rank; rank 0's outcome holds the result (others: Nones)."""
     world, comm = join(asked.launcher)
     preflight.check_outputs(config, generating=False)
+    if config.workflow.kvcache:
+        from dliobench.run.kvcache import session as kv_session
+
+        return on_every_rank(world, comm, lambda: session.RunOutcome(*kv_session.run(
+            config, world, comm, warnings, session.save)), config.train.stall_timeout_s)
     if config.workflow.checkpoint_only:
         from dliobench.run.checkpoint import run as ckpt_run
         from dliobench.run.checkpoint import session as ckpt_session

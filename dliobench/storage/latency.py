@@ -99,6 +99,14 @@ class LatencyLog:
                 bins[index] = next(it)
         return log
 
+    def total_percentile(self, q: float) -> float | None:
+        """The ``q``-th percentile of the requests' total times (None without requests)."""
+        return _percentile(self.total, self.count, q, self.total_max_s) if self.count else None
+
+    def total_bins(self) -> list[tuple[float, int]]:
+        """(seconds at the bin's middle, requests) of the total times, shortest first."""
+        return [(_value(i), self.total[i]) for i in sorted(self.total)]
+
     def summary(self) -> dict[str, Any]:
         """``requests``, ``first_byte_p50_s`` .. ``total_max_s`` (None without requests)."""
         out: dict[str, Any] = {"requests": self.count}

@@ -25,9 +25,10 @@ def spf_override(name: str) -> list[str]:
     return out
 
 
-# the llama3 checkpoint presets run in tests/integration/test_checkpoints.py
+# the llama3 checkpoint presets run in tests/integration/test_checkpoints.py, the KV-cache
+# ones in tests/integration/test_kvcache.py
 @pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.yaml")
-                                        if not p.name.startswith("llama3_")))
+                                        if not p.name.startswith(("llama3_", "kvcache"))))
 def test_workload_runs_scaled_down(name: str, workdir: Path, run_cli: Callable[..., int]) -> None:
     code = run_cli("run", str(WORKLOADS / name), f"dataset.data_folder={workdir / 'data'}",
                    *SCALE_DOWN, *spf_override(name))

@@ -19,7 +19,10 @@ RULES_MD = "Rules.md"
 GUIDELINES_MD = "Submission_guidelines.md"
 EDITIONS_YAML = "editions.yaml"
 TRAINING_SUBMISSION_PY = "submission_checkers/training.py"
+KV_README = "kv_cache_benchmark/README.md"
 DOCUMENTS = {
+    KV_README: "mlcommons/storage kv_cache_benchmark/README.md"
+               "@0e06e6b6af736853cb846c653711661a0c97549f",
     RULES_MD: "mlcommons/storage Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53",
     GUIDELINES_MD: "mlcommons/storage Submission_guidelines.md"
                    "@caa90c9c7d6a543de815222fff834a846823f922",

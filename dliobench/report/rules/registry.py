@@ -2,7 +2,8 @@
 
 Each check is a small function returning one ``Finding``. Per-run checks see one run; set
 checks see the runs of one benchmark setup (workload, accelerator, ranks, hosts) together.
-A family (training; checkpointing in ``rules/checkpointing.py``) is one module and one
+A family (training; checkpointing in ``rules/checkpointing.py``; kvcache in
+``rules/kvcache.py``) is one module and one
 entry in each table below, plus its case in ``family``.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from dliobench.report.rules import checkpointing, ckpt_set, division, runset, training
+from dliobench.report.rules import checkpointing, ckpt_set, division, kvcache, runset, training
 from dliobench.report.rules.finding import Finding
 from dliobench.report.rules.subject import Run, load
 from dliobench.results.files import read_result
@@ -28,17 +29,23 @@ RUN_CHECKS: dict[str, list[RunCheck]] = {
     "checkpointing": [training.check_complete, checkpointing.check_model,
                       checkpointing.check_processes, checkpointing.check_fsync,
                       checkpointing.check_reads_from_storage, training.check_provenance],
+    "kvcache": [training.check_complete, kvcache.check_option, kvcache.check_length,
+                kvcache.check_reads_from_storage, training.check_provenance],
 }
 SET_CHECKS: dict[str, list[SetCheck]] = {
     "training": [runset.check_run_count, runset.check_warmup, runset.check_run_spread,
                  runset.check_consecutive],
     "checkpointing": [ckpt_set.check_counts, ckpt_set.check_split_gap,
                       runset.check_consecutive],
+    "kvcache": [kvcache.check_trials, runset.check_consecutive],
 }
 
 
 def family(run: Run) -> str:
-    """Which rules a run falls under: a checkpoint-only run's, else training's."""
+    """Which rules a run falls under: a KV-cache run's, a checkpoint-only run's, else
+    training's."""
+    if kvcache.is_kvcache(run):
+        return "kvcache"
     return "checkpointing" if checkpointing.is_checkpointing(run) else "training"
 
 

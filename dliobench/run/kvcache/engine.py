@@ -1,0 +1,197 @@
+"""Serving a rank's schedule: a dispatcher releases each request at its arrival time to a
+pool of ``io_depth`` threads (sized for the device, not a thread per user), each serving a
+request as upstream's worker does (mlcommons/storage ``kv_cache_benchmark/kv_cache/
+benchmark.py``@23aa82ed ``process_requests``): read its shared prefix, reload the earlier
+turns of its conversation, write its own entry (prefill), then read it back once plus once
+per 32 generated tokens (decode). The generation time (tokens x the mode's time per token)
+is added to the request's latency without holding a thread, as training's compute is
+emulated; the run ends at ``duration`` (requests not yet started are dropped) or once
+``max_requests`` are served.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.run.kvcache.cache import Waterfall
+from dliobench.run.kvcache.schedule import PREFIX_TOKENS, Request
+from dliobench.run.kvcache.stats import KVStats
+from dliobench.storage.latency import LatencyLog
+
+GENERATION_S = {"none": 0.0, "fast": 0.002, "realistic": 0.030}  # models.py@64f05b37
+DECODE_BATCH = 32  # tokens per decode read (upstream's cfg('decode', 'batch_size'))
+
+
+def pool_size(kv: KVCacheConfig) -> int:
+    """Requests served at once: ``io_depth``, or 16 (fewer users: one each)."""
+    return kv.io_depth or min(16, kv.num_users)
+
+
+@dataclass
+class Server:
+    """Serves one request at a time on a pool thread."""
+
+    kv: KVCacheConfig
+    cache: Waterfall
+    stats: KVStats
+    entry_bytes_per_token: float
+    start: float
+    allocs: Any
+
+    def _bytes(self, tokens: int) -> int:
+        return max(1, round(tokens * self.entry_bytes_per_token))
+
+    def _reads(self, name: str) -> tuple[bool, int, float]:
+        tier, moved, seconds = self.cache.read(name)
+        return tier is not None, moved, seconds
+
+    def serve(self, r: Request, writes_prefix: bool) -> None:
+        """Serve ``r``; its figures go into ``stats``. When it fails, the entries it was to
+        write are given up, so requests waiting to read them miss instead of hanging."""
+        try:
+            self._serve(r, writes_prefix)
+        except BaseException:
+            self.cache.abandon(r.key)
+            if writes_prefix:
+                self.cache.abandon(f"prefix/p{r.prefix}")
+            raise
+
+    def _serve(self, r: Request, writes_prefix: bool) -> None:
+        began = time.perf_counter()
+        io, hits, misses, turn_hits, turn_misses, decoded = 0.0, 0, 0, 0, 0, 0
+        context = r.context_tokens
+        if r.prefix >= 0:
+            name, tokens = f"prefix/p{r.prefix}", PREFIX_TOKENS[r.prefix]
+            if writes_prefix:
+                io += self.cache.write(name, self._bytes(tokens))
+            else:
+                hit, _, seconds = self._reads(name)
+                io, hits, misses = io + seconds, hits + hit, misses + (not hit)
+            context = max(1, context - tokens)
+        for name in r.previous_keys:  # decode-phase reads too (upstream counts them so)
+            hit, moved, seconds = self._reads(name)
+            io, turn_hits, turn_misses = io + seconds, turn_hits + hit, turn_misses + (not hit)
+            decoded += moved
+        with self.allocs:
+            io += self.cache.write(r.key, self._bytes(context))
+        if r.decodes:
+            for _ in range(1 + math.ceil(r.generate_tokens / DECODE_BATCH)):
+                hit, moved, seconds = self._reads(r.key)
+                io, decoded, hits, misses = io + seconds, decoded + moved, hits + hit, \
+                    misses + (not hit)
+        self._record(r, began, io, (hits, misses, turn_hits, turn_misses), decoded, context)
+
+    def _record(self, r: Request, began: float, io: float, counts: tuple[int, ...],
+                decoded: int, context: int) -> None:
+        now = time.perf_counter()
+        generation = r.generate_tokens * GENERATION_S[self.kv.generation_mode]
+        arrival = self.start + r.arrival_s
+        s = self.stats
+        assert s.lock is not None
+        with s.lock:
+            s.requests += 1
+            s.tokens += r.generate_tokens
+            s.prefill_tokens += context
+            s.hits, s.misses = s.hits + counts[0], s.misses + counts[1]
+            s.multi_turn_hits += counts[2]
+            s.multi_turn_misses += counts[3]
+            s.decode_bytes_read += decoded
+            s.storage_io_s += io
+            s.e2e_s += now - arrival + generation
+            s.generation_s += generation
+            e2e = now - arrival + generation
+            s.e2e.record(e2e, e2e)
+            s.storage_io.record(io, io)
+            s.generation.record(generation, generation)
+            s.queue_wait.record(began - arrival, began - arrival)
+            s.qos.setdefault(r.qos, LatencyLog()).record(e2e, e2e)
+            s.tokens_per_second[int(now + generation - self.start)] += r.generate_tokens
+
+
+def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
+                   stats: KVStats, entry_bytes_per_token: float) -> None:
+    """Release the requests at their arrival times to the pool and wait for the served ones;
+    the elapsed time and CPU go into ``stats``. The first failed request, the end of the
+    duration or an interruption (Ctrl-C, SIGTERM) drops the requests not yet started."""
+    start, cpu0, user0 = time.perf_counter(), time.process_time(), _user_s()
+    allocs = (threading.BoundedSemaphore(kv.max_concurrent_allocs)
+              if kv.max_concurrent_allocs else nullcontext())
+    server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
+    queued: list[tuple[Request, bool, Future[None]]] = []
+    failed = threading.Event()  # a request failed: dispatch no more, drop what waits
+    try:
+        _serve(kv, requests, server, queued, failed)
+    finally:  # a failed or interrupted run's figures too (its partial result)
+        stats.scheduled = len(requests)
+        stats.elapsed_s = max(time.perf_counter() - start,
+                              max(stats.tokens_per_second, default=0) + 0.0)
+        stats.cpu_s = time.process_time() - cpu0
+        stats.user_s = _user_s() - user0
+    for _, _, future in queued:
+        if not future.cancelled():
+            future.result()  # a failed request's error is the run's
+
+
+def _serve(kv: KVCacheConfig, requests: list[Request], server: Server,
+           queued: list[tuple[Request, bool, Future[None]]], failed: threading.Event) -> None:
+    """Dispatch to the pool; drop what has not started at the end of the duration, after a
+    failure or an interruption; wait for what has."""
+    with ThreadPoolExecutor(pool_size(kv), thread_name_prefix="kvcache") as pool:
+        try:
+            _dispatch(kv, requests, server, pool, queued, failed)
+        except BaseException:  # the pool's shutdown waits only for the requests started
+            _drop_unstarted(queued, server.cache, server.stats)
+            raise
+        if not kv.max_requests or failed.is_set():
+            _drop_unstarted(queued, server.cache, server.stats)
+
+
+def _user_s() -> float:
+    """This process's user-mode CPU seconds: Python runs there, one thread at a time (the
+    GIL), so a share near 1 of the elapsed time is a client bound to one core."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
+
+
+def _dispatch(kv: KVCacheConfig, requests: list[Request], server: Server,
+              pool: ThreadPoolExecutor, queued: list[tuple[Request, bool, Future[None]]],
+              failed: threading.Event) -> None:
+    """Queue each request at its arrival time (its entries registered first) until the
+    schedule, the duration or a failure ends; then wait out the duration."""
+    start, cache = server.start, server.cache
+    end = None if kv.max_requests else start + kv.duration
+
+    def watch(future: Future[None]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            failed.set()
+
+    for r in requests:
+        if end is not None and start + r.arrival_s >= end:
+            break
+        if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
+            return
+        prefix = r.prefix >= 0 and cache.expect(f"prefix/p{r.prefix}")
+        cache.expect(r.key)
+        queued.append((r, prefix, pool.submit(server.serve, r, prefix)))
+        queued[-1][2].add_done_callback(watch)
+    if end is not None:
+        failed.wait(max(0.0, end - time.perf_counter()))
+
+
+def _drop_unstarted(queued: list[tuple[Request, bool, Future[None]]], cache: Waterfall,
+                    stats: KVStats) -> None:
+    """Cancel the requests no thread has started (their entries are forgotten, so a request
+    waiting on one misses it)."""
+    for r, prefix, future in reversed(queued):
+        if future.cancel():
+            stats.cancelled += 1
+            cache.abandon(r.key)
+            if prefix:
+                cache.abandon(f"prefix/p{r.prefix}")
