@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from dliobench.cli.main import main
+from dliobench.results.schema import SCHEMA_VERSION
 
 TINY = ["dataset.num_files_train=8", "dataset.record_length_bytes=4096",
         "dataset.record_length_bytes_stdev=0", "train.epochs=1", "train.computation_time=0",
@@ -66,7 +67,8 @@ def test_repeat_runs_a_warmup_then_the_scored_runs(tiny_set: tuple[Path, str]) -
     doc, runs = set_document(out), results(out)
     assert [r["run_set"]["warmup"] for r in runs] == [True, False, False]
     assert {r["run_set"]["set_id"] for r in runs} == {doc["set_id"]}
-    assert {r["run_set"]["count"] for r in runs} == {3} and runs[0]["schema_version"] == "1.8"
+    assert {r["run_set"]["count"] for r in runs} == {3}
+    assert runs[0]["schema_version"] == SCHEMA_VERSION
     assert [r["config"]["train"]["seed"] for r in runs] == [123, 124, 125]  # §6.6.3
     assert ["generation" in r for r in runs] == [True, False, False]  # generated once
     assert doc["state"] == "complete" and doc["finished"] == doc["planned"] == 3
