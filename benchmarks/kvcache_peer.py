@@ -71,6 +71,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--generation-mode", default="none")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--fio-runtime", type=int, default=15)
+    p.add_argument("--limit", type=int, default=0, help="stop a trial after this many seconds "
+                   "(SIGINT, then SIGKILL 10 s later); 0: duration + 60")
     p.add_argument("--tier-mb", type=int, default=12000, help="size of each tier's image")
     p.add_argument("--root", type=Path, default=Path("/tmp/kvpeer-bench"))
     p.add_argument("--json", type=Path, default=Path("/tmp/kvpeer-bench.json"))
@@ -136,8 +138,10 @@ class Meter:
             time.sleep(0.2)
             self.samples.append((time.perf_counter(), read_bytes(self.dev)))
 
-    def stop(self) -> dict[str, float]:
-        """Bytes read, and the bandwidth over the window from before the first to the last read."""
+    def stop(self, fixed_s: float) -> dict[str, float]:
+        """Bytes read; the bandwidth over the window from before the first to the last read,
+        and over the first ``fixed_s`` seconds from the first read (the same window for every
+        tool, whatever it reads after its duration)."""
         self._stop = True
         self._thread.join()
         self.samples.append((time.perf_counter(), read_bytes(self.dev)))
@@ -145,26 +149,42 @@ class Meter:
         moved = [i for i in range(1, len(s)) if s[i][1] > s[i - 1][1]]
         total = s[-1][1] - s[0][1]
         if not moved:
-            return {"device_read_bytes": 0, "read_window_s": 0.0, "read_bw_MBps": 0.0}
-        window = s[moved[-1]][0] - s[moved[0] - 1][0]
+            return {"device_read_bytes": 0, "read_window_s": 0.0, "read_bw_MBps": 0.0,
+                    "fixed_window_bw_MBps": 0.0}
+        t0, b0 = s[moved[0] - 1]
+        window = s[moved[-1]][0] - t0
+        fixed = [b for t, b in s if t <= t0 + fixed_s][-1] - b0
         return {"device_read_bytes": total, "read_window_s": round(window, 2),
-                "read_bw_MBps": round(total / window / 1e6, 2)}
+                "read_bw_MBps": round(total / window / 1e6, 2),
+                "fixed_window_bw_MBps": round(fixed / fixed_s / 1e6, 2)}
 
 
-def run_capped(tier: Path, cmd: list[str], env: dict | None = None) -> dict[str, Any]:
-    """Run ``cmd`` with the tier's reads capped; its device figures, wall and CPU seconds."""
+def run_capped(tier: Path, cmd: list[str], limit: float, window: float,
+               env: dict | None = None, cwd: Path | None = None) -> dict[str, Any]:
+    """Run ``cmd`` with the tier's reads capped, stopped after ``limit`` seconds; its device
+    figures (``window``: the fixed bandwidth window), wall and CPU seconds."""
     global _child
     meter, before = Meter(device(tier)), resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    _child = subprocess.Popen(["bash", str(SLOWDISK), "run", str(tier), *cmd], env=env,
+    _child = subprocess.Popen(["bash", str(SLOWDISK), "run", str(tier), *cmd], env=env, cwd=cwd,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out, _ = _child.communicate()
+    try:
+        out, _ = _child.communicate(timeout=limit)
+        stopped = None
+    except subprocess.TimeoutExpired:
+        stopped = round(time.perf_counter() - start, 1)
+        _child.send_signal(signal.SIGINT)
+        try:
+            out, _ = _child.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            _child.kill()  # its process ends when its read in flight does
+            out, _ = _child.communicate()
     rc, _child = _child.returncode, None
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    fig = meter.stop()
-    fig.update(rc=rc, wall_s=round(wall, 2), cpu_s=round(cpu, 2))
+    fig = meter.stop(window)
+    fig.update(rc=rc, wall_s=round(wall, 2), cpu_s=round(cpu, 2), stopped_at_s=stopped)
     if rc != 0:
         print(out.decode(errors="replace")[-3000:], file=sys.stderr)
     return fig | {"log_tail": out.decode(errors="replace")[-400:]}
@@ -202,7 +222,8 @@ def trial(a: argparse.Namespace, tool: str, tier: Path, n: int) -> dict[str, Any
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cmd, env = command(a, tool, cache, out)
-    fig = run_capped(tier, cmd, env) | reported(out)
+    limit = a.limit or a.duration + 60
+    fig = run_capped(tier, cmd, limit, a.duration, env, cwd=out) | reported(out)  # cwd: ours
     gb = fig["device_read_bytes"] / 1e9
     fig["cpu_s_per_GB_read"] = round(fig["cpu_s"] / gb, 2) if gb else None
     print(f"  {tool:8s} {tier.name} trial {n}: " + ", ".join(
@@ -220,7 +241,7 @@ def fio(a: argparse.Namespace, tier: Path) -> dict[str, Any]:
     cmd = ["fio", "--name=kvread", f"--filename={names}", "--rw=read", "--bs=1M",
            "--direct=1", "--ioengine=psync", f"--numjobs={a.users}", "--time_based",
            f"--runtime={a.fio_runtime}", "--file_service_type=random", "--group_reporting"]
-    fig = run_capped(tier, cmd)
+    fig = run_capped(tier, cmd, a.fio_runtime + 60, a.fio_runtime - 1)
     fig.update(entries=len(files), entry_MB_median=round(statistics.median(sizes) / 1e6, 1),
                entry_MB_max=round(max(sizes) / 1e6, 1))
     gb = fig["device_read_bytes"] / 1e9
@@ -244,16 +265,19 @@ def summarize(raw: dict[str, Any], tools: list[str], tiers: list[str]) -> dict[s
     for tool in tools:
         s: dict[str, Any] = {}
         for t in tiers:
-            runs = raw[tool][t]
-            bw = statistics.mean(r["read_bw_MBps"] for r in runs)
+            runs, fio_bw = raw[tool][t], raw["fio"].get(t, {}).get("fixed_window_bw_MBps")
+            bw = statistics.mean(r["fixed_window_bw_MBps"] for r in runs)
             s[t] = {"cv_decode_bytes_pct": cv([r["decode_bytes_read"] for r in runs]),
                     "cv_tokens_per_s_pct": cv([r["tokens_per_s"] for r in runs]),
-                    "cv_device_read_pct": cv([r["device_read_bytes"] for r in runs]),
+                    "cv_window_bw_pct": cv([r["fixed_window_bw_MBps"] for r in runs]),
                     "read_bw_MBps": round(bw, 1),
-                    "of_fio": round(bw / raw["fio"][t]["read_bw_MBps"], 2)
-                    if raw["fio"].get(t, {}).get("read_bw_MBps") else None,
+                    "read_bw_whole_run_MBps": round(statistics.mean(
+                        r["read_bw_MBps"] for r in runs), 1),
+                    "of_fio": round(bw / fio_bw, 2) if fio_bw else None,
                     "cpu_s_per_GB_read": round(statistics.mean(
-                        r["cpu_s_per_GB_read"] or 0 for r in runs), 2)}
+                        r["cpu_s_per_GB_read"] or 0 for r in runs), 2),
+                    "stopped_at_limit": sum(r["stopped_at_s"] is not None for r in runs),
+                    "wall_s": [r["wall_s"] for r in runs]}
         lo, hi = s[tiers[0]]["read_bw_MBps"], s[tiers[1]]["read_bw_MBps"]
         s["bw_ratio"] = round(hi / lo, 2) if lo else None
         out[tool] = s
@@ -262,15 +286,18 @@ def summarize(raw: dict[str, Any], tools: list[str], tiers: list[str]) -> dict[s
 
 def table(summary: dict[str, Any], tiers: list[str], rates: list[int]) -> str:
     """The peer table, markdown."""
-    rows = ["| tool | tier | CV decode bytes | CV tokens/s | read MB/s | of fio | "
-            "CPU-s per GB read | ratio between tiers |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| tool | tier | CV decode bytes | CV tokens/s | CV read MB/s | read MB/s (first D s)"
+            " | of fio | read MB/s (whole run) | CPU-s per GB read | ratio between tiers | "
+            "wall s | stopped at limit |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for tool, s in summary.items():
         for t, rate in zip(tiers, rates, strict=True):
             x = s[t]
             rows.append(f"| {tool} | {rate} MB/s | {x['cv_decode_bytes_pct']} % | "
-                        f"{x['cv_tokens_per_s_pct']} % | {x['read_bw_MBps']} | {x['of_fio']} | "
-                        f"{x['cpu_s_per_GB_read']} | "
-                        f"{s['bw_ratio'] if t == tiers[1] else ''} |")
+                        f"{x['cv_tokens_per_s_pct']} % | {x['cv_window_bw_pct']} % | "
+                        f"{x['read_bw_MBps']} | {x['of_fio']} | {x['read_bw_whole_run_MBps']} | "
+                        f"{x['cpu_s_per_GB_read']} | {s['bw_ratio'] if t == tiers[1] else ''} | "
+                        f"{', '.join(f'{w:.0f}' for w in x['wall_s'])} | "
+                        f"{x['stopped_at_limit']} of {len(x['wall_s'])} |")
     return "\n".join(rows)
 
 
