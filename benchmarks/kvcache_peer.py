@@ -330,6 +330,9 @@ def main() -> None:
         a.json.write_text(json.dumps(raw, indent=1))
         print(table(raw["summary"], [t.name for t in tiers], a.rates))
         print(f"raw figures: {a.json}")
+    except KeyboardInterrupt:
+        print("interrupted: removing the tiers and the scratch folder", file=sys.stderr)
+        raise SystemExit(130) from None
     finally:
         if _child is not None and _child.poll() is None:
             _child.kill()
