@@ -11,9 +11,10 @@ Upstream is mlcommons/storage kv_cache_benchmark/kv-cache.py at commit
 (kv_cache_benchmark/requirements.txt@a2987aafc45b4429dabeab9c0092ac48dccccc49: numpy>=1.20.0 is
 its one core requirement; torch/cupy are optional and left out, so upstream has no GPU tier,
 as --gpu-mem-gb 0 asks). No copy of it is in this repository: this machine reaches no GitHub,
-so --upstream names a folder holding kv-cache.py assembled from that commit (for instance by
-the search index's read_file of the path at that commit, written out verbatim); the script
-refuses a file whose sha256 differs. With network: `git -C storage checkout 17335a7` and pass
+so --upstream names a folder holding kv-cache.py assembled from that commit (here: the search
+index's read_file of that path, stored at that commit, its nine 16,000-character pages written
+out verbatim; length and the text at every page boundary checked); the script refuses a file
+whose sha256 differs. With network: `git -C storage checkout 17335a7` and pass
 storage/kv_cache_benchmark.
 
 Both tools get the same options (--model llama3.1-8b --num-users U --duration S
@@ -21,7 +22,9 @@ Both tools get the same options (--model llama3.1-8b --num-users U --duration S
 tier (`../shared/tools/slowdisk.sh up`: ext4 on a loop device, reads capped), run under
 `slowdisk.sh run` so the cap applies. Trials alternate tools. Per trial: decode bytes read and
 tokens/s as the tool reports them, the device's read bytes (/sys/block/loopN/stat) and its
-read bandwidth over the window in which it read, client CPU-seconds (getrusage of children).
+read bandwidth over the first S seconds from its first read (the same window for both tools)
+and over the whole window it read in, client CPU-seconds (getrusage of children). A trial is
+stopped at --limit (SIGINT, SIGKILL 10 s later); a stopped tool reports nothing.
 Then fio reads the entries the last trial left, with U synchronous readers (the queue depth of
 U users), from the same folder under the same cap. Scale: upstream's defaults are 100 users
 and 60 s; U=8 users and S=20 s keep a trial at 30-40 s on 2 cores.
