@@ -187,7 +187,9 @@ def test_the_lock_object_waits_for_a_holder_and_takes_over_a_dead_one(
     from dliobench.dataset import lease
 
     monkeypatch.setattr(lease, "POLL_S", 0.05)
-    lock("otherhost:123:abcd", time.time() + 0.5)  # another host's generation, its lease ending
+    # another host's generation, its lease ending (2 s: the command must start and look within
+    # it, also on a loaded machine)
+    lock("otherhost:123:abcd", time.time() + 2.0)
     assert run_cli("generate", str(path), "--no-progress") == 0  # waited, then took over
     assert "waiting for the writer of the dataset in s3://locks/tiny to finish (being written " \
         "(generating) by otherhost:123 (its lease runs to" in caplog.text
