@@ -188,6 +188,10 @@ class TrainConfig:
     seed: int = key(123, "int", "seed of the shuffles", minimum=0)
     seed_change_epoch: bool = key(True, "bool", "reshuffle with a new seed each epoch")
     accelerator: str = key("", "str", "accelerator profile from the `accelerators` section")
+    device: str = key(
+        "cpu", "choice", "where a batch goes after it is read: cpu (the accelerator is "
+        "emulated in host memory, as MLPerf Storage's data path ends there), or cuda (needs "
+        "an NVIDIA GPU; docs/workloads.md)", choices=("cpu", "cuda"))
     allreduce_bytes: int = key(
         0, "size", "bytes of emulated gradients summed over ranks each step (0: none, as "
         "MLPerf Storage and DLIO; 'model' or -1: model.model_size_bytes; one rank never "

@@ -85,6 +85,7 @@ def _before_training(config: Config, warnings: list[str], asked: Asked,
     with, said once), a large generation is confirmed."""
     from dliobench.run.planning import precheck
 
+    preflight.check_device(config)
     precheck(config, world, generating=False)
     reads = preflight.reads_from_storage(config)
     for sentence in reads.warnings:

@@ -56,6 +56,27 @@ class Reads:
     warnings: list[str]
 
 
+def check_device(config: Config) -> None:
+    """``train.device=cuda`` needs a GPU PyTorch can see; and this version has no GPU data path
+    yet (the copy host to device is the GPU issue's, unbuilt for want of a GPU to test it on):
+    one sentence either way, before any work."""
+    if config.train.device != "cuda":
+        return
+    try:
+        import torch
+
+        found = bool(torch.cuda.is_available())
+    except ImportError:
+        found = False
+    if not found:
+        raise ConfigError("train.device=cuda but no GPU was found (PyTorch sees no CUDA "
+                          "device); run on a machine with an NVIDIA GPU and PyTorch's CUDA "
+                          "wheel, or leave train.device at cpu")
+    raise ConfigError("train.device=cuda: this version does not copy batches to the GPU yet "
+                      "(it was never run on one); leave train.device at cpu, which emulates "
+                      "the accelerator in host memory")
+
+
 def reads_from_storage(config: Config) -> Reads:
     """With ``reader.odirect``, check that the folder the run reads (the staged copy, else
     the data folder) takes O_DIRECT; where it refuses, read buffered and drop the page cache
