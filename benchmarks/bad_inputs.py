@@ -239,6 +239,8 @@ def cli_cases() -> list[Case]:
     cases += [Case(f"sweep --timeout {v}", ["sweep", "w.yaml", "--timeout", v],
                    {"w.yaml": WORKLOAD}) for v in ("-5", "0")]
     cases.append(Case("keys: unknown section", ["keys", "readr"], says="reader"))
+    cases.append(Case("run train.device=cuda, no GPU", ["run", "train.device=cuda",
+                                                        "--no-progress"], says="GPU"))
     cases += [Case(f"nodes {k} x {p}", ["nodes", "--nodes", k, "--ranks-per-node", p, "--",
                                         "run", "w.yaml"], {"w.yaml": WORKLOAD})
               for k, p in (("0", "2"), ("2", "-1"))]
