@@ -45,7 +45,22 @@ def check(config: Config) -> None:
     if config.reader.prefetch_size < 0 and config.reader.data_loader != "tensorflow":
         raise ConfigError("reader.prefetch_size: autotune is tf.data's AUTOTUNE and needs "
                           "reader.data_loader: tensorflow; give other loaders a number of batches")
+    _check_decoder(config)
     _check_checkpoint(config)
+
+
+def _check_decoder(config: Config) -> None:
+    """reader.decoder decodes JPEG files where dliobench decodes them."""
+    r = config.reader
+    if r.decoder == "pil":
+        return
+    if config.dataset.format != "jpeg":
+        raise ConfigError(f"reader.decoder: {r.decoder} decodes jpeg files, not "
+                          f"{config.dataset.format}; leave reader.decoder at pil")
+    if r.data_loader == "dali" and r.dali_native_reader:
+        raise ConfigError(f"reader.decoder: {r.decoder} is not used with "
+                          "reader.dali_native_reader, where DALI decodes with its own "
+                          "fn.decoders.image; leave reader.decoder at pil or the native reader off")
 
 
 def _check_checkpoint(config: Config) -> None:
