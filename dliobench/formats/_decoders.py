@@ -35,9 +35,8 @@ TURBOJPEG_INSTALL = ("PyTurboJPEG and libturbojpeg are not installed; install th
 
 
 class MissingDecoderError(DlioBenchError):
-    """The library of a decoder ``reader.decoder`` names is not installed."""
-
-    exit_code = 2
+    """The library of a decoder ``reader.decoder`` names is not installed (exits as a
+    missing extra does)."""
 
 
 def _pil() -> Decode:
