@@ -34,7 +34,7 @@ import numpy as np
 
 from dliobench.config.names import DECODER_NAMES
 from dliobench.formats._decoders import decoder_for
-from dliobench.formats.decode_rates import DecodeRate, load_average, measure
+from dliobench.formats.decode_rates import DecodeRate, load_average, measure_all
 
 REPO = Path(__file__).resolve().parents[1]
 B200_DEMAND = 24 / 0.04755  # images/s: retinanet_b200.yaml@11460d0 (see the docstring)
@@ -117,14 +117,15 @@ def main() -> None:
     args = ap.parse_args()
     blobs = dataset(args.root, args.files)
     os.sched_setaffinity(0, {args.core})
-    load_before = load_average()
+    load_before = load_average() or 0.0
     checks = same_pixels(blobs)
-    rates = [measure(name, blobs, args.seconds, args.reps) for name in DECODER_NAMES]
+    rates = measure_all(blobs, DECODER_NAMES, args.seconds, args.reps)
     if args.dali_batch and not next(r for r in rates if r.decoder == "dali").missing:
         rates.append(dali_batch(blobs, args.dali_batch, args.seconds, args.reps))
     print(f"{len(blobs)} files of {np.mean([len(b) for b in blobs]):,.0f} bytes, core "
-          f"{args.core}, {args.reps} reps x {args.seconds:g} s; load average "
-          f"{load_before} before, {load_average()} after; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+          f"{args.core}, {args.reps} reps x {args.seconds:g} s (decoders in turn); load "
+          f"average {load_before:.2f} before, {load_average() or 0.0:.2f} after; "
+          f"{time.strftime('%Y-%m-%d %H:%M %Z')}")
     print("\n".join(table(rates, checks)))
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from dliobench.base.errors import DlioBenchError
 from dliobench.config.names import DECODER_NAMES
-from dliobench.formats._decoders import decoder_for
+from dliobench.formats._decoders import Decode, decoder_for
 from dliobench.formats._image import to_pixels
 from dliobench.formats.jpeg import FORMAT, padded_jpeg
 
@@ -46,35 +46,40 @@ class DecodeRate:
         return demand / self.per_cpu_s if self.per_cpu_s > 0 else None
 
 
-def measure(name: str, blobs: Sequence[bytes], seconds: float = SECONDS,
-            reps: int = REPS) -> DecodeRate:
-    """Decode ``blobs`` round-robin with decoder ``name`` for ``seconds``, ``reps`` times;
-    the medians of images per CPU-second and per wall second."""
-    try:
-        decode = decoder_for(name)
-        decode(blobs[0])  # warm: the library's first call builds its tables (DALI: a pipeline)
-    except DlioBenchError as exc:
-        return DecodeRate(name, missing=str(exc))
-    cpu_rates, wall_rates = [], []
-    for _ in range(reps):
-        done = 0
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        while True:
-            decode(blobs[done % len(blobs)])
-            done += 1
-            wall = time.perf_counter() - wall0
-            if wall >= seconds:
-                break
-        cpu = time.process_time() - cpu0
-        cpu_rates.append(done / cpu if cpu > 0 else 0.0)
-        wall_rates.append(done / wall)
-    return DecodeRate(name, statistics.median(cpu_rates), statistics.median(wall_rates), reps)
+def _one_rep(decode: Decode, blobs: Sequence[bytes], seconds: float) -> tuple[float, float]:
+    """Images per CPU-second and per wall second of one repetition."""
+    done = 0
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    while True:
+        decode(blobs[done % len(blobs)])
+        done += 1
+        wall = time.perf_counter() - wall0
+        if wall >= seconds:
+            break
+    cpu = time.process_time() - cpu0
+    return (done / cpu if cpu > 0 else 0.0), done / wall
 
 
 def measure_all(blobs: Sequence[bytes], names: Sequence[str] = DECODER_NAMES,
                 seconds: float = SECONDS, reps: int = REPS) -> list[DecodeRate]:
-    """``measure`` of each decoder in ``names`` on the same files."""
-    return [measure(name, blobs, seconds, reps) for name in names]
+    """Each decoder of ``names`` decoding ``blobs`` round-robin for ``seconds``, ``reps``
+    times, the decoders taking turns within each repetition (so a change of the host's
+    load falls on all of them); medians of images per CPU-second and per wall second."""
+    decoders: dict[str, Decode] = {}
+    missing: dict[str, str] = {}
+    for name in names:
+        try:
+            decoders[name] = decoder_for(name)
+            decoders[name](blobs[0])  # warm: first calls build tables (DALI: a pipeline)
+        except DlioBenchError as exc:
+            missing[name] = str(exc)
+    got: dict[str, list[tuple[float, float]]] = {name: [] for name in decoders}
+    for _ in range(reps):
+        for name, decode in decoders.items():
+            got[name].append(_one_rep(decode, blobs, seconds))
+    return [DecodeRate(name, missing=missing[name]) if name in missing else
+            DecodeRate(name, statistics.median(c for c, _ in got[name]),
+                       statistics.median(w for _, w in got[name]), reps) for name in names]
 
 
 def sample_files(record_bytes: int, count: int = 8, seed: int = 0) -> list[bytes]:
