@@ -11,12 +11,14 @@ and ``dali`` (NVIDIA DALI's ``fn.decoders.image(device="cpu")`` in a one-sample 
 thread, the ``dali`` extra). All use libjpeg-turbo's accurate integer IDCT: on baseline
 JPEG they decode the same pixels as Pillow (``tests/unit/test_jpeg_decoders.py``).
 
-Each decoder is built once per thread (``decoder_for``): the libraries' handles are not
-shared between reader threads, and a forked or spawned loader worker builds its own.
+Each decoder is built once per thread and process (``decoder_for``): the libraries' handles
+are not shared between reader threads, and a forked loader worker builds its own (DALI's
+pipeline threads do not survive a fork).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -100,10 +102,11 @@ if tuple(_FACTORIES) != DECODER_NAMES:  # pragma: no cover - a developer's slip
 def decoder_for(name: str) -> Decode:
     """This thread's decoder ``name`` (built on first use); MissingExtraError or
     MissingDecoderError in one sentence when its library is not installed."""
-    cache: dict[str, Decode] = _local.__dict__.setdefault("decoders", {})
-    if name not in cache:
-        cache[name] = _FACTORIES[name]()
-    return cache[name]
+    cache: dict[tuple[int, str], Decode] = _local.__dict__.setdefault("decoders", {})
+    key = (os.getpid(), name)  # a forked worker inherits the thread's cache, not its threads
+    if key not in cache:
+        cache[key] = _FACTORIES[name]()
+    return cache[key]
 
 
 def available(name: str) -> str | None:

@@ -4,9 +4,13 @@ ceiling's decoder table turns a measured rate into cores per B200."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from dliobench.base.errors import ConfigError, CorruptSampleError
 from dliobench.config.load import load
 from dliobench.config.names import DECODER_NAMES
 from dliobench.formats import decode_rates, get_format
-from dliobench.formats._decoders import available
+from dliobench.formats._decoders import available, decoder_for
 from dliobench.loaders.base import SampleReader
 from dliobench.results.decode_table import decode_table
 from tests.conftest import last_result
@@ -76,6 +80,35 @@ def test_a_run_names_its_decoder(workdir: Path, run_cli: Callable[..., int],
     assert code == 0
     assert last_result(workdir / "reports")["config"]["reader"]["decoder"] == "dali"
     assert "native / jpeg (decoded by dali)" in capsys.readouterr().out
+
+
+def test_a_forked_worker_builds_its_own_dali_pipeline(retinanet_file: Path) -> None:
+    """As a PyTorch DataLoader worker forks after the plan built the parent's pipeline: the
+    parent's DALI threads are gone in the child, so reusing its pipeline there would hang."""
+    _usable("dali")
+    data = retinanet_file.read_bytes()
+    want = decoder_for("pil")(data)
+    decoder_for("dali")(data)  # the parent's pipeline, as the plan's check builds it
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it decoded Pillow's pixels, then leave at once
+        same = np.array_equal(decoder_for("dali")(data), want)
+        os.write(write_end, b"1" if same else b"0")
+        os._exit(0)
+    os.close(write_end)
+    deadline = time.monotonic() + 30  # a hang guard: the decode takes milliseconds
+    ended = False
+    while not ended and time.monotonic() < deadline:
+        ended = os.waitpid(pid, os.WNOHANG) != (0, 0)
+        time.sleep(0.01)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    os.set_blocking(read_end, False)
+    with contextlib.suppress(BlockingIOError):
+        assert os.read(read_end, 1) == b"1"
+        return
+    pytest.fail("the forked child did not decode within 30 s (it hung on the parent's pipeline)")
 
 
 def test_a_missing_decoder_library_is_one_sentence(workdir: Path) -> None:
