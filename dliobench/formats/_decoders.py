@@ -31,9 +31,9 @@ Decode = Callable[[bytes | memoryview], np.ndarray]
 _local = threading.local()
 # What a decoder needs and how to install it: (package named in the error, extra)
 NEEDS = {"simplejpeg": ("simplejpeg", "jpeg"), "dali": ("NVIDIA DALI", "dali")}
-TURBOJPEG_INSTALL = ("PyTurboJPEG and libturbojpeg are not installed; install them with "
-                     "`apt-get install libturbojpeg0` and `pip install 'PyTurboJPEG<2'` (or "
-                     "libjpeg-turbo 3 and PyTurboJPEG 2)")
+TURBOJPEG_INSTALL = ("reader.decoder: turbojpeg needs PyTurboJPEG and a libturbojpeg it can "
+                     "load; install them with `apt-get install libturbojpeg0` and `pip install "
+                     "'PyTurboJPEG<2'` (or libjpeg-turbo 3 and PyTurboJPEG 2)")
 
 
 class MissingDecoderError(DlioBenchError):
