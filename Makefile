@@ -24,7 +24,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.all: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet,tensorflow,s3,trace]' $(TORCH)
+	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet,tensorflow,s3,trace,jpeg]' $(TORCH)
 	touch $@ $(VENV)/.core
 
 run: $(VENV)/.core

@@ -255,6 +255,12 @@ def cli_cases() -> list[Case]:
               Case("generate empty data_folder", ["generate", "dataset.data_folder="]),
               Case("generate negative seed", ["generate", "dataset.generation_seed=-1"]),
               Case("run negative seed", ["run", "train.seed=-1"]),
+              # reader.decoder decodes jpeg where dliobench decodes (formats/_decoders.py)
+              Case("run reader.decoder on npz", ["run", "reader.decoder=simplejpeg"],
+                   says="reader.decoder"),
+              Case("run reader.decoder with DALI's own reader",
+                   ["run", "retinanet", "reader.decoder=dali", "reader.data_loader=dali",
+                    "reader.dali_native_reader=true"], says="dali_native_reader"),
               Case("run checkpoint without model", ["run", "workflow.checkpoint=true"]),
               Case("override duplicate key",
                    ["show-config", "train.computation_time={mean: 1, mean: 2}"]),

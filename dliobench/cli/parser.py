@@ -100,11 +100,11 @@ def _add_ceiling_parser(sub: SubParsers, commands: Commands) -> None:
     """`dliobench ceiling`."""
     p = sub.add_parser(
         "ceiling", help="what this host's loader delivers per rank from memory",
-        description="Measure the client ceiling: the samples/s one rank of this host takes in "
-        "with the workload's format, sample sizes and loader settings, from a copy generated "
-        "in /dev/shm (at most a quarter of RAM), compute 0, as many ranks as the launcher "
-        "started. A run demanding more is client-limited whatever the storage. The figure is "
-        "cached (metric.client_ceiling: auto uses it).")
+        description="Measure the client ceiling: the samples/s one rank takes in with the "
+        "workload's format, sizes and loader settings, from a copy in /dev/shm, compute 0, as "
+        "many ranks as the launcher started; a run demanding more is client-limited whatever "
+        "the storage (cached: metric.client_ceiling: auto uses it). For jpeg, also each "
+        "reader.decoder's images/s per core and the cores one accelerator needs to decode.")
     add_workload_args(p)
     add_launcher_arg(p)
     p.set_defaults(func=commands["ceiling"])

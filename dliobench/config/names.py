@@ -13,6 +13,8 @@ FORMAT_NAMES: tuple[str, ...] = (
     "npz", "npy", "hdf5", "tfrecord", "jpeg", "png", "indexed_binary", "parquet",
 )
 LOADER_NAMES: tuple[str, ...] = ("native", "pytorch", "dali", "tensorflow")
+# reader.decoder: pil first, the default (DLIO's image reader; formats/_decoders.py)
+DECODER_NAMES: tuple[str, ...] = ("pil", "simplejpeg", "turbojpeg", "dali")
 
 
 def check_registry(kind: str, names: tuple[str, ...], registry: dict[str, str]) -> None:

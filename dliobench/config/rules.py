@@ -47,11 +47,26 @@ def check(config: Config) -> None:
         raise ConfigError("reader.prefetch_size: autotune is tf.data's AUTOTUNE and needs "
                           "reader.data_loader: tensorflow; give other loaders a number of batches")
     read_requests.check(config.reader.read_requests, config.dataset.num_samples_per_file)
+    _check_decoder(config)
     _check_checkpoint(config)
     kv = config.kvcache
     if kv.tensor_parallel > kv.num_gpus:
         raise ConfigError(f"kvcache.tensor_parallel ({kv.tensor_parallel}) cannot exceed "
                           f"kvcache.num_gpus ({kv.num_gpus}); raise num_gpus or lower it")
+
+
+def _check_decoder(config: Config) -> None:
+    """reader.decoder decodes JPEG files where dliobench decodes them."""
+    r = config.reader
+    if r.decoder == "pil":
+        return
+    if config.dataset.format != "jpeg":
+        raise ConfigError(f"reader.decoder: {r.decoder} decodes jpeg files, not "
+                          f"{config.dataset.format}; leave reader.decoder at pil")
+    if r.data_loader == "dali" and r.dali_native_reader:
+        raise ConfigError(f"reader.decoder: {r.decoder} is not used with "
+                          "reader.dali_native_reader, where DALI decodes with its own "
+                          "fn.decoders.image; leave reader.decoder at pil or the native reader off")
 
 
 def _check_checkpoint(config: Config) -> None:

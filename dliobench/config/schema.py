@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from dliobench.config.checkpoint_keys import CheckpointConfig, ModelConfig
 from dliobench.config.keys import COMPRESSIONS, DATATYPES, PARQUET_DTYPES, SHUFFLE_MODES, key
 from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.config.names import DECODER_NAMES
 from dliobench.config.names import FORMAT_NAMES as FORMATS  # the registries' names
 from dliobench.config.names import LOADER_NAMES as LOADERS
 from dliobench.config.storage_keys import StorageConfig
@@ -159,6 +160,11 @@ class ReaderConfig:
         True, "bool", "decode image samples (jpeg, png) with Pillow, as DLIO's image reader "
         "(np.asarray(Image.open(f))) and real training do; false hands compute the encoded "
         "bytes, so a run shows what the reads alone cost and what decoding adds")
+    decoder: str = key(
+        "pil", "choice", "the JPEG decoder: pil (Pillow, as DLIO's image reader and MLPerf's "
+        "reference), simplejpeg, turbojpeg (PyTurboJPEG) or dali (DALI's CPU decoder, one "
+        "sample at a time); all decode the same pixels; `dliobench ceiling` measures each",
+        choices=DECODER_NAMES)
     persistent_workers: bool = key(True, "bool", "pytorch: keep worker processes across epochs")
     pin_memory: bool = key(True, "bool", "pytorch: pin batches in page-locked memory (CUDA only)")
     dali_native_reader: bool = key(

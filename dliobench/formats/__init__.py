@@ -40,10 +40,14 @@ def get_format(name: str) -> Format:
     return fmt
 
 
-def format_for(dataset: DatasetConfig) -> Format:
+def format_for(dataset: DatasetConfig, decoder: str = "pil") -> Format:
     """The format of a dataset, with the options its configuration sets (HDF5 chunking and
-    compression); the run's ``Plan`` is the one caller."""
-    return get_format(dataset.format).configured(dataset)
+    compression, and ``reader.decoder`` for jpeg); the run's ``Plan`` is the one caller."""
+    fmt = get_format(dataset.format).configured(dataset)
+    with_decoder = getattr(fmt, "with_decoder", None)
+    if decoder != "pil" and with_decoder is not None:  # config.rules: jpeg only
+        fmt = with_decoder(decoder)
+    return fmt
 
 
 __all__ = ["FORMATS", "REGISTRY", "ByteRange", "Format", "format_for", "get_format"]

@@ -7,6 +7,9 @@ image is followed, right after the start marker, by comment (COM) segments fille
 sample's own bytes until the file is exactly L bytes (within 3 bytes; a COM segment needs at
 least 4). Every JPEG decoder skips COM segments, so Pillow and DALI decode the same pixels.
 
+Decoded by Pillow (as DLIO's reader) unless ``reader.decoder`` names another libjpeg-turbo
+decoder (``_decoders.py``); all of them give the same pixels.
+
 Lossy: the decoded pixels differ from the sample's bytes (mean absolute error about 7.5 on
 random pixels). Not checksummed: JPEG has no checksum, and a flipped byte in the entropy-coded
 data decodes silently to different pixels; truncation is detected (missing end marker).
@@ -14,6 +17,7 @@ data decodes silently to different pixels; truncation is detected (missing end m
 
 from __future__ import annotations
 
+import copy
 import io
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,8 +25,10 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image, ImageFile, JpegImagePlugin
 
-from dliobench.base.errors import DatasetError
+from dliobench.base.errors import CorruptSampleError, DatasetError
+from dliobench.formats._decoders import decoder_for
 from dliobench.formats._image import ImageFormat, to_pixels
+from dliobench.formats.base import Stored
 
 SOI = b"\xff\xd8"
 COM = b"\xff\xfe"
@@ -71,6 +77,7 @@ class JpegFormat(ImageFormat):
     save_options: ClassVar[dict[str, Any]] = {"quality": 75}
     trailer = b"\xff\xd9"  # EOI marker
     max_side = 65500  # libjpeg's limit
+    decoder = "pil"  # reader.decoder (with_decoder)
 
     def plugin(self) -> type[ImageFile.ImageFile]:
         """Pillow's JPEG reader."""
@@ -83,6 +90,29 @@ class JpegFormat(ImageFormat):
             raise DatasetError(f"{self.name} images are at most {self.max_side} pixels a side; "
                                f"a {samples.shape[1]}-byte record needs {max(pixels.shape)}")
         path.write_bytes(padded_jpeg(pixels, int(samples.shape[1]), self.save_options))
+
+    def with_decoder(self, name: str) -> JpegFormat:
+        """This format decoding with ``name`` (``reader.decoder``); its library is loaded
+        now, so a missing one is said before the run (MissingExtraError or
+        MissingDecoderError, one sentence)."""
+        if name == self.decoder:
+            return self
+        decoder_for(name)
+        configured = copy.copy(self)
+        configured.decoder = name
+        return configured
+
+    def decode(self, src: Stored, data: memoryview, whole_file: bool) -> np.ndarray:
+        """The pixels, as ``np.asarray(Image.open(f))`` gives them, from ``reader.decoder``."""
+        if self.decoder == "pil":
+            return super().decode(src, data, whole_file)
+        if bytes(data[-len(self.trailer):]) != self.trailer:
+            raise CorruptSampleError(str(src), len(data), "file is truncated: no jpeg end marker")
+        try:
+            return decoder_for(self.decoder)(data)
+        except (ValueError, OSError, RuntimeError) as exc:  # each library's word for damage
+            raise CorruptSampleError(str(src), len(data), f"jpeg data is damaged "
+                                     f"({self.decoder}: {exc})") from None
 
 
 FORMAT = JpegFormat()

@@ -16,7 +16,12 @@ if TYPE_CHECKING:
     from dliobench.comm.world import World
     from dliobench.config.schema import Config, DatasetConfig
     from dliobench.dataset.generate import Generated
+    from dliobench.formats.decode_rates import DecodeRate
     from dliobench.results.schema import RunResult
+
+    # dliobench ceiling on rank 0: the world, samples/s per rank, the cache file, and each
+    # JPEG decoder's rate when the workload decodes JPEG (else empty)
+    Ceiling = tuple[World, float, Path, list[DecodeRate]]
 
 BELOW_FLOOR_EXIT = 3  # run --fail-below-floor: the run completed but missed its AU floor
 
@@ -66,12 +71,12 @@ def show_generation(dataset: DatasetConfig, done: Generated | None) -> None:
           f"{done.bytes_written / done.files_written:,.0f} bytes ({asked:,} requested)")
 
 
-def show_ceiling(config: Config, measured: tuple[World, float, Path] | None) -> None:
-    """The client ceiling per rank, the settings it holds for, where it is cached, and
-    whether the workload's demand per rank is within it."""
+def show_ceiling(config: Config, measured: Ceiling | None) -> None:
+    """The client ceiling per rank, the settings it holds for, where it is cached, whether
+    the workload's demand per rank is within it, and the decoders' table (jpeg)."""
     if measured is None:
         return
-    world, value, cache = measured
+    world, value, cache, rates = measured
     r, d = config.reader, config.dataset
     rate = value * d.record_length_bytes / 1e6
     print(f"client ceiling of {world.host} for {config.name}: {value:,.1f} samples/s per rank "
@@ -84,6 +89,11 @@ def show_ceiling(config: Config, measured: tuple[World, float, Path] | None) -> 
         verdict = "can" if demand <= value else "cannot"
         print(f"  each rank demands {demand:,.1f} samples/s at {compute:g} s per batch: this "
               f"client {verdict} keep up, whatever the storage")
+    if rates:
+        from dliobench.formats.decode_rates import load_average
+        from dliobench.results.decode_table import decode_table
+
+        print("\n".join(decode_table(config, rates, load_average())))
 
 
 def show_metadata(where: Path | None) -> None:

@@ -52,6 +52,18 @@ def _spread(result: RunResult) -> str:
     return f" ± {100 * stdev:.1f} over {len(aus)} epochs"
 
 
+def _decoded_by(cfg: dict[str, Any]) -> str:
+    """Which decoder turned the run's images into pixels (reader.decoder), for jpeg and png."""
+    r = cfg["reader"]
+    if cfg["dataset"]["format"] not in ("jpeg", "png"):
+        return ""
+    if not r.get("decode", True):
+        return " (not decoded: reader.decode false)"
+    if r["data_loader"] == "dali" and r.get("dali_native_reader"):
+        return " (decoded by DALI's fn.decoders.image)"
+    return f" (decoded by {r.get('decoder', 'pil')})"
+
+
 def print_summary(result: RunResult, run_dir: str, console: Console | None = None) -> None:
     """Show the run's headline numbers, its verdict against the AU floor, where the time
     went, and where the files are (the path on a line of its own, never cut)."""
@@ -74,7 +86,8 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     table.add_column()
     table.add_row("ranks × accelerator", f"{result['ranks_count']} × {_accelerator(cfg)} "
                   f"({cfg['train']['computation_time']:g} s/batch)")
-    table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}")
+    table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}"
+                  f"{_decoded_by(cfg)}")
     table.add_row("accelerator utilization", f"{_pct(m['au'])}{_spread(result)} (worst rank "
                   f"{_pct(m['au_min'])}; floor {_pct(floor)})")
     verdict = result.get("verdict")

@@ -53,8 +53,8 @@ def key_of(config: Config, world: World) -> str:
              d.enable_chunking, d.chunk_size, d.compression, r.data_loader, r.batch_size,
              r.read_threads, r.prefetch_size, r.sharding, r.file_shuffle != "off",
              r.sample_shuffle != "off", r.multiprocessing_context, r.dali_native_reader,
-             r.file_access, r.decode, r.verify_samples, r.persistent_workers, r.pin_memory,
-             world.local_size, len(os.sched_getaffinity(0))]
+             r.file_access, r.decode, r.decoder, r.verify_samples, r.persistent_workers,
+             r.pin_memory, world.local_size, len(os.sched_getaffinity(0))]
     return json.dumps(parts, default=str)
 
 

@@ -30,6 +30,7 @@ from dliobench.run import preflight, session
 if TYPE_CHECKING:
     from dliobench.comm.world import World
     from dliobench.dataset.generate import Generated
+    from dliobench.results.console import Ceiling
     from dliobench.run.runset import SetAsked, SetOutcome
 
 log = logging.getLogger("dliobench")
@@ -128,16 +129,24 @@ def generate_dataset(config: Config, asked: Asked, verify: bool) -> Generated | 
     return done if world.is_root else None
 
 
-def measure_ceiling(config: Config, asked: Asked) -> tuple[World, float, Path] | None:
+def measure_ceiling(config: Config, asked: Asked) -> Ceiling | None:
     """``dliobench ceiling``: what this host's loader delivers per rank from memory (cached);
-    rank 0 gets the world it was measured in, the value and the cache file (others: None)."""
+    rank 0 gets the world it was measured in, the value, the cache file and, for a jpeg
+    workload that decodes, each decoder's images/s per core (others: None)."""
+    from dliobench.formats import decode_rates
     from dliobench.run import ceiling
 
     world, comm = join(asked.launcher)
     ceiling.one_node(world)
     value = on_every_rank(world, comm, lambda: session.measure_ceiling(config, world, comm),
                           config.train.stall_timeout_s)
-    return (world, value, ceiling.cache_path()) if world.is_root else None
+    if not world.is_root:
+        return None
+    rates = []
+    if config.dataset.format == "jpeg" and config.reader.decode:  # after the probe: alone
+        rates = decode_rates.measure_all(decode_rates.sample_files(
+            config.dataset.record_length_bytes))
+    return world, value, ceiling.cache_path(), rates
 
 
 def measure_metadata(config: Config, asked: Asked, max_files: int) -> Path | None:

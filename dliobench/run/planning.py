@@ -35,7 +35,7 @@ def resolve(config: Config, world: World, comm: Comm, seed: int | None = None) -
     found = adopt(config, world, comm)
     if found is not None:
         config = found.config
-    fmt = format_for(config.dataset)
+    fmt = format_for(config.dataset, config.reader.decoder)
     check_format(config, fmt)
     check_folders(config, TRAIN)
     seed = shuffle_seed(config, comm) if seed is None else seed
