@@ -194,6 +194,8 @@ class NativeLoader:
                 yield Batch(ids=batch_ids, nbytes=sum(n for _, n in results),
                             data=[s for s, _ in results])
             return
+        if self._pool is not None:  # in-flight memory made and touched before the window
+            self._pool.reserve(min(ids.size, (self._ahead + 1) * self.batch_size))
         upcoming = iter(plan)
         slots: deque[_Slot] = deque()
 
