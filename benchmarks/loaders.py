@@ -174,7 +174,7 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
                 (child_faults() - before) / delivered(folder / "train"))
     medians = {name: tuple(statistics.median(v[k] for v in values) for k in range(3))
                for name, values in results.items()}
-    top = medians[CEILING][0]
+    top = max(medians[CEILING][0], medians.get("fio", (0.0,))[0])  # the faster compiled one
     rows = []
     for name, (samples, nbytes, cpu) in medians.items():
         user = medians.get(f"idiomatic-{name.split('-')[0]}")
@@ -217,7 +217,8 @@ def main() -> None:
           f"{platform.node()}, "
           f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
           f"{args.format}, {args.epochs} epochs\n")
-    print("| sample | reader | samples/s | MB/s | ratio to compiled ceiling | "
+    print("| sample | reader | samples/s | MB/s | ratio to compiled ceiling (faster of "
+          "read_files loop, fio) | "
           "ratio to idiomatic | CPU ms/sample | minor faults/sample |")
     print("|---|---|---|---|---|---|---|---|")
     try:
