@@ -1,21 +1,24 @@
-"""Each loader against the raw-read ceiling on the same page-cached dataset (compute 0).
+"""Each loader against a compiled ceiling on the same page-cached dataset (compute 0).
 
 Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
-       [--epochs 2] [--shapes "64 KiB" "16 MiB"]
+       [--epochs 2] [--shapes "64 KiB" "16 MiB"] [--fresh]
        [--format npz|npy|tfrecord] [--loaders native pytorch idiomatic-pytorch dali ...]
 
 For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfrecord shows
-tf.data's own TFRecordDataset): a raw read of the same files with
-``readinto`` in a thread pool (the ceiling: no decoding, no batching), then
-``dliobench run`` with each loader (native, pytorch, dali, dali-reader = dali with
-``reader.dali_native_reader=true``, tensorflow) and ``train.computation_time=0``,
-reading samples/s and bytes/s from result.json (and the CPU seconds of the rank and its
-workers per sample, which machine load disturbs less than rates), and the pipelines a user
-would write with the same library and settings (``idiomatic.py``: idiomatic-pytorch,
-idiomatic-dali; npz and npy only), and floor-pytorch: that DataLoader handing over unread
-arrays (PyTorch's own limit). Prints medians, the ratio to the ceiling and each dliobench
-loader's ratio to its library's idiomatic pipeline as a markdown table. Data is deleted
-afterwards.
+tf.data's own TFRecordDataset), each repetition measures the ceilings of ``ceilings.py``: the
+C extension's ``read_files`` loop over the same files with the same threads and the prefetch
+depth's bytes in flight, in memory made once and touched (``--fresh``: also into fresh
+memory), fio one file per request, and the Python ``readinto`` pool of earlier rounds (a row,
+no longer the ceiling); then ``dliobench run`` with each loader (native, pytorch, dali,
+dali-reader = dali with ``reader.dali_native_reader=true``, tensorflow) and
+``train.computation_time=0``, reading samples/s and bytes/s from result.json (and the CPU
+seconds of the rank and its workers per sample, which machine load disturbs less than rates,
+and the minor page faults of its process tree per sample), and the pipelines a user would
+write with the same library and settings (``idiomatic.py``: idiomatic-pytorch,
+idiomatic-dali on npz and npy; idiomatic-tensorflow on tfrecord), and floor-pytorch: that
+DataLoader handing over unread arrays (PyTorch's own limit). Prints medians, the ratio to the
+faster compiled ceiling and each dliobench loader's ratio to its library's idiomatic pipeline
+as a markdown table. Data is deleted afterwards.
 """
 
 from __future__ import annotations
