@@ -1,7 +1,8 @@
-"""The pipelines a user would write with PyTorch or DALI on the same files (no dliobench).
+"""The pipelines a user would write with PyTorch, DALI or tf.data on the same files (no
+dliobench).
 
-Usage: python benchmarks/idiomatic.py pytorch|pytorch-floor|dali FOLDER [--batch 8] [--workers 4]
-       [--prefetch 4] [--epochs 2] [--seed 0]
+Usage: python benchmarks/idiomatic.py pytorch|pytorch-floor|dali|tensorflow FOLDER [--batch 8]
+       [--workers 4] [--prefetch 4] [--epochs 2] [--seed 0]
 
 Run by ``loaders.py`` beside each ``dliobench run``, with the settings dliobench's loaders
 derive from the same workload, so the two differ only in what dliobench adds:
@@ -18,6 +19,10 @@ derive from the same workload, so the two differ only in what dliobench adds:
   which no DALI reader reads, through the parallel ``fn.external_source`` that DALI's
   documentation shows for Python-decoded files (``py_num_workers = workers``, fork, one
   ``np.load(path)["x"]`` per sample). Each batch is copied out of DALI's buffers to numpy.
+
+- tensorflow (TFRecord files): ``TFRecordDataset(files, num_parallel_reads = workers)``, the
+  file list shuffled per epoch, ``shuffle(1024)``, ``map(parse_single_example + decode_raw,
+  AUTOTUNE)``, ``batch(drop_remainder)``, ``prefetch(AUTOTUNE)``, default threading options.
 
 Timing follows dliobench's metrics: the first step of each epoch is left out, and the wall
 time runs from the end of that step to the last batch's arrival; bytes are the files' sizes
@@ -119,6 +124,30 @@ def dali_epochs(paths: list[str], args: argparse.Namespace) -> Iterator[Iterator
     pipes.clear()  # its workers end (and are reaped: their CPU time counts)
 
 
+def tensorflow_epochs(paths: list[str], args: argparse.Namespace) -> Iterator[Iterator[int]]:
+    """Each epoch: an iterator of batch sizes from the tf.data pipeline TensorFlow's guide
+    shows for TFRecord files: ``TFRecordDataset(num_parallel_reads)``, ``shuffle`` (the
+    workload shuffles samples; a buffer of 1024 as dliobench's), ``map(parse, AUTOTUNE)``,
+    ``batch``, ``prefetch(AUTOTUNE)``; each batch handed over as numpy."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    feature = {"image": tf.io.FixedLenFeature([], tf.string)}
+
+    def parse(record: Any) -> Any:
+        return tf.io.decode_raw(tf.io.parse_single_example(record, feature)["image"], tf.uint8)
+
+    for epoch in range(args.epochs):
+        files = list(np.random.default_rng(args.seed + epoch).permutation(paths))
+        ds = tf.data.TFRecordDataset(files, num_parallel_reads=args.workers)
+        ds = ds.shuffle(1024, seed=args.seed + epoch)
+        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.batch(args.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+        yield (len(batch.numpy()) for batch in ds)
+
+
 def cpu_seconds() -> float:
     """User + system CPU of this process and its ended children (the workers)."""
     own, children = (resource.getrusage(who) for who in
@@ -146,7 +175,8 @@ def pytorch_floor(paths: list[str], args: argparse.Namespace) -> Iterator[Iterat
 
 
 PIPELINES: dict[str, Callable[[list[str], argparse.Namespace], Iterator[Iterator[int]]]] = {
-    "pytorch": pytorch_epochs, "pytorch-floor": pytorch_floor, "dali": dali_epochs}
+    "pytorch": pytorch_epochs, "pytorch-floor": pytorch_floor, "dali": dali_epochs,
+    "tensorflow": tensorflow_epochs}
 
 
 def main() -> None:
@@ -161,7 +191,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    files = sorted(p for p in args.folder.rglob("*") if p.suffix in (".npz", ".npy"))
+    files = sorted(p for p in args.folder.rglob("*") if p.suffix in (".npz", ".npy", ".tfrecord"))
     sizes = {p.stat().st_size for p in files}
     if len(sizes) != 1:
         raise SystemExit(f"{args.folder}: the files differ in size; generate equal ones")

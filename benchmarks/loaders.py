@@ -1,29 +1,34 @@
-"""Each loader against the raw-read ceiling on the same page-cached dataset (compute 0).
+"""Each loader against a compiled ceiling on the same page-cached dataset (compute 0).
 
 Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
-       [--epochs 2] [--shapes "64 KiB" "16 MiB"]
+       [--epochs 2] [--shapes "64 KiB" "16 MiB"] [--fresh]
        [--format npz|npy|tfrecord] [--loaders native pytorch idiomatic-pytorch dali ...]
 
 For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfrecord shows
-tf.data's own TFRecordDataset): a raw read of the same files with
-``readinto`` in a thread pool (the ceiling: no decoding, no batching), then
-``dliobench run`` with each loader (native, pytorch, dali, dali-reader = dali with
-``reader.dali_native_reader=true``, tensorflow) and ``train.computation_time=0``,
-reading samples/s and bytes/s from result.json (and the CPU seconds of the rank and its
-workers per sample, which machine load disturbs less than rates), and the pipelines a user
-would write with the same library and settings (``idiomatic.py``: idiomatic-pytorch,
-idiomatic-dali; npz and npy only), and floor-pytorch: that DataLoader handing over unread
-arrays (PyTorch's own limit). Prints medians, the ratio to the ceiling and each dliobench
-loader's ratio to its library's idiomatic pipeline as a markdown table. Data is deleted
-afterwards.
+tf.data's own TFRecordDataset), each repetition measures the ceilings of ``ceilings.py``: the
+C extension's ``read_files`` loop over the same files with the same threads and the prefetch
+depth's bytes in flight, in memory made once and touched (``--fresh``: also into fresh
+memory), fio one file per request, and the Python ``readinto`` pool of earlier rounds (a row,
+no longer the ceiling); then ``dliobench run`` with each loader (native, pytorch, dali,
+dali-reader = dali with ``reader.dali_native_reader=true``, tensorflow) and
+``train.computation_time=0``, reading samples/s and bytes/s from result.json (and the CPU
+seconds of the rank and its workers per sample, which machine load disturbs less than rates,
+and the minor page faults of its process tree per sample), and the pipelines a user would
+write with the same library and settings (``idiomatic.py``: idiomatic-pytorch,
+idiomatic-dali on npz and npy; idiomatic-tensorflow on tfrecord), and floor-pytorch: that
+DataLoader handing over unread arrays (PyTorch's own limit). Prints medians, the ratio to the
+faster compiled ceiling and each dliobench loader's ratio to its library's idiomatic pipeline
+as a markdown table. Data is deleted afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -33,12 +38,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import ceilings  # benchmarks/ceilings.py, beside this script
+
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
 LOADERS = ["native", "pytorch", "idiomatic-pytorch", "floor-pytorch", "dali", "dali-reader",
-           "idiomatic-dali", "tensorflow"]
-DEFAULT_LOADERS = [name for name in LOADERS if name != "dali-reader"]  # npz: as dali
+           "idiomatic-dali", "tensorflow", "idiomatic-tensorflow"]
+DEFAULT_LOADERS = [name for name in LOADERS if name not in (
+    "dali-reader", "idiomatic-tensorflow")]  # npz: dali-reader as dali; tensorflow's: TFRecord
 FORMAT = ["npz"]
+FRESH = [False]  # --fresh: the compiled ceiling into fresh memory too
 EPOCHS = [2]  # --epochs: passes over the files by every contender, the raw read too
 IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
 
@@ -70,8 +79,9 @@ def warm(train: Path) -> list[Path]:
 Rates = tuple[float, float, float]  # samples/s, bytes/s, CPU seconds per sample
 
 
-def ceiling(paths: list[Path], threads: int) -> Rates:
-    """(samples/s, bytes/s, CPU s/sample) of plain whole-file reads into reused buffers."""
+def python_pool(paths: list[Path], threads: int) -> Rates:
+    """(samples/s, bytes/s, CPU s/sample) of ``readinto`` in a Python thread pool into reused
+    buffers (the ceiling of earlier rounds, now a row: the GIL, not the hardware, sets it)."""
     size = max(p.stat().st_size for p in paths)
     local = threading.local()
 
@@ -86,6 +96,28 @@ def ceiling(paths: list[Path], threads: int) -> Rates:
         total = sum(pool.map(read, paths * EPOCHS[0]))
     seconds, reads = time.perf_counter() - start, len(paths) * EPOCHS[0]
     return reads / seconds, total / seconds, (time.process_time() - cpu) / reads
+
+
+CEILING = "compiled ceiling"
+
+
+def child_faults() -> int:
+    """Minor page faults of this script's ended children (a run's whole process tree, its
+    start-up included: the loaders' figure is an upper bound of the faults per sample)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+
+
+def ceiling_rows(paths: list[Path], threads: int) -> list[tuple[str, Rates, float]]:
+    """The ceilings of one repetition: (name, rates, minor faults per sample or nan)."""
+    batch, prefetch = 8, 4  # as ``common``
+    rows = [(CEILING, *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0]))]
+    if FRESH[0]:
+        rows.append(("compiled, fresh memory",
+                     *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0], True)))
+    rows.append(("python pool", python_pool(paths, threads), math.nan))
+    if shutil.which("fio"):
+        rows.append(("fio", ceilings.fio(paths, threads, EPOCHS[0], False), math.nan))
+    return rows
 
 
 def delivered(train: Path) -> int:
@@ -124,11 +156,16 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
     overrides = common(folder, size, files, threads)
     dliobench("generate", "--yes", "workloads/default.yaml", *overrides)
     paths = warm(folder / "train")
-    results: dict[str, list[Rates]] = {"raw read": []}
+    results: dict[str, list[Rates]] = {}
+    faults: dict[str, list[float]] = {}
     for _ in range(reps):  # alternate, so drifts in machine load hit every contender
-        results["raw read"].append(ceiling(paths, threads))
+        for name, got, per in ceiling_rows(paths, threads):
+            results.setdefault(name, []).append(got)
+            if not math.isnan(per):
+                faults.setdefault(name, []).append(per)
         for loader in LOADERS:
             warm(folder / "train")  # again: other jobs on the machine may drop the cache
+            before = child_faults()
             if loader.startswith("idiomatic-"):
                 got = idiomatic_run(loader.split("-")[1], folder / "train", threads)
             elif loader == "floor-pytorch":
@@ -136,15 +173,18 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
             else:
                 got = loader_run(loader, overrides, root / "runs", folder / "train")
             results.setdefault(loader, []).append(got)
+            faults.setdefault(loader, []).append(
+                (child_faults() - before) / delivered(folder / "train"))
     medians = {name: tuple(statistics.median(v[k] for v in values) for k in range(3))
                for name, values in results.items()}
-    top = medians["raw read"][0]
+    top = max(medians[CEILING][0], medians.get("fio", (0.0,))[0])  # the faster compiled one
     rows = []
     for name, (samples, nbytes, cpu) in medians.items():
         user = medians.get(f"idiomatic-{name.split('-')[0]}")
         mine = "" if user is None or name.startswith("idiomatic") else f"{samples / user[0]:.2f}"
+        flt = f"{statistics.median(faults[name]):,.0f}" if name in faults else ""
         rows.append(f"| {shape} | {name} | {samples:,.0f} | {nbytes / 1e6:,.0f} | "
-                    f"{samples / top:.2f} | {mine} | {cpu * 1e3:,.3f} |")
+                    f"{samples / top:.2f} | {mine} | {cpu * 1e3:,.3f} | {flt} |")
     shutil.rmtree(folder)
     return rows
 
@@ -160,24 +200,30 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2,
                         help="passes over the files (default 2: 160 files of 16 MiB are then "
                              "about half a second of reading, where start-up weighs)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="also the compiled ceiling reading into fresh memory per item")
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--loaders", nargs="+", choices=LOADERS,
                         help=f"default: {' '.join(DEFAULT_LOADERS)} (npy, tfrecord: and "
-                        "dali-reader; tfrecord: no idiomatic ones)")
+                        "dali-reader; tfrecord: idiomatic-tensorflow, no other idiomatic)")
     args = parser.parse_args()
-    FORMAT[0] = args.format
+    FORMAT[0], FRESH[0] = args.format, args.fresh
     EPOCHS[0] = args.epochs
     LOADERS[:] = args.loaders or [name for name in LOADERS if (
         name != "dali-reader" or args.format != "npz") and (
-        not name.startswith(("idiomatic", "floor")) or args.format != "tfrecord")]
+        not name.startswith(("idiomatic", "floor")) or args.format != "tfrecord"
+        or name == "idiomatic-tensorflow") and (
+        name != "idiomatic-tensorflow" or args.format == "tfrecord")]
     args.root.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
-    print(f"# loaders vs raw read, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
+    print(f"# loaders vs the compiled ceiling, {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"{platform.node()}, "
           f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
           f"{args.format}, {args.epochs} epochs\n")
-    print("| sample | reader | samples/s | MB/s | ratio to raw read | ratio to idiomatic | "
-          "CPU ms/sample |")
-    print("|---|---|---|---|---|---|---|")
+    print("| sample | reader | samples/s | MB/s | ratio to compiled ceiling (faster of "
+          "read_files loop, fio) | "
+          "ratio to idiomatic | CPU ms/sample | minor faults/sample |")
+    print("|---|---|---|---|---|---|---|---|")
     try:
         for shape in args.shapes:
             for row in measure(shape, args.root, args.reps, args.threads):

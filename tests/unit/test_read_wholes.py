@@ -174,3 +174,41 @@ def test_the_native_loader_reads_large_samples_into_reused_memory(tmp_path: Path
         assert loader._pool._free  # type: ignore[attr-defined]  # blocks came back
     finally:
         loader.close()
+
+
+def _minor_faults() -> int:
+    return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
+def test_reserved_pool_blocks_are_touched_before_they_are_lent() -> None:
+    # 1 MiB: below numpy's huge-page threshold, so fresh memory faults once per 4 KiB page
+    pool = SampleBuffers(1 << 20, keep=4)
+    pool.reserve(8)  # at most ``keep``
+    assert len(pool._free) == 4
+    before = _minor_faults()
+    lent = [pool.take() for _ in range(4)]
+    for block in lent:
+        block[:] = 1  # what a read into it does
+    assert _minor_faults() - before < 64  # fresh blocks: 4 x 256 faults
+    pool.reserve(4)  # all four exist (lent): none made
+    assert not pool._free
+
+
+@BUILT
+def test_the_native_loader_makes_its_sample_memory_before_the_first_batch(
+        tmp_path: Path) -> None:
+    plan = dataset(tmp_path, "reader.data_loader=native", "dataset.num_samples_per_file=1",
+                   "dataset.record_length_bytes=1100000", "reader.prefetch_size=1")
+    loader = make_loader(plan)
+    try:
+        pool = loader._pool  # type: ignore[attr-defined]
+        assert pool is not None and not pool._free
+        ids = rank_samples(plan.spec, 0)
+        batches = loader.epoch(ids)
+        first = next(batches)
+        # a block for every sample in flight (``keep``, or the epoch if fewer): lent or free
+        assert len(pool._free) + len(first.data) >= min(ids.size, pool._keep)
+        del first
+        batches.close()
+    finally:
+        loader.close()

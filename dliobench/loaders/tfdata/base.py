@@ -8,6 +8,7 @@ pipeline never runs (it moves bytes).
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import re
@@ -23,6 +24,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError("TensorFlow", "tensorflow") from exc
 
+# TensorFlow's import leaves ~350,000 objects the cyclic GC tracks; each full collection
+# walked them all (0.16 s here) and took ~10 % of a tf.data run's CPU. Frozen, they are
+# skipped: they live as long as the process anyway.
+gc.freeze()
 _tf.get_logger().setLevel(logging.ERROR)
 tf: Any = _tf  # used untyped: TensorFlow ships no usable stubs
 no_autograph = tf.autograph.experimental.do_not_convert  # plain tf.function tracing

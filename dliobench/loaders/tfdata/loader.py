@@ -19,16 +19,19 @@ from typing import Any
 import numpy as np
 
 from dliobench.base.errors import ConfigError
-from dliobench.dataset.sharding import ShardSpec, epoch_seed
+from dliobench.dataset.sharding import ShardSpec, batches, epoch_seed
 from dliobench.loaders.base import Batch, SampleReader
+from dliobench.loaders.native import POOL_MIN_BYTES
 from dliobench.loaders.tfdata.base import options, read_error, tf
 from dliobench.loaders.tfdata.sources import (
     Failures,
     RecordFiles,
+    batch_source,
     generator_source,
     parse_example,
     tfrecord_source,
 )
+from dliobench.storage.buffers import SampleBuffers
 
 SHUFFLE_BUFFER = 1024  # records; as DALI's reader default, and DLIO's shuffle_size scale
 AUTOTUNE = -1  # reader.prefetch_size: autotune
@@ -53,6 +56,7 @@ class TFDataLoader:
                               f"{reader.backend.describe()}; use the native or pytorch loader")
         self._epochs = self._reordered = self._skipped = 0
         self._closed = False
+        self._pool = self._sample_pool()
 
     @property
     def deviations(self) -> list[str]:
@@ -81,6 +85,15 @@ class TFDataLoader:
                        f"of {self._epochs} epoch(s){why}")
         return out
 
+    def _sample_pool(self) -> SampleBuffers | None:
+        """Reused memory for large one-sample files read by our readers (as the native
+        loader's): each stream's chunk, twice over (tf.data copies a sample out on yield)."""
+        size = None if self.records or self.reader.samples_per_file != 1 else \
+            self.reader.uniform_file_size()
+        if size is None or size < POOL_MIN_BYTES:
+            return None
+        return SampleBuffers(size, keep=2 * max(1, self.threads) * self.batch_size)
+
     def _order_causes(self) -> str:
         """Why tf.data's order is not the plan's, as the end of a sentence."""
         causes = []
@@ -105,19 +118,28 @@ class TFDataLoader:
                 ds = ds.shuffle(self.shuffle_buffer, seed=epoch_seed(self.spec, self._epochs),
                                 reshuffle_each_iteration=False)
             ds = ds.map(parse_example, **parallel)
+        elif self.same_size:  # whole batches from our readers: one element per batch
+            plan = list(batches(ids, self.batch_size, self.drop_last))
+            files, ds = None, batch_source(self.reader, plan, self.threads, failures, self._pool)
         else:
             files = None
-            ds = generator_source(self.reader, ids, self.threads, failures)
+            ds = generator_source(self.reader, ids, self.threads, failures,
+                                  chunk=self.batch_size, pool=self._pool)
+        if files is not None or not self.same_size:
+            ds = self._resize_and_batch(ds, parallel)
+        if self.prefetch_size:
+            ds = ds.prefetch(tf.data.AUTOTUNE if self.prefetch_size == AUTOTUNE
+                             else self.prefetch_size)
+        return ds.with_options(options(self.threads)), files
+
+    def _resize_and_batch(self, ds: Any, parallel: dict[str, Any]) -> Any:
+        """Per-sample elements padded or cut to ``resize_bytes`` and batched."""
         size = self.reader.resize_bytes
         if size:
             ds = ds.map(lambda s, *tags: (tf.pad(s[:size], [[0, size - tf.shape(s[:size])[0]]]),
                                           *tags), **parallel)
         batch = ds.batch if self.same_size else ds.ragged_batch  # ragged: a copy more
-        ds = batch(self.batch_size, drop_remainder=self.drop_last)
-        if self.prefetch_size:
-            ds = ds.prefetch(tf.data.AUTOTUNE if self.prefetch_size == AUTOTUNE
-                             else self.prefetch_size)
-        return ds.with_options(options(self.threads)), files
+        return batch(self.batch_size, drop_remainder=self.drop_last)
 
     def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
         """This epoch's batches: the plan's samples (in its order, or as noted)."""

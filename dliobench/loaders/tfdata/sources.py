@@ -16,6 +16,7 @@ import numpy as np
 from dliobench.base.errors import DlioBenchError
 from dliobench.loaders.base import SampleReader
 from dliobench.loaders.tfdata.base import no_autograph, tf
+from dliobench.storage.buffers import SampleBuffers
 
 TFRECORD_BUFFER = 256 * 1024  # TFRecordDataset's default read buffer (bytes)
 
@@ -112,6 +113,46 @@ def parse_example(record: Any, at: Any) -> tuple[Any, Any]:
     return tf.io.decode_raw(image, tf.uint8), at
 
 
+def batch_source(reader: SampleReader, plan: list[np.ndarray], parallel: int,
+                 failures: Failures, pool: SampleBuffers | None = None) -> Any:
+    """Whole batches of samples of one size (``plan``: the epoch's batches of ids), each read
+    by ``reader.read_many`` in one of ``max(1, parallel)`` ``from_generator`` streams and
+    handed to tf.data as one dense ``[batch, bytes]`` element, interleaved back into the
+    plan's order (stream j reads batches j, j + n, ...).
+
+    One element per batch, not per sample: a batch's files are read in one call (the GIL
+    released once for all of them) and cross from Python into tf.data once (a py_func call
+    and a tensor conversion per element), not once per sample.
+    """
+    n = max(1, min(parallel, len(plan))) if plan else 1
+
+    def stream(part: Any) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for ids in plan[int(part)::n]:
+            if failures.errors:
+                return
+            try:
+                got = reader.read_many(ids.tolist(), pool)
+            except DlioBenchError as exc:
+                failures.errors.append(exc)
+                return
+            samples = np.stack([np.asarray(s).reshape(-1).view(np.uint8) for s, _ in got])
+            nbytes = np.array([b for _, b in got], dtype=np.int64)
+            del got  # the pool's blocks come back: the stack is a copy
+            yield samples, ids.astype(np.int64), nbytes
+
+    @no_autograph
+    def one_stream(part: Any) -> Any:
+        return tf.data.Dataset.from_generator(stream, args=(part,), output_signature=(
+            tf.TensorSpec([None, None], tf.uint8), tf.TensorSpec([None], tf.int64),
+            tf.TensorSpec([None], tf.int64)))
+
+    parts = tf.data.Dataset.range(n)
+    if parallel > 1:
+        return parts.interleave(one_stream, cycle_length=n, block_length=1,
+                                num_parallel_calls=n, deterministic=True)
+    return parts.flat_map(one_stream)
+
+
 def _signature() -> tuple[Any, Any, Any]:
     """What a source yields: (sample bytes, global id, bytes read)."""
     return (tf.TensorSpec([None], tf.uint8), tf.TensorSpec([], tf.int64),
@@ -131,26 +172,34 @@ class Failures:
 
 
 def generator_source(reader: SampleReader, ids: np.ndarray, parallel: int,
-                     failures: Failures) -> Any:
+                     failures: Failures, chunk: int = 1,
+                     pool: SampleBuffers | None = None) -> Any:
     """Samples ``ids`` read by ``reader`` in ``max(1, parallel)`` ``from_generator`` streams,
     interleaved back into the plan's order.
 
     Stream j reads ``ids[j::n]``; an interleave over the n streams taking one element from
-    each in turn yields ``ids`` in order, with n streams reading at once. Bytes are counted at
-    the read call, as every loader counts them.
+    each in turn yields ``ids`` in order, with n streams reading at once. A stream reads
+    ``chunk`` of its samples per call (``SampleReader.read_many``: one-sample files with the
+    GIL released once for all of them, large ones into ``pool``'s reused memory); reading
+    them one by one handed the GIL over around every system call. Bytes are counted at the
+    read call, as every loader counts them.
     """
     n = max(1, min(parallel, ids.size)) if ids.size else 1
 
     def stream(part: Any) -> Iterator[tuple[np.ndarray, int, int]]:
-        for sample_id in ids[int(part)::n].tolist():
+        mine = ids[int(part)::n].tolist()
+        for start in range(0, len(mine), max(1, chunk)):
             if failures.errors:
                 return
+            some = mine[start:start + max(1, chunk)]
             try:
-                sample, nbytes = reader.read(sample_id)
+                got = reader.read_many(some, pool)
             except DlioBenchError as exc:
                 failures.errors.append(exc)
                 return
-            yield np.ascontiguousarray(sample).reshape(-1).view(np.uint8), sample_id, nbytes
+            for sample_id, (sample, nbytes) in zip(some, got, strict=True):
+                yield np.ascontiguousarray(sample).reshape(-1).view(np.uint8), sample_id, nbytes
+            del got
 
     @no_autograph
     def one_stream(part: Any) -> Any:

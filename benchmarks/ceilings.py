@@ -1,0 +1,121 @@
+"""Compiled ceilings for ``loaders.py``: what the hardware reads, with no Python in the loop.
+
+- ``compiled``: the C extension's own loop (``dliobench.storage._readfiles.read_files``, the
+  GIL released once per call) reading the same files with the same thread count, each call a
+  work item of the native loader's size (``batch / ceil(threads / prefetch)`` files), into
+  memory made once that holds what the prefetch depth asks for in flight (``prefetch x
+  batch`` samples) and is touched before the clock starts, as a training process's pinned
+  buffers are. ``fresh=True`` instead reads every item into fresh memory (``np.empty``, the
+  first touch in the read: a page fault per 4 KiB, on this VM's host too): the state of a
+  process whose memory was never touched.
+- ``fio``: fio on the same files, one file per request (``bs`` = the file's size; O_DIRECT:
+  the size rounded down to 4 KiB, the rest of each file unread), ``psync``, one job per read
+  thread, each job its share of the files in turn, every epoch, each file opened and closed
+  around its read (``openfiles=1``, as a loader does; fio otherwise keeps them all open).
+
+``loaders.py`` divides by the faster of the two: the hardware's ceiling is what the best
+compiled reader gets, and fio, with no interpreter at all, is ahead at 64 KiB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from dliobench.storage._readfiles import read_files
+
+Rates = tuple[float, float, float]  # samples/s, bytes/s, CPU seconds per sample
+
+
+def minor_faults() -> int:
+    """Minor page faults of this process so far (/proc/self/stat field 10)."""
+    return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
+def _items(paths: list[Path], share: int, epochs: int) -> list[list[str]]:
+    """Work items of ``share`` consecutive files, every epoch."""
+    names = [str(p) for p in paths]
+    return [names[i:i + share] for _ in range(epochs) for i in range(0, len(names), share)]
+
+
+def compiled(paths: list[Path], threads: int, batch: int, prefetch: int, epochs: int,
+             fresh: bool = False) -> tuple[Rates, float]:
+    """(samples/s, bytes/s, CPU s/sample) of ``read_files`` over the files, and the minor
+    page faults per sample in the timed window."""
+    size = max(p.stat().st_size for p in paths)
+    share = max(1, batch // math.ceil(threads / max(1, prefetch)))
+    items = _items(paths, share, epochs)
+    slots = max(threads, prefetch * batch // share)  # work items in flight
+    per_thread = -(-slots // threads)
+    owned = [[[np.ones(size, np.uint8) for _ in range(share)] for _ in range(per_thread)]
+             for _ in range(threads)]  # made once, touched (np.ones) before the clock
+    work, total = iter(items), [0] * threads
+    lock = threading.Lock()
+
+    def loop(me: int) -> None:
+        turn = 0
+        while True:
+            with lock:
+                item = next(work, None)
+            if item is None:
+                return
+            bufs = ([np.empty(size, np.uint8) for _ in item] if fresh
+                    else owned[me][turn % per_thread][:len(item)])
+            turn += 1
+            total[me] += sum(n for n in read_files(item, bufs) if n > 0)
+
+    pool = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
+    faults, start, cpu = minor_faults(), time.perf_counter(), time.process_time()
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    seconds, reads = time.perf_counter() - start, len(paths) * epochs
+    rates = (reads / seconds, sum(total) / seconds, (time.process_time() - cpu) / reads)
+    return rates, (minor_faults() - faults) / reads
+
+
+def fio(paths: list[Path], threads: int, epochs: int, direct: bool) -> Rates:
+    """(samples/s, bytes/s, CPU s/sample) of fio reading each file with one request.
+
+    fio takes at most 4,096 characters of file names per option, so each job's share of the
+    files is hard-linked as ``r.<job>.<n>`` in a folder beside them (``filename_format``)."""
+    size = min(p.stat().st_size for p in paths)
+    bs = size - size % 4096 if direct else size
+    links = paths[0].parent.parent / "fio-links"
+    shutil.rmtree(links, ignore_errors=True)
+    links.mkdir()
+    per_job = len(paths) // threads
+    for j in range(threads):
+        for k, path in enumerate(paths[j::threads][:per_job]):
+            os.link(path, links / f"r.{j}.{k}")
+    cmd = ["fio", "--output-format=json", "--group_reporting", f"--direct={int(direct)}",
+           "--ioengine=psync", "--iodepth=1", "--rw=read", f"--bs={bs}", f"--filesize={bs}",
+           "--thread", "--file_service_type=sequential", f"--loops={epochs}",
+           f"--directory={links}", "--invalidate=0", "--openfiles=1", "--name=r",
+           f"--numjobs={threads}", f"--nrfiles={per_job}",
+           "--filename_format=$jobname.$jobnum.$filenum"]
+    cpu = _children_cpu()
+    try:
+        out = json.loads(subprocess.run(cmd, capture_output=True, text=True,
+                                        check=True).stdout)
+    finally:
+        shutil.rmtree(links, ignore_errors=True)
+    job = out["jobs"][0]["read"]
+    seconds = job["runtime"] / 1e3  # fio's own clock: the jobs' reads, not its start-up
+    reads = per_job * threads * epochs
+    return reads / seconds, job["io_bytes"] / seconds, (_children_cpu() - cpu) / reads
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's ended children (fio, start-up included)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
