@@ -63,7 +63,10 @@ def test_sharegpt_replay_same_schedule_and_plots(workdir: Path,
             "--output", "upstream.json")  # upstream's --output: a results file
     assert run_cli(*args) == 0
     first = last_result(workdir / "reports")["kvcache"]
-    assert json.loads((workdir / "upstream.json").read_text())["summary"] == first
+    upstream = json.loads((workdir / "upstream.json").read_text())  # upstream's shape, as
+    assert upstream.pop("run_dir") and upstream == json.loads(  # summary.json's
+        next((workdir / "reports").glob("*/summary.json")).read_text())
+    assert upstream["summary"]["total_requests"] == first["total_requests"]
     assert first["replayed"] and first["total_requests"] == 12
     assert run_cli(*args) == 0
     again = last_result(workdir / "reports")["kvcache"]
