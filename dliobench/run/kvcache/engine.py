@@ -76,18 +76,28 @@ class Server:
     def serve(self, r: Request, writes_prefix: bool) -> None:
         """Serve ``r``; its figures go into ``stats``. When it fails or is in flight at the
         end of the window (``unfinished``, not counted), the entries it was to write are
-        given up, so requests waiting to read them miss instead of hanging."""
+        given up, so requests waiting to read them miss instead of hanging. One a thread
+        takes after the end (before the dispatcher drops it) is dropped, not started."""
+        if time.perf_counter() > self.cache.window.end:
+            self._give_up(r, writes_prefix)
+            assert self.stats.lock is not None
+            with self.stats.lock:
+                self.stats.cancelled += 1
+            return
         try:
             self._serve(r, writes_prefix)
         except BaseException as exc:
-            self.cache.abandon(r.key)
-            if writes_prefix:
-                self.cache.abandon(f"prefix/p{r.prefix}")
+            self._give_up(r, writes_prefix)
             if not isinstance(exc, Cancelled):
                 raise
             assert self.stats.lock is not None
             with self.stats.lock:
                 self.stats.unfinished += 1
+
+    def _give_up(self, r: Request, writes_prefix: bool) -> None:
+        self.cache.abandon(r.key)
+        if writes_prefix:
+            self.cache.abandon(f"prefix/p{r.prefix}")
 
     def _serve(self, r: Request, writes_prefix: bool) -> None:
         began = time.perf_counter()
