@@ -609,6 +609,43 @@ def signal_checkpoint(root: Path) -> Outcome:
     return case.close()
 
 
+KV_SLOW = ("kvcache", "--model", "tiny-1b", "--num-users", "8", "--gpu-mem-gb", "64",
+           "--cpu-mem-gb", "0", "--gpu-bandwidth-gbps", "0.001", "--generation-mode", "none",
+           "--cache-dir", "cache")  # a 1 MB/s tier: every request is still in flight at the end
+
+
+def kvcache_slow_tier(root: Path) -> Outcome:
+    """A KV-cache run on a tier too slow for its requests ends at its duration (plus a
+    start-up allowance), with its result: before, it waited for its requests (minutes)."""
+    case = Case(root, "kvcache slow tier duration")
+    with watch_processes(case):
+        (case.dir / "cache").mkdir()
+        case.run(*KV_SLOW, "--duration", "2", timeout=20)
+        reports = list((case.dir / "reports").glob("*/result.json"))
+        case.out.lost += 0 if reports else 1
+        case.out.leftovers += [p.name for p in (case.dir / "cache").rglob("*")]
+    return case.close()
+
+
+def killed_kvcache(root: Path) -> Outcome:
+    """SIGKILL of a KV-cache run once it journaled its figures: ``recover`` makes its partial
+    result (before: no journal, nothing to recover)."""
+    case = Case(root, "SIGKILL kvcache recover")
+    with watch_processes(case):
+        (case.dir / "cache").mkdir()
+        proc = case.start(*KV_SLOW, "--duration", "60")
+        journals = case.dir / "reports"
+        until(lambda: any(b'"k":"kvcache"' in p.read_bytes()
+                          for p in journals.glob("*/journal/rank-*.jsonl")), 60)
+        case.signal(proc, signal.SIGKILL, 0, "kvcache")
+        for run_dir in journals.glob("*"):
+            case.run("recover", str(run_dir))
+        results = [json.loads(p.read_text()) for p in journals.glob("*/result.json")]
+        if not any(r.get("kvcache") and r["status"] == "partial" for r in results):
+            case.out.lost += 1
+    return case.close()
+
+
 def full_checkpoint_disk(root: Path, fmt: str) -> Outcome:
     """The checkpoint folder's disk holds one checkpoint, not two (``fmt``: torch or raw of
     the llama3_8b preset scaled down, or ``training``: a training run's checkpoints): one
@@ -741,6 +778,8 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
     for fmt in ("torch", "raw", "training"):
         out.append((f"full checkpoint disk {fmt}", lambda f=fmt: full_checkpoint_disk(root, f)))
     out.append(("split checkpoint set", lambda: split_checkpoint_set(root)))
+    out.append(("kvcache slow tier duration", lambda: kvcache_slow_tier(root)))
+    out.append(("SIGKILL kvcache recover", lambda: killed_kvcache(root)))
     if shutil.which("slurmctld") and os.geteuid() == 0:  # a test Slurm cluster per case
         import slurm_faults
 

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.results.kv_summary import kv_summary
+
 SUMMARY_NAME = "summary.json"
 GIB = 1024**3
 MIB = 1024**2
@@ -169,7 +171,10 @@ def ours(result: dict[str, Any]) -> dict[str, Any]:
 
 def dlio_summary(result: dict[str, Any]) -> dict[str, Any]:
     """The ``summary.json`` DLIO would write for the run ``result`` holds (keys in DLIO's
-    order, then our ``dliobench`` section)."""
+    order, then our ``dliobench`` section); a KV-cache run's is upstream's KV-cache results
+    file instead (``results.kv_summary``)."""
+    if result.get("kvcache") is not None:
+        return kv_summary(result)
     config = result["config"]
     metric: dict[str, Any] = {}
     if config["workflow"].get("checkpoint"):

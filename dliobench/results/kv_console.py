@@ -37,9 +37,12 @@ def print_kvcache_summary(result: RunResult, run_dir: str,
     table.add_row("model", f"{kv['model']} ({size_text(kv['kv_bytes_per_token'])} per token"
                   f"{scale}); {kv['clients']} rank(s) x {kv['num_users']} users, "
                   f"{kv['io_depth']} requests at once")
+    stopped = (f"; at the end {kv.get('unfinished_requests', 0)} in flight stopped, "
+               f"{kv['dropped_requests']} not started"
+               if kv.get("unfinished_requests") or kv["dropped_requests"] else "")
     table.add_row("requests", f"{kv['total_requests']} served of {kv['scheduled_requests']} "
                   f"scheduled in {kv['elapsed_time']:.2f} s "
-                  f"({kv['requests_per_second']:.1f}/s)")
+                  f"({kv['requests_per_second']:.1f}/s){stopped}")
     stats = kv["cache_stats"]
     table.add_row("throughput", f"{kv['avg_throughput_tokens_per_sec']:,.1f} tokens/s; decode "
                   f"bytes read {stats['decode_bytes_read_gb']:.3f} GB; hit rate "

@@ -19,6 +19,7 @@ from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
 from dliobench.results.files import RESULT_NAME, config_dict, write_json, write_result
 from dliobench.results.journal import FOLDER, HEADER, RankJournal, read_journals
+from dliobench.results.kv_recover import add_section
 from dliobench.results.schema import RunResult
 from dliobench.results.timeline import write_csv
 from dliobench.storage.posix_io import read_text
@@ -119,6 +120,8 @@ def assemble(run_dir: Path) -> tuple[RunResult, list[Any]]:
     result = build_result(config, header["run_id"], "complete" if complete else "partial",
                           traces, header.get("started_at", ""), now,
                           int(header.get("dataset_bytes") or 0), extra, header["facts"])
+    if config.workflow.kvcache:  # its figures are in records of its own
+        result = add_section(result, run_dir, header["facts"])
     return result, [t.timeline for t in traces]
 
 

@@ -299,7 +299,7 @@ class RunResult(_Required, total=False):
     metadata: dict[str, Any]  # 1.3: the metadata phase's rates and latencies
     ranks_ended: list[RankEnding]  # 1.6
     run_set: RunSetPlace  # 1.7
-    kvcache: dict[str, Any]  # 1.9: a KV-cache run (run/kvcache/summary.py)
+    kvcache: dict[str, Any]  # 1.9: a KV-cache run (results/kv_section.py)
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

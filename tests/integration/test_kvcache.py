@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,7 +64,10 @@ def test_sharegpt_replay_same_schedule_and_plots(workdir: Path,
             "--output", "upstream.json")  # upstream's --output: a results file
     assert run_cli(*args) == 0
     first = last_result(workdir / "reports")["kvcache"]
-    assert json.loads((workdir / "upstream.json").read_text())["summary"] == first
+    upstream = json.loads((workdir / "upstream.json").read_text())  # upstream's shape, as
+    assert upstream.pop("run_dir") and upstream == json.loads(  # summary.json's
+        next((workdir / "reports").glob("*/summary.json")).read_text())
+    _upstream_summary_matches(upstream, first)
     assert first["replayed"] and first["total_requests"] == 12
     assert run_cli(*args) == 0
     again = last_result(workdir / "reports")["kvcache"]
@@ -119,3 +123,25 @@ def test_a_full_storage_tier_stops_the_run_at_once(workdir: Path, run_cli: Calla
     assert partial["status"] == "partial" and 0 < partial["kvcache"]["total_requests"] < 200
     assert "No space left" in partial["errors"][0]
     assert not list(disk.iterdir())
+
+
+def _upstream_summary_matches(doc: dict[str, Any], kv: dict[str, Any]) -> None:
+    """summary.json is upstream's --output results file (kv_cache/cli.py@23aa82ed,
+    benchmark.py@0eeb5228), its figures result.json's ``kvcache`` ones under upstream's
+    names; mlpstorage's aggregation reads three of them (mlpstorage_py/benchmarks/
+    kvcache.py@01333b68). main wrote DLIO's training summary here (num_files_train...)."""
+    assert "num_files_train" not in doc and doc["requests_completed"] == kv["total_requests"]
+    assert doc["total_tokens_generated"] == kv["total_tokens"] and doc["seed"] == 42
+    summary = doc["summary"]
+    assert set(UPSTREAM_NAMES) <= set(summary)
+    for name in ("total_requests", "total_tokens", "elapsed_time",
+                 "avg_throughput_tokens_per_sec", "requests_per_second"):
+        assert summary[name] == kv[name], name
+    stats = summary["cache_stats"]
+    assert stats["tier_storage_read_bandwidth_gbps"] == \
+        kv["cache_stats"]["tier_storage_read_bandwidth_gbps"] > 0
+    assert stats["storage_entries"] == kv["cache_stats"]["storage_entries"] > 0
+    assert summary["storage_io_latency_ms"]["p95"] == kv["storage_io_latency_ms"]["p95"]
+    assert stats["storage_health"] == kv["storage_performance"]
+    assert summary["multi_turn_stats"]["cache_hits"] == kv["multi_turn_stats"]["hits"]
+    assert doc["multi_turn_cache_misses"] == kv["multi_turn_stats"]["misses"]

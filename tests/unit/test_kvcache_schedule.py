@@ -13,11 +13,11 @@ import pytest
 
 from dliobench.base.errors import InputError
 from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.results.kv_stats import KVStats
 from dliobench.run.kvcache import sharegpt
 from dliobench.run.kvcache.cache import Waterfall
 from dliobench.run.kvcache.models import PRESETS
 from dliobench.run.kvcache.schedule import schedule
-from dliobench.run.kvcache.stats import KVStats
 from dliobench.run.kvcache.tiers import CpuTier, GpuTier, StorageTier, make_fill
 from dliobench.storage.posix import PosixBackend
 
@@ -176,7 +176,7 @@ def test_a_full_storage_tier_drops_its_least_recent_entries(tmp_path: Path) -> N
 def test_the_verdict_names_what_limited_the_run() -> None:
     """Queued requests (median wait 0.5 s): the client when one rank's interpreter held a
     core (user CPU 95 % of the time, the GIL's bound), else the tier with the I/O time."""
-    from dliobench.run.kvcache.summary import verdict
+    from dliobench.results.kv_section import verdict
 
     def rank(user_s: float) -> KVStats:
         s = KVStats(elapsed_s=10.0, cpu_s=user_s + 0.5, user_s=user_s, cpu_cores=16.0)

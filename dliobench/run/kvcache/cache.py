@@ -15,8 +15,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from dliobench.run.kvcache.stats import KVStats
-from dliobench.run.kvcache.tiers import CpuTier, GpuTier, StorageTier
+from dliobench.results.kv_stats import KVStats
+from dliobench.run.kvcache.tiers import Cancelled, CpuTier, GpuTier, StorageTier, Window
 
 ORDER = ("gpu", "cpu", "storage")
 
@@ -43,6 +43,13 @@ class Waterfall:
         self.entries: dict[str, Entry] = {}
         self.lru: dict[str, OrderedDict[str, Entry]] = {t: OrderedDict() for t in ORDER}
         self.used = dict.fromkeys(ORDER, 0)
+        self.window = Window()  # the run's end, shared by the tiers (``set_end``)
+        gpu.window = cpu.window = storage.window = self.window
+
+    def set_end(self, end: float) -> None:
+        """End the measured window at ``end`` (``perf_counter`` seconds): operations in
+        flight then stop (``Cancelled``), what they moved before it counted."""
+        self.window.end = end
 
     def expect(self, name: str) -> bool:
         """Register an entry a queued request will write; False when it already exists."""
@@ -124,6 +131,11 @@ class Waterfall:
                 entry.data = None
                 if self.entries.get(entry.name) is not entry:  # dropped while written
                     self.storage.delete(entry.name)
+        except Cancelled as exc:  # the bytes it wrote within the window count
+            with self._stats_lock():
+                self.stats.writes[tier].partial(exc.moved)
+            raise
+        else:
             with self._stats_lock():
                 self.stats.writes[tier].add(entry.size, seconds)
             return seconds
@@ -155,20 +167,27 @@ class Waterfall:
                 tier, data = entry.tier, entry.data
                 self.lru[tier].move_to_end(name)
             break
-        if data is not None:
-            moved, seconds = len(data), self.cpu.load(data)
-        elif tier == "gpu":
-            moved, seconds = entry.size, self.gpu.transfer(entry.size)
-        else:
-            try:
-                moved, seconds = self.storage.read(name, entry.size)
-            except FileNotFoundError:
-                if self.entries.get(name) is entry:
-                    raise
-                return None, 0, 0.0  # dropped while being read: a miss
+        try:
+            moved, seconds = self._load(entry, tier, data)
+        except FileNotFoundError:
+            if self.entries.get(name) is entry:
+                raise
+            return None, 0, 0.0  # dropped while being read: a miss
+        except Cancelled as exc:  # the bytes it read within the window count
+            with self._stats_lock():
+                self.stats.reads[tier].partial(exc.moved)
+            raise
         with self._stats_lock():
             self.stats.reads[tier].add(moved, seconds)
         return tier, moved, seconds
+
+    def _load(self, entry: Entry, tier: str, data: bytearray | None) -> tuple[int, float]:
+        """Read ``entry``'s bytes from ``tier``: (bytes moved, seconds)."""
+        if data is not None:
+            return len(data), self.cpu.load(data)
+        if tier == "gpu":
+            return entry.size, self.gpu.transfer(entry.size)
+        return self.storage.read(entry.name, entry.size)
 
     def clear_storage(self) -> None:
         """Delete every entry's object from the storage tier (the run's files)."""

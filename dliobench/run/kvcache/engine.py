@@ -5,8 +5,13 @@ benchmark.py``@23aa82ed ``process_requests``): read its shared prefix, reload th
 turns of its conversation, write its own entry (prefill), then read it back once plus once
 per 32 generated tokens (decode). The generation time (tokens x the mode's time per token)
 is added to the request's latency without holding a thread, as training's compute is
-emulated; the run ends at ``duration`` (requests not yet started are dropped) or once
-``max_requests`` are served.
+emulated; the run ends at ``duration`` or once ``max_requests`` are served.
+
+At the end of the duration, as upstream's ``run`` (``benchmark.py``@0eeb5228: the workers
+start no request once its stop event is set at the duration, the requests in flight are
+abandoned, the figures taken over the duration): requests not started are dropped, requests
+in flight stop at their next chunk of I/O and are not counted (``unfinished``), and the bytes
+the tiers moved are those of the window (a chunk done after it is not counted).
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.results.kv_stats import KVStats
 from dliobench.run.kvcache.cache import Waterfall
 from dliobench.run.kvcache.schedule import PREFIX_TOKENS, Request
-from dliobench.run.kvcache.stats import KVStats
+from dliobench.run.kvcache.tiers import Cancelled
 from dliobench.storage.latency import LatencyLog
 
 GENERATION_S = {"none": 0.0, "fast": 0.002, "realistic": 0.030}  # models.py@64f05b37
@@ -49,24 +55,53 @@ class Server:
     def _bytes(self, tokens: int) -> int:
         return max(1, round(tokens * self.entry_bytes_per_token))
 
-    def _reads(self, name: str) -> tuple[bool, int, float]:
-        tier, moved, seconds = self.cache.read(name)
+    def _reads(self, name: str, decode: bool = False) -> tuple[bool, int, float]:
+        """Read an entry; a decode-phase read's bytes counted as they move (those of one cut
+        at the end of the window too), as upstream's ``access_cache`` counts them."""
+        try:
+            tier, moved, seconds = self.cache.read(name)
+        except Cancelled as exc:
+            if decode:
+                self._decoded(exc.moved)
+            raise
+        if decode:
+            self._decoded(moved)
         return tier is not None, moved, seconds
 
+    def _decoded(self, nbytes: int) -> None:
+        assert self.stats.lock is not None
+        with self.stats.lock:
+            self.stats.decode_bytes_read += nbytes
+
     def serve(self, r: Request, writes_prefix: bool) -> None:
-        """Serve ``r``; its figures go into ``stats``. When it fails, the entries it was to
-        write are given up, so requests waiting to read them miss instead of hanging."""
+        """Serve ``r``; its figures go into ``stats``. When it fails or is in flight at the
+        end of the window (``unfinished``, not counted), the entries it was to write are
+        given up, so requests waiting to read them miss instead of hanging. One a thread
+        takes after the end (before the dispatcher drops it) is dropped, not started."""
+        if time.perf_counter() > self.cache.window.end:
+            self._give_up(r, writes_prefix)
+            assert self.stats.lock is not None
+            with self.stats.lock:
+                self.stats.cancelled += 1
+            return
         try:
             self._serve(r, writes_prefix)
-        except BaseException:
-            self.cache.abandon(r.key)
-            if writes_prefix:
-                self.cache.abandon(f"prefix/p{r.prefix}")
-            raise
+        except BaseException as exc:
+            self._give_up(r, writes_prefix)
+            if not isinstance(exc, Cancelled):
+                raise
+            assert self.stats.lock is not None
+            with self.stats.lock:
+                self.stats.unfinished += 1
+
+    def _give_up(self, r: Request, writes_prefix: bool) -> None:
+        self.cache.abandon(r.key)
+        if writes_prefix:
+            self.cache.abandon(f"prefix/p{r.prefix}")
 
     def _serve(self, r: Request, writes_prefix: bool) -> None:
         began = time.perf_counter()
-        io, hits, misses, turn_hits, turn_misses, decoded = 0.0, 0, 0, 0, 0, 0
+        io, hits, misses, turn_hits, turn_misses = 0.0, 0, 0, 0, 0
         context = r.context_tokens
         if r.prefix >= 0:
             name, tokens = f"prefix/p{r.prefix}", PREFIX_TOKENS[r.prefix]
@@ -77,22 +112,24 @@ class Server:
                 io, hits, misses = io + seconds, hits + hit, misses + (not hit)
             context = max(1, context - tokens)
         for name in r.previous_keys:  # decode-phase reads too (upstream counts them so)
-            hit, moved, seconds = self._reads(name)
+            hit, _, seconds = self._reads(name, decode=True)
             io, turn_hits, turn_misses = io + seconds, turn_hits + hit, turn_misses + (not hit)
-            decoded += moved
         with self.allocs:
             io += self.cache.write(r.key, self._bytes(context))
         if r.decodes:
             for _ in range(1 + math.ceil(r.generate_tokens / DECODE_BATCH)):
-                hit, moved, seconds = self._reads(r.key)
-                io, decoded, hits, misses = io + seconds, decoded + moved, hits + hit, \
-                    misses + (not hit)
-        self._record(r, began, io, (hits, misses, turn_hits, turn_misses), decoded, context)
+                hit, _, seconds = self._reads(r.key, decode=True)
+                io, hits, misses = io + seconds, hits + hit, misses + (not hit)
+        self._record(r, began, io, (hits, misses, turn_hits, turn_misses), context)
 
     def _record(self, r: Request, began: float, io: float, counts: tuple[int, ...],
-                decoded: int, context: int) -> None:
+                context: int) -> None:
+        """Count a served request, unless its generation ends after the window (upstream's
+        worker sleeps it: such a request is still in flight at the end)."""
         now = time.perf_counter()
         generation = r.generate_tokens * GENERATION_S[self.kv.generation_mode]
+        if now + generation > self.cache.window.end:
+            raise Cancelled()
         arrival = self.start + r.arrival_s
         s = self.stats
         assert s.lock is not None
@@ -103,7 +140,6 @@ class Server:
             s.hits, s.misses = s.hits + counts[0], s.misses + counts[1]
             s.multi_turn_hits += counts[2]
             s.multi_turn_misses += counts[3]
-            s.decode_bytes_read += decoded
             s.storage_io_s += io
             s.e2e_s += now - arrival + generation
             s.generation_s += generation
@@ -122,6 +158,10 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
     the elapsed time and CPU go into ``stats``. The first failed request, the end of the
     duration or an interruption (Ctrl-C, SIGTERM) drops the requests not yet started."""
     start, cpu0, user0 = time.perf_counter(), time.process_time(), _user_s()
+    stats.started_at = start
+    if not kv.max_requests:
+        cache.set_end(start + kv.duration)
+        stats.window_s = kv.duration
     allocs = (threading.BoundedSemaphore(kv.max_concurrent_allocs)
               if kv.max_concurrent_allocs else nullcontext())
     server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
@@ -131,8 +171,11 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
         _serve(kv, requests, server, queued, failed)
     finally:  # a failed or interrupted run's figures too (its partial result)
         stats.scheduled = len(requests)
-        stats.elapsed_s = max(time.perf_counter() - start,
-                              max(stats.tokens_per_second, default=0) + 0.0)
+        stats.elapsed_s = time.perf_counter() - start  # the window's figures: its length
+        if not kv.max_requests:
+            stats.elapsed_s = min(stats.elapsed_s, kv.duration)
+        else:  # a request's generation may end after its thread is free
+            stats.elapsed_s = max(stats.elapsed_s, max(stats.tokens_per_second, default=0) + 0.0)
         stats.cpu_s = time.process_time() - cpu0
         stats.user_s = _user_s() - user0
     for _, _, future in queued:

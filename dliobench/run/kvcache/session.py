@@ -1,5 +1,7 @@
 """A KV-cache run end to end (``workflow.kvcache``): every rank draws its schedule, serves it
-through its tiers, deletes its entries; rank 0 merges the ranks' figures into the result."""
+through its tiers, deletes its entries; rank 0 merges the ranks' figures into the result.
+The ranks journal their figures as they go (``journaling``), so a killed run is recovered
+by ``dliobench recover``; the journals are removed once the result is written."""
 
 from __future__ import annotations
 
@@ -16,15 +18,16 @@ from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
 from dliobench.results.files import open_run_folder, write_partial_result
+from dliobench.results.kv_section import attach
+from dliobench.results.kv_stats import KVStats
+from dliobench.results.kv_summary import kv_summary
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.facts import run_facts
-from dliobench.run.kvcache import models, sharegpt
+from dliobench.run.kvcache import journaling, models, sharegpt
 from dliobench.run.kvcache.cache import Waterfall
 from dliobench.run.kvcache.engine import pool_size, serve_schedule
 from dliobench.run.kvcache.schedule import schedule
-from dliobench.run.kvcache.stats import KVStats
-from dliobench.run.kvcache.summary import summarize
 from dliobench.run.kvcache.tiers import CpuTier, GpuTier, StorageTier, make_fill
 from dliobench.storage import backend_for
 from dliobench.storage.atomic import write_json_atomic
@@ -120,17 +123,36 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     started = _now()
     stats = KVStats(rank=world.rank, cpu_cores=float(len(os.sched_getaffinity(0))))
     extra = {"warnings": warnings, "launcher": world.launcher, "ranks_launched": world.size}
+    known = _facts(config, world.size)
+    if world.is_root:
+        journaling.header(run_dir, config, (run_id, started), extra, known, world.size)
+    journal = journaling.KVJournal(run_dir, world, stats)
     try:
         _rank_stats(config, world, run_id, stats)
     except BaseException as exc:
-        _partial(config, world, (run_id, run_dir, started), stats, exc, extra)
+        journal.close("error", str(exc) or type(exc).__name__)
+        _partial(config, world, (run_id, run_dir, started), stats, exc, (extra, known))
         raise
+    journal.close("complete")
     traces, gathered = comm.gather(_trace(world, stats)), comm.gather(stats)
-    if not world.is_root or traces is None or gathered is None:
-        return None, None, None
-    result = _result(config, (run_id, "complete", started), traces, gathered, extra)
-    where, problem = save(run_dir, result, [t.timeline for t in traces], config)
-    return where, result, problem or _upstream_file(config.kvcache.output_json, result, where)
+    where, result, problem = None, None, None
+    if world.is_root and traces is not None and gathered is not None:
+        result = _result(config, (run_id, "complete", started), traces, gathered,
+                         (extra, known))
+        where, problem = save(run_dir, result, [t.timeline for t in traces], config)
+        problem = problem or _upstream_file(config.kvcache.output_json, result, where)
+    if comm.bcast(where == run_dir):  # the result holds every journaled figure
+        journaling.drop(run_dir, world)
+    return where, result, problem
+
+
+def _facts(config: Config, ranks: int) -> dict[str, Any]:
+    """The run's facts (``run_facts``) with the storage tier's in place of the dataset
+    folder's, and the ``kvcache`` facts: taken once, kept in the journal header."""
+    folder = config.kvcache.cache_dir or tempfile.gettempdir()
+    return {**run_facts(config),
+            "storage": backend_for(folder, config.storage, "kvcache.cache_dir").facts(),
+            "kvcache": facts(config, ranks)}
 
 
 def _trace(world: World, stats: KVStats, error: str | None = None) -> RankTrace:
@@ -141,36 +163,30 @@ def _trace(world: World, stats: KVStats, error: str | None = None) -> RankTrace:
 
 
 def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
-            stats: list[KVStats], extra: dict[str, Any]) -> Any:
+            stats: list[KVStats], known: tuple[dict[str, Any], dict[str, Any]]) -> Any:
     """The result document: the common part, the storage tier's facts, ``kvcache`` and its
-    verdict. ``run``: (id, status, start time)."""
+    verdict. ``run``: (id, status, start time); ``known``: (extra, ``_facts``)."""
     run_id, status, started = run
+    extra, run_facts_ = known
     result: Any = build_result(config, run_id, status, traces, started, _now(), 0, extra,
-                               run_facts(config))
-    folder = config.kvcache.cache_dir or tempfile.gettempdir()
-    result["storage"] = backend_for(folder, config.storage, "kvcache.cache_dir").facts()
-    result["kvcache"] = summarize(stats, facts(config, int(extra["ranks_launched"])))
-    kv_verdict = result["kvcache"]["verdict"]
-    limiter = {"none": "none", "storage": "storage", "client CPU": "client"}
-    result["verdict"] = {**result["verdict"], "meets_floor": None,
-                         "limiter": limiter.get(kv_verdict["limiter"], "other"),
-                         "reason": kv_verdict["reason"]}
-    return result
+                               run_facts_)
+    return attach(result, stats, run_facts_["kvcache"])
 
 
 def _partial(config: Config, world: World, run: tuple[str, Path, str], stats: KVStats,
-             exc: BaseException, extra: dict[str, Any]) -> None:
+             exc: BaseException, known: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """After a rank failed: what it served, as its partial result (its place said in the
     error's sentence); nothing served, no empty run folder is left."""
     run_id, run_dir, started = run
     if not stats.requests:
+        journaling.drop(run_dir, world)
         if world.is_root:
             with contextlib.suppress(OSError):
                 run_dir.rmdir()
         return
     error = str(exc) or type(exc).__name__
     result = _result(config, (run_id, "partial", started), [_trace(world, stats, error)],
-                     [stats], extra)
+                     [stats], known)
     with contextlib.suppress(DlioBenchError, OSError):
         run_dir.mkdir(parents=True, exist_ok=True)
         where = write_partial_result(run_dir, result, world.rank)
@@ -180,12 +196,12 @@ def _partial(config: Config, world: World, run: tuple[str, Path, str], stats: KV
 
 
 def _upstream_file(path: str, result: Any, where: Path) -> str | None:
-    """Write upstream's results file (its ``summary`` shape) when asked; a sentence when it
+    """Write upstream's results file (``results.kv_summary``) when asked; a sentence when it
     cannot be written (the run's own files are already saved)."""
     if not path:
         return None
     try:
-        write_json_atomic(path, {"summary": result["kvcache"], "run_dir": str(where)})
+        write_json_atomic(path, {**kv_summary(result), "run_dir": str(where)})
     except OSError as exc:
         return f"cannot write kvcache.output_json {path}: {exc.strerror}; the run's files are " \
                f"in {where}"

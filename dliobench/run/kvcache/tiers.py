@@ -6,11 +6,16 @@
 - storage: one object per entry through the storage seam (``open_write``/``commit``,
   ``read_range``): POSIX files (O_DIRECT where the file system takes it) or S3 objects; the
   bytes a read transferred are the backend's count.
+
+Every tier shares the run's ``Window``: an operation in flight at its end stops at its next
+chunk (16 MiB) with ``Cancelled``, carrying the bytes it moved within the window (a chunk
+done after the end is not counted), so a run ends at its duration plus one chunk per thread.
 """
 
 from __future__ import annotations
 
 import errno
+import math
 import time
 
 from dliobench.storage.backend import Backend
@@ -19,16 +24,44 @@ from dliobench.storage.buffers import aligned_map
 CHUNK = 16 << 20  # bytes written per call; the fill is this many random bytes, reused
 
 
+class Cancelled(Exception):
+    """An operation stopped at the end of the run's window; ``moved``: its bytes that moved
+    within the window."""
+
+    def __init__(self, moved: int = 0) -> None:
+        super().__init__("stopped at the end of the duration")
+        self.moved = moved
+
+
+class Window:
+    """The end of the run's measured window (``perf_counter`` seconds; inf: none, as a
+    ``max_requests`` run has)."""
+
+    def __init__(self, end: float = math.inf) -> None:
+        self.end = end
+
+    def check(self, moved: int) -> None:
+        """Raise ``Cancelled(moved)`` once the window has ended."""
+        if time.perf_counter() > self.end:
+            raise Cancelled(moved)
+
+
 class GpuTier:
     """An emulated GPU memory tier: a transfer takes size / rate seconds."""
 
     def __init__(self, rate_bytes_per_s: float) -> None:
         self.rate = rate_bytes_per_s
+        self.window = Window()
 
     def transfer(self, nbytes: int) -> float:
-        """Emulate moving ``nbytes`` in or out; the seconds it took."""
+        """Emulate moving ``nbytes`` in or out; the seconds it took (cut at the window's
+        end: ``Cancelled`` with the bytes moved by then)."""
         start = time.perf_counter()
-        time.sleep(nbytes / self.rate)
+        need = nbytes / self.rate
+        if start + need > self.window.end:
+            time.sleep(max(0.0, self.window.end - start))
+            raise Cancelled(min(nbytes, int(max(0.0, self.window.end - start) * self.rate)))
+        time.sleep(need)
         return time.perf_counter() - start
 
 
@@ -37,12 +70,14 @@ class CpuTier:
 
     def __init__(self, fill: memoryview) -> None:
         self.fill = fill
+        self.window = Window()
 
     def store(self, nbytes: int) -> tuple[bytearray, float]:
         """A new entry of ``nbytes`` (copied from the fill) and the seconds it took."""
         start = time.perf_counter()
         data = bytearray(nbytes)
         for at in range(0, nbytes, len(self.fill)):
+            self.window.check(at)
             n = min(len(self.fill), nbytes - at)
             data[at:at + n] = self.fill[:n]
         return data, time.perf_counter() - start
@@ -63,6 +98,7 @@ class StorageTier:
         self.prefix = prefix
         self.direct = direct
         self.fill = fill
+        self.window = Window()
 
     def _key(self, name: str) -> str:
         """One flat folder per rank: ``u3/c2/t1`` is ``<prefix>/u3_c2_t1``."""
@@ -74,7 +110,9 @@ class StorageTier:
         writer = self.backend.open_write(self._key(name), direct=self.direct)
         try:
             for at in range(0, nbytes, len(self.fill)):
+                self.window.check(at)
                 writer.write(self.fill[:min(len(self.fill), nbytes - at)])
+                self.window.check(at)  # a chunk done after the end is not counted
             writer.commit()
         except BaseException:
             writer.abort()
@@ -99,7 +137,9 @@ class StorageTier:
     def _read_chunks(self, name: str, nbytes: int) -> int:
         key, moved = self._key(name), 0
         for at in range(0, nbytes, CHUNK):
+            self.window.check(moved)
             _, n = self.backend.read_range(key, at, min(CHUNK, nbytes - at), direct=self.direct)
+            self.window.check(moved)  # a chunk done after the end is not counted
             moved += n
         return moved
 

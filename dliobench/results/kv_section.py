@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dliobench.run.kvcache.stats import TIERS, KVStats, TierOps
+from dliobench.results.kv_stats import TIERS, KVStats, TierOps
 from dliobench.storage.latency import LatencyLog
 
 GB = 1e9
@@ -168,7 +168,8 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
     cache_stats = _cache_stats(total, worst)
     return {
         **facts, "total_requests": total.requests, "scheduled_requests": total.scheduled,
-        "dropped_requests": total.cancelled, "total_tokens": total.tokens,
+        "dropped_requests": total.cancelled, "unfinished_requests": total.unfinished,
+        "total_tokens": total.tokens,
         "elapsed_time": total.elapsed_s,
         "avg_throughput_tokens_per_sec": total.tokens / el,
         "storage_throughput_tokens_per_sec": (total.tokens / total.storage_io_s
@@ -192,3 +193,15 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
         "client_cpu_share": total.cpu_s / (el * total.cpu_cores) if total.cpu_cores else None,
         "direct_io": total.direct_io, "ranks": ranks,
         "worst_rank_storage_read_p95_ms": worst, "verdict": verdict(total, stats)}
+
+
+def attach(result: Any, stats: list[KVStats], facts: dict[str, Any]) -> Any:
+    """Put the ``kvcache`` section of the ranks' ``stats`` into ``result`` and its verdict
+    into the run's (the run's figures at its end, or a killed run's from its journals)."""
+    result["kvcache"] = summarize(stats, facts)
+    kv_verdict = result["kvcache"]["verdict"]
+    limiter = {"none": "none", "storage": "storage", "client CPU": "client"}
+    result["verdict"] = {**result["verdict"], "meets_floor": None,
+                         "limiter": limiter.get(kv_verdict["limiter"], "other"),
+                         "reason": kv_verdict["reason"]}
+    return result
