@@ -104,6 +104,9 @@ def show_metadata(where: Path | None) -> None:
 
 def show_recovered(where: Path, result: RunResult) -> None:
     """Where a recovered result is, its status, and where each rank's records end."""
-    ended = "; ".join(f"rank {r['rank']}: {r['steps']} steps, {r['ended']}"
+    kv = result.get("kvcache")  # a KV-cache rank serves requests, not steps
+    served = {r["rank"]: r["requests"] for r in kv["ranks"]} if kv else {}
+    ended = "; ".join(f"rank {r['rank']}: {served.get(r['rank'], 0)} requests, {r['ended']}"
+                      if kv else f"rank {r['rank']}: {r['steps']} steps, {r['ended']}"
                       for r in result.get("ranks_ended", []))
     print(f"result: {where} (status: {result['status']}; {ended})")

@@ -23,6 +23,17 @@ def _tier_line(tier: dict[str, Any]) -> str:
             f"{size_text(tier['write_bytes'])} in {tier['writes']} ops")
 
 
+def _scaling_line(scaled: dict[str, Any]) -> str:
+    """The autoscaler's users over time (the first rank's) and where they ended."""
+    steps = " -> ".join(f"stop at {e['t_s']:g} s" if e["action"] == "stop"
+                        else f"{e['users']} at {e['t_s']:g} s"
+                        for e in scaled["timeline"] if e["action"] != "hold")
+    why = f"; stopped: {scaled['stopped']}" if scaled["stopped"] else ""
+    return (f"{scaled['mode']} every {scaled['interval_s']:g} s: {scaled['initial_users']} "
+            f"users -> {scaled['final_users']} (most {scaled['most_users']}, "
+            f"{scaled['total_scale_events']} changes{': ' + steps if steps else ''}){why}")
+
+
 def print_kvcache_summary(result: RunResult, run_dir: str,
                           console: Console | None = None) -> None:
     """Show the model and load, throughput, latencies per tier, and the verdict."""
@@ -52,6 +63,9 @@ def print_kvcache_summary(result: RunResult, run_dir: str,
     for name, tier in kv["tiers"].items():
         if tier["reads"] or tier["writes"]:
             table.add_row(f"{name} tier", _tier_line(tier))
+    scaled = kv.get("autoscaling")
+    if scaled:
+        table.add_row("autoscaling", _scaling_line(scaled))
     table.add_row("worst rank", f"storage read p95 {_ms(kv['worst_rank_storage_read_p95_ms'])}")
     table.add_row("limited by", f"{kv['verdict']['limiter']}: {kv['verdict']['reason']}")
     console.print(table)

@@ -192,7 +192,24 @@ def summarize(stats: list[KVStats], facts: dict[str, Any]) -> dict[str, Any]:
                                        for i in range(int(el) + 1)],
         "client_cpu_share": total.cpu_s / (el * total.cpu_cores) if total.cpu_cores else None,
         "direct_io": total.direct_io, "ranks": ranks,
-        "worst_rank_storage_read_p95_ms": worst, "verdict": verdict(total, stats)}
+        "worst_rank_storage_read_p95_ms": worst, "verdict": verdict(total, stats),
+        "autoscaling": autoscaling(stats)}
+
+
+def autoscaling(stats: list[KVStats]) -> dict[str, Any] | None:
+    """The autoscalers' figures (``run/kvcache/autoscale.py``): users summed over the ranks,
+    the first rank's timeline and why it stopped, each rank's record; None without it."""
+    records = [s.autoscaling for s in stats if s.autoscaling]
+    if not records:
+        return None
+    first = records[0]
+    summed = {k: sum(r["autoscaling_summary"][k] for r in records)
+              for k in ("initial_users", "final_users", "total_scale_events")}
+    return {"mode": first["mode"], "interval_s": first["interval_s"],
+            "max_users": sum(r["max_users"] for r in records), **summed,
+            "most_users": sum(r["most_users"] for r in records),
+            "stopped": next((r["stopped"] for r in records if r["stopped"]), ""),
+            "timeline": first["timeline"], "ranks": records}
 
 
 def attach(result: Any, stats: list[KVStats], facts: dict[str, Any]) -> Any:

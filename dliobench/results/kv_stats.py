@@ -95,6 +95,7 @@ class KVStats:
     cpu_cores: float = 1.0
     direct_io: bool = False
     qos: dict[str, LatencyLog] = field(default_factory=dict)
+    autoscaling: dict[str, Any] | None = None  # the autoscaler's record (run/kvcache/autoscale)
     lock: threading.Lock | None = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict[str, object]:

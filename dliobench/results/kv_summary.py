@@ -13,7 +13,9 @@ and ``multi_turn_stats`` (``cache_hits``, ``cache_misses``, ``hit_rate``: 0 with
 as upstream's ``max(..., 1)``). Left out: upstream's per-request latency lists (we keep
 binned latencies: ``result.json``), and ``throughput_timeline`` is written from our tokens
 per second (cumulative tokens over the time so far each second, upstream's definition, which
-it fills only when autoscaling). Our own ``dliobench`` section says where it comes from.
+it fills only when autoscaling); ``autoscaling_stats`` and ``autoscaling_summary`` are
+the first rank's autoscaler's (``result.json``'s ``kvcache.autoscaling`` has every rank's).
+Our own ``dliobench`` section says where it comes from.
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ def _timeline(per_second: list[int]) -> list[dict[str, float]]:
     return out
 
 
+def _autoscaling(scaled: dict[str, Any] | None) -> dict[str, Any]:
+    """Upstream's ``autoscaling_stats`` (its scaling history) and ``autoscaling_summary``
+    (``benchmark.py``@23aa82ed ``_calculate_stats``): the first rank's, or [] and None."""
+    if not scaled:
+        return {"autoscaling_stats": [], "autoscaling_summary": None}
+    rank = scaled["ranks"][0]
+    return {"autoscaling_stats": rank["autoscaling_stats"],
+            "autoscaling_summary": rank["autoscaling_summary"]}
+
+
 def _summary(kv: dict[str, Any]) -> dict[str, Any]:
     """Upstream's ``summary`` (``_calculate_stats``) from our ``kvcache`` section."""
     turns = kv["multi_turn_stats"]
@@ -52,7 +64,7 @@ def _summary(kv: dict[str, Any]) -> dict[str, Any]:
         "generation_latency_ms": _latency(kv["generation_latency_ms"]),
         "cache_stats": {**kv["cache_stats"], "storage_health": kv["storage_performance"]},
         "qos_metrics": kv["qos_metrics"], "prefix_cache_stats": {},
-        "autoscaling_stats": [], "autoscaling_summary": None,
+        **_autoscaling(kv.get("autoscaling")),
         "multi_turn_stats": {"cache_hits": hits, "cache_misses": misses,
                              "hit_rate": hits / max(hits + misses, 1)}}
 

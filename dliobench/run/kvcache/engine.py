@@ -20,13 +20,15 @@ import math
 import resource
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dliobench.config.kvcache_keys import KVCacheConfig
 from dliobench.results.kv_stats import KVStats
+from dliobench.run.kvcache.autoscale import Monitor, drawn_users, monitor_for
 from dliobench.run.kvcache.cache import Waterfall
 from dliobench.run.kvcache.schedule import PREFIX_TOKENS, Request
 from dliobench.run.kvcache.tiers import Cancelled
@@ -38,7 +40,7 @@ DECODE_BATCH = 32  # tokens per decode read (upstream's cfg('decode', 'batch_siz
 
 def pool_size(kv: KVCacheConfig) -> int:
     """Requests served at once: ``io_depth``, or 16 (fewer users: one each)."""
-    return kv.io_depth or min(16, kv.num_users)
+    return kv.io_depth or min(16, drawn_users(kv))
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Server:
     entry_bytes_per_token: float
     start: float
     allocs: Any
+    monitor: Monitor | None = None  # autoscaling: each request's storage I/O time to it
 
     def _bytes(self, tokens: int) -> int:
         return max(1, round(tokens * self.entry_bytes_per_token))
@@ -146,6 +149,8 @@ class Server:
             e2e = now - arrival + generation
             s.e2e.record(e2e, e2e)
             s.storage_io.record(io, io)
+            if self.monitor is not None:
+                self.monitor.samples.append(io)
             s.generation.record(generation, generation)
             s.queue_wait.record(began - arrival, began - arrival)
             s.qos.setdefault(r.qos, LatencyLog()).record(e2e, e2e)
@@ -156,7 +161,8 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
                    stats: KVStats, entry_bytes_per_token: float) -> None:
     """Release the requests at their arrival times to the pool and wait for the served ones;
     the elapsed time and CPU go into ``stats``. The first failed request, the end of the
-    duration or an interruption (Ctrl-C, SIGTERM) drops the requests not yet started."""
+    duration, the autoscaler's stop or an interruption (Ctrl-C, SIGTERM) drops the requests
+    not yet started. Autoscaling: only the active users' requests are released."""
     start, cpu0, user0 = time.perf_counter(), time.process_time(), _user_s()
     stats.started_at = start
     if not kv.max_requests:
@@ -164,23 +170,61 @@ def serve_schedule(kv: KVCacheConfig, requests: list[Request], cache: Waterfall,
         stats.window_s = kv.duration
     allocs = (threading.BoundedSemaphore(kv.max_concurrent_allocs)
               if kv.max_concurrent_allocs else nullcontext())
-    server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs)
+    server = Server(kv, cache, stats, entry_bytes_per_token, start, allocs, monitor_for(kv))
     queued: list[tuple[Request, bool, Future[None]]] = []
-    failed = threading.Event()  # a request failed: dispatch no more, drop what waits
+    failed = threading.Event()  # a request failed (or the autoscaler stopped): dispatch no
+    quit_ = threading.Event()   # more, drop what waits; quit_: the monitor's end
+    watcher = _watch(kv, server, failed, quit_)
     try:
         _serve(kv, requests, server, queued, failed)
     finally:  # a failed or interrupted run's figures too (its partial result)
-        stats.scheduled = len(requests)
-        stats.elapsed_s = time.perf_counter() - start  # the window's figures: its length
-        if not kv.max_requests:
-            stats.elapsed_s = min(stats.elapsed_s, kv.duration)
-        else:  # a request's generation may end after its thread is free
-            stats.elapsed_s = max(stats.elapsed_s, max(stats.tokens_per_second, default=0) + 0.0)
-        stats.cpu_s = time.process_time() - cpu0
-        stats.user_s = _user_s() - user0
+        quit_.set()
+        if watcher is not None:
+            watcher.join()
+        _finish(kv, server, len(requests) if server.monitor is None else len(queued),
+                cpu0, user0)
     for _, _, future in queued:
         if not future.cancelled():
             future.result()  # a failed request's error is the run's
+
+
+def _watch(kv: KVCacheConfig, server: Server, failed: threading.Event,
+           quit_: threading.Event) -> threading.Thread | None:
+    """Start the autoscaler's monitor (none without autoscaling); its stop ends the window
+    at once, as upstream's sets its stop event."""
+    monitor, start = server.monitor, server.start
+    if monitor is None:
+        return None
+
+    def stop(now: float) -> None:
+        server.cache.set_end(now)
+        server.stats.window_s = now - start
+        failed.set()
+
+    end = None if kv.max_requests else start + kv.duration
+    thread = threading.Thread(target=monitor.watch, name="kvcache-autoscaler", daemon=True,
+                              args=(server.stats, start, end, quit_, stop))
+    thread.start()
+    return thread
+
+
+def _finish(kv: KVCacheConfig, server: Server, scheduled: int, cpu0: float,
+            user0: float) -> None:
+    """The run's elapsed time (the window's length), CPU and autoscaling record."""
+    stats, start = server.stats, server.start
+    stats.scheduled = scheduled
+    stats.elapsed_s = time.perf_counter() - start  # the window's figures: its length
+    if not kv.max_requests:
+        stats.elapsed_s = min(stats.elapsed_s, kv.duration)
+    else:  # a request's generation may end after its thread is free
+        stats.elapsed_s = max(stats.elapsed_s, max(stats.tokens_per_second, default=0) + 0.0)
+    monitor = server.monitor
+    if monitor is not None:
+        if monitor.stopped_at is not None:
+            stats.elapsed_s = min(stats.elapsed_s, monitor.stopped_at - start)
+        stats.autoscaling = monitor.scaler.record(kv.num_users, kv.autoscaler_interval)
+    stats.cpu_s = time.process_time() - cpu0
+    stats.user_s = _user_s() - user0
 
 
 def _serve(kv: KVCacheConfig, requests: list[Request], server: Server,
@@ -215,17 +259,39 @@ def _dispatch(kv: KVCacheConfig, requests: list[Request], server: Server,
         if not future.cancelled() and future.exception() is not None:
             failed.set()
 
-    for r in requests:
-        if end is not None and start + r.arrival_s >= end:
-            break
-        if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
-            return
+    for r in _offered(kv, requests, server, end, failed):
         prefix = r.prefix >= 0 and cache.expect(f"prefix/p{r.prefix}")
         cache.expect(r.key)
         queued.append((r, prefix, pool.submit(server.serve, r, prefix)))
         queued[-1][2].add_done_callback(watch)
     if end is not None:
         failed.wait(max(0.0, end - time.perf_counter()))
+
+
+def _offered(kv: KVCacheConfig, requests: list[Request], server: Server, end: float | None,
+             failed: threading.Event) -> Iterator[Request]:
+    """Each request at its arrival time, until the schedule or the duration ends (or a
+    failure: none more). Autoscaling: only the active users' requests, spaced by
+    ``request_rate`` here (the schedule leaves it to the requests offered), each arriving
+    when released."""
+    start, monitor = server.start, server.monitor
+    gap = 1.0 / kv.request_rate if monitor is not None and kv.request_rate > 0 else 0.0
+    last = -1e9
+    for r in requests:
+        if end is not None and start + r.arrival_s >= end:
+            return
+        if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
+            return
+        if monitor is not None and not monitor.scaler.active(r.user):
+            continue  # an inactive user's request is not offered
+        if gap and r.arrival_s < last + gap:
+            r = replace(r, arrival_s=last + gap)
+            if end is not None and start + r.arrival_s >= end:
+                return
+            if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
+                return
+        last = r.arrival_s
+        yield r
 
 
 def _drop_unstarted(queued: list[tuple[Request, bool, Future[None]]], cache: Waterfall,

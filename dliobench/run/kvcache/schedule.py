@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.run.kvcache.autoscale import drawn_users
 
 # name: (context range, generation range, think time range in s) - workload.py@23aa82ed
 TEMPLATES = {
@@ -105,17 +106,18 @@ def schedule(kv: KVCacheConfig, rank: int,
              conversations: list[list[tuple[int, int]]] | None = None) -> list[Request]:
     """This rank's requests in arrival order: the first ``max_requests`` when set, else
     those arriving within ``duration``; ``request_rate`` spaces arrivals at least 1/rate
-    apart. ``conversations``: replayed turns (ShareGPT), one user per conversation."""
+    apart. ``conversations``: replayed turns (ShareGPT), one user per conversation.
+    Autoscaling: every user the autoscaler may reach (those active are chosen as it runs)."""
     if conversations:
         streams = [_replay_stream(c, u, kv.seed, rank) for u, c in enumerate(conversations)]
     else:
-        streams = [_user_stream(kv, rank, u) for u in range(kv.num_users)]
+        streams = [_user_stream(kv, rank, u) for u in range(drawn_users(kv))]
     merged = heapq.merge(*streams, key=lambda r: (r.arrival_s, r.user))
     if kv.max_requests:
         chosen = list(itertools.islice(merged, kv.max_requests))
     else:
         chosen = list(itertools.takewhile(lambda r: r.arrival_s < kv.duration, merged))
-    if kv.request_rate > 0:
+    if kv.request_rate > 0 and not kv.enable_autoscaling:  # autoscaling: the engine spaces
         gap, last, spaced = 1.0 / kv.request_rate, -1e9, []
         for r in chosen:
             last = max(r.arrival_s, last + gap)
