@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from dliobench.config.kvcache_keys import KVCacheConfig
 from dliobench.results.kv_stats import KVStats
 from dliobench.run.kvcache.cache import Waterfall
@@ -58,7 +60,8 @@ def test_a_run_ends_at_its_duration_on_a_slow_tier(tmp_path: Path) -> None:
 
 
 def test_a_killed_run_is_recovered_from_its_journal(workdir: Path,
-                                                    run_cli: Callable[..., int]) -> None:
+                                                    run_cli: Callable[..., int],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A single rank SIGKILLed once it has journaled its figures: ``recover`` builds a
     partial result whose ``kvcache`` section holds what the rank moved (main: no journal,
     nothing to recover)."""
@@ -75,7 +78,10 @@ def test_a_killed_run_is_recovered_from_its_journal(workdir: Path,
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     run_dir = journal.parents[1]
+    capsys.readouterr()
     assert run_cli("recover", str(run_dir)) == 0
+    said = capsys.readouterr().out  # a KV-cache rank serves requests (main: "0 steps")
+    assert "rank 0: " in said and " requests, no end record" in said and "steps" not in said
     result = last_result(workdir / "reports")
     kv = result["kvcache"]
     assert result["status"] == "partial" and kv["model"] == "tiny-1b"
