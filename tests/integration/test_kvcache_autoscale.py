@@ -76,7 +76,7 @@ def test_capacity_mode_stops_when_throughput_stops_rising(
                    "--generation-mode", "none", "--enable-autoscaling", "--autoscaler-mode",
                    "capacity", "--request-rate", "10", "--entry-scale", "0.01",
                    "--cpu-mem-gb", "0", "--disable-multi-turn",
-                   "kvcache.autoscaler_interval=0.2", f"output.folder={workdir / 'reports'}")
+                   "kvcache.autoscaler_interval=0.15", f"output.folder={workdir / 'reports'}")
     assert code == 0
     result = last_result(workdir / "reports")
     scaled = result["kvcache"]["autoscaling"]
@@ -89,4 +89,4 @@ def test_capacity_mode_stops_when_throughput_stops_rising(
     assert upstream["autoscaling_summary"]["initial_users"] == 50
     assert upstream["autoscaling_summary"]["peak_user_count"] >= 50
     assert upstream["autoscaling_stats"][-1]["action"] == "stop"
-    assert "capacity every 0.2 s: 50 users ->" in " ".join(capsys.readouterr().out.split())
+    assert "capacity every 0.15 s: 50 users ->" in " ".join(capsys.readouterr().out.split())
