@@ -319,7 +319,13 @@ def kvcache_cases() -> list[Case]:
                   "storage.s3.endpoint_url=http://127.0.0.1:9", "storage.s3.max_attempts=1"],
                  env=NO_AWS, expect=1, says="s3://bucket/kv"),
             Case("kvcache --dataset-path not JSON", [*small, "--dataset-path", "d.json"],
-                 files={"d.json": b"{not json"}, says="d.json")]
+                 files={"d.json": b"{not json"}, says="d.json"),
+            Case("kvcache --autoscaler-mode fast",
+                 [*small, "--enable-autoscaling", "--autoscaler-mode", "fast"],
+                 says="autoscaler_mode"),
+            Case("kvcache autoscaler_interval 0",
+                 [*small, "--enable-autoscaling", "kvcache.autoscaler_interval=0"],
+                 says="autoscaler_interval")]
 
 
 S3_RUN = ["run", "dataset.data_folder=s3://bucket/data", "--no-progress",

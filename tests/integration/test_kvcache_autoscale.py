@@ -31,25 +31,28 @@ KV = KVCacheConfig(model="tiny-1b", num_users=5, duration=1.0, gpu_mem_gb=64, cp
 SLOW_GPU, FAST_GPU = 2e7, 25e9  # bytes/s: a request's I/O ~150 ms (over 88 ms), or ~0.1 ms
 
 
-def _serve(tmp: Path, rate: float, out: dict[str, KVStats]) -> None:
+def _serve(tmp: Path, rate: float, out: dict[str, KVStats], kv: KVCacheConfig = KV) -> None:
     tmp.mkdir()
     stats = KVStats()
     fill = make_fill(KV.seed)
     cache = Waterfall({"gpu": 64 << 30, "cpu": 0}, GpuTier(rate), CpuTier(fill),
                       StorageTier(PosixBackend(str(tmp)), "run", True, fill), stats)
     per_token = PRESETS[KV.model].kv_bytes_per_token * KV.entry_scale
-    serve_schedule(KV, schedule(KV, 0), cache, stats, per_token)
-    out[str(rate)] = stats
+    serve_schedule(kv, schedule(kv, 0), cache, stats, per_token)
+    out[str(rate) if kv is KV else "max_requests"] = stats
 
 
 def test_qos_mode_shrinks_users_over_the_p95_threshold_and_grows_them_under(
         tmp_path: Path) -> None:
     """The same seeded users on a slow and a fast GPU tier, side by side: the slow one
     scales down (each scale-down after samples over 88 ms), the fast one only up; only the
-    active users' requests are offered."""
+    active users' requests are offered, and ``max_requests`` counts those."""
     out: dict[str, KVStats] = {}
     runs = [threading.Thread(target=_serve, args=(tmp_path / str(r), r, out), daemon=True)
             for r in (SLOW_GPU, FAST_GPU)]
+    capped = dataclasses.replace(KV, max_requests=6)  # main's schedule: the first 6 of 40
+    runs.append(threading.Thread(target=_serve, daemon=True,  # users, 5 active: 0 served
+                                 args=(tmp_path / "capped", FAST_GPU, out, capped)))
     for run in runs:
         run.start()
     for run in runs:
@@ -65,6 +68,7 @@ def test_qos_mode_shrinks_users_over_the_p95_threshold_and_grows_them_under(
     assert len(schedule(dataclasses.replace(KV, enable_autoscaling=False), 0)) \
         < len(schedule(KV, 0))  # drawn for 40 users, offered for the active ones
     assert out[str(FAST_GPU)].scheduled < len(schedule(KV, 0))
+    assert out["max_requests"].requests == out["max_requests"].scheduled == 6
 
 
 def test_capacity_mode_stops_when_throughput_stops_rising(

@@ -271,13 +271,15 @@ def _dispatch(kv: KVCacheConfig, requests: list[Request], server: Server,
 def _offered(kv: KVCacheConfig, requests: list[Request], server: Server, end: float | None,
              failed: threading.Event) -> Iterator[Request]:
     """Each request at its arrival time, until the schedule or the duration ends (or a
-    failure: none more). Autoscaling: only the active users' requests, spaced by
-    ``request_rate`` here (the schedule leaves it to the requests offered), each arriving
-    when released."""
+    failure: none more). Autoscaling: only the active users' requests (the first
+    ``max_requests`` of them when set), spaced by ``request_rate`` here (the schedule leaves
+    it to the requests offered), each arriving when released."""
     start, monitor = server.start, server.monitor
     gap = 1.0 / kv.request_rate if monitor is not None and kv.request_rate > 0 else 0.0
-    last = -1e9
+    last, offered = -1e9, 0
     for r in requests:
+        if monitor is not None and kv.max_requests and offered >= kv.max_requests:
+            return
         if end is not None and start + r.arrival_s >= end:
             return
         if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
@@ -290,7 +292,7 @@ def _offered(kv: KVCacheConfig, requests: list[Request], server: Server, end: fl
                 return
             if failed.wait(max(0.0, start + r.arrival_s - time.perf_counter())):
                 return
-        last = r.arrival_s
+        last, offered = r.arrival_s, offered + 1
         yield r
 
 

@@ -107,13 +107,14 @@ def schedule(kv: KVCacheConfig, rank: int,
     """This rank's requests in arrival order: the first ``max_requests`` when set, else
     those arriving within ``duration``; ``request_rate`` spaces arrivals at least 1/rate
     apart. ``conversations``: replayed turns (ShareGPT), one user per conversation.
-    Autoscaling: every user the autoscaler may reach (those active are chosen as it runs)."""
+    Autoscaling: every user the autoscaler may reach, over ``duration`` (those active are
+    chosen as it runs, the first ``max_requests`` they offer served)."""
     if conversations:
         streams = [_replay_stream(c, u, kv.seed, rank) for u, c in enumerate(conversations)]
     else:
         streams = [_user_stream(kv, rank, u) for u in range(drawn_users(kv))]
     merged = heapq.merge(*streams, key=lambda r: (r.arrival_s, r.user))
-    if kv.max_requests:
+    if kv.max_requests and not kv.enable_autoscaling:  # autoscaling: the engine counts
         chosen = list(itertools.islice(merged, kv.max_requests))
     else:
         chosen = list(itertools.takewhile(lambda r: r.arrival_s < kv.duration, merged))
