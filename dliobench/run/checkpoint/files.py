@@ -115,43 +115,46 @@ def checkpoint_writer(backend: Backend, key: str, room: Room, nbytes: int) -> It
 class TorchStream:
     """A write-only file object over a storage ``Writer``, for ``torch.save`` (whose zip
     writer, given an object with ``write``, neither seeks nor tells): what it writes reaches
-    the writer in ``WRITE_BYTES`` requests, fio's ``bs`` in benchmarks/checkpoints.py.
+    the writer in whole ``WRITE_BYTES`` requests (the last one cut), as fio's ``bs`` in
+    benchmarks/checkpoints.py.
 
-    Writes of at least a request (tensor storages, handed over as views of their memory) go
-    out in whole requests from that memory, no copy; smaller ones (zip headers, padding,
-    small tensors) are gathered in one buffer first, so a shard of 195 small tensors is not
-    a thousand system calls. ``written`` counts the bytes handed on.
+    Tensor storages are handed over as views of their memory and go out from there, no copy;
+    only what precedes them within a request (zip headers, padding, small tensors, the start
+    of a large one) is gathered in one buffer first, so a shard of 195 small tensors is not a
+    thousand system calls. ``written`` counts the bytes handed on.
     """
 
     def __init__(self, writer: Writer, request: int = WRITE_BYTES) -> None:
         self._writer = writer
-        self._request = request
-        self._gather = np.empty(request, dtype=np.uint8)
+        self._gather = memoryview(np.empty(request, dtype=np.uint8).data)
         self._held = 0
         self.written = 0
 
     def write(self, data: memoryview | bytes) -> int:
         """Take ``data`` (see the class); return its length, as a file does."""
         view = memoryview(data).cast("B")
-        size = len(view)
-        if self._held + size <= self._request:
-            self._gather[self._held:self._held + size] = view
-            self._held += size
-            return size
-        self.flush()
-        while len(view) >= self._request:
-            self._hand_on(view[:self._request])
-            view = view[self._request:]
-        if view:
-            self._gather[:len(view)] = view
-            self._held = len(view)
+        size, request = len(view), len(self._gather)
+        if self._held:  # fill the gathered request up first
+            take = min(size, request - self._held)
+            self._gather[self._held:self._held + take] = view[:take]
+            self._held += take
+            view = view[take:]
+            if self._held < request:
+                return size
+            self._hand_on(self._gather)
+            self._held = 0
+        whole = len(view) - len(view) % request
+        for start in range(0, whole, request):
+            self._hand_on(view[start:start + request])
+        self._held = len(view) - whole
+        self._gather[:self._held] = view[whole:]
         return size
 
     def flush(self) -> None:
         """Hand on what is gathered (torch flushes once, after the zip's last record)."""
         if self._held:
             held, self._held = self._held, 0
-            self._hand_on(memoryview(self._gather.data)[:held])
+            self._hand_on(self._gather[:held])
 
     def _hand_on(self, view: memoryview) -> None:
         self._writer.write(view)
