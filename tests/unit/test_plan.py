@@ -24,9 +24,9 @@ def test_one_format_lookup_and_one_manifest_load_per_run(
     calls = {"format_for": 0, "load": 0}
     real_format_for, real_load = plan_mod.format_for, Manifest.load
 
-    def counting_format_for(dataset):  # type: ignore[no-untyped-def]
+    def counting_format_for(dataset, *rest):  # type: ignore[no-untyped-def]
         calls["format_for"] += 1
-        return real_format_for(dataset)
+        return real_format_for(dataset, *rest)
 
     def counting_load(data_folder):  # type: ignore[no-untyped-def]
         calls["load"] += 1
