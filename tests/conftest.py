@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import subprocess
 from collections.abc import Callable, Iterator
@@ -14,6 +15,13 @@ import pytest
 import yaml
 
 from dliobench.cli.main import main
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what collection imported (torch, TensorFlow: ~480,000 objects) to gc's permanent
+    generation: a test's gc.collect() then scans only what tests made (0.2-0.4 s a pass
+    alone, seconds in a full suite, to microseconds)."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

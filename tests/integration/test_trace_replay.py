@@ -67,7 +67,8 @@ def test_strace_of_a_pytorch_job_replays_with_the_same_io(
         tmp_path: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
     data = _files(tmp_path / "data")
     trace = tmp_path / "job.strace"
-    subprocess.run(["strace", "-f", "-tt", "-T", "-y", "-e",
+    # --seccomp-bpf: only the traced calls stop the job (the same lines; 8.5-10.9 s -> 4.2-4.8)
+    subprocess.run(["strace", "-f", "--seccomp-bpf", "-tt", "-T", "-y", "-e",
                     "trace=openat,read,pread64,lseek,close,clone,clone3", "-o", str(trace),
                     sys.executable, str(TRAIN), str(data), "--workers", "2", "--shuffle",
                     "--epochs", "2"],

@@ -113,7 +113,7 @@ def test_a_blocking_large_allreduce_is_communication_limited(tmp_path: Path) -> 
     cfg, warnings = load(None, [f"dataset.data_folder={tmp_path / 'd'}",
                                 f"output.folder={tmp_path / 'r'}", "dataset.num_files_train=16",
                                 "reader.batch_size=2", "train.computation_time=0.001",
-                                "train.allreduce_bytes=64MiB", "train.allreduce_overlap=false",
+                                "train.allreduce_bytes=16MiB", "train.allreduce_overlap=false",
                                 PINNED])
     comms = ThreadGroup(2).comms()
 

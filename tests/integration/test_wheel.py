@@ -5,6 +5,7 @@ installed dependencies (a .pth line), so nothing is downloaded."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -34,24 +35,26 @@ def test_the_wheel_runs_shipped_workloads_by_name_from_any_folder(tmp_path: Path
                    capture_output=True)
     subprocess.run([sys.executable, "-c", "import dliobench"], check=True)  # ours still there
     python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # import the wheel's copy
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
                                 "['purelib'])"], capture_output=True, text=True,
                                check=True).stdout.strip())
     (site / "borrowed-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     where = subprocess.run([python, "-c", "import dliobench; print(dliobench.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=elsewhere)
+                           capture_output=True, text=True, check=True, cwd=elsewhere, env=env)
     assert where.stdout.startswith(str(venv)), where.stdout  # the wheel, not this checkout
     done = subprocess.run([python, "-m", "dliobench", "run", "unet3d", "--no-progress",
                            "dataset.num_files_train=8", "dataset.record_length_bytes=64KiB",
                            "dataset.record_length_bytes_stdev=0", "reader.batch_size=2",
                            "train.computation_time=0.001", "dataset.data_folder=data"],
-                          capture_output=True, text=True, cwd=elsewhere)
+                          capture_output=True, text=True, cwd=elsewhere, env=env)
     assert done.returncode == 0, done.stderr
     result = json.loads(next((elsewhere / "reports").glob("*/result.json")).read_text())
     assert result["workload"] == "unet3d" and result["metrics"]["exactly_once"] is True
     checked = subprocess.run([python, "-m", "dliobench", "check", "--json", "reports"],
-                             capture_output=True, text=True, cwd=elsewhere)  # upstream's files
+                             capture_output=True, text=True, cwd=elsewhere,
+                             env=env)  # upstream's files
     assert "unet3d_b200.yaml@" in checked.stdout, checked.stderr  # ship in the wheel
     dry = subprocess.run([python, "-m", "dliobench", "sweep", "unet3d_bert_scaling",
-                          "--dry-run"], capture_output=True, text=True, cwd=elsewhere)
+                          "--dry-run"], capture_output=True, text=True, cwd=elsewhere, env=env)
     assert dry.returncode == 0 and "all points load" in dry.stdout, dry.stderr
