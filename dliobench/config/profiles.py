@@ -71,3 +71,30 @@ def apply_profile(raw: dict[str, Any], origin: dict[str, int],
     for key_name, value in supplied:
         if origin.get(key_name, -1) < level:
             raw[key_name], origin[key_name] = value, level
+
+
+def profile_name(cfg: dict[str, Any]) -> str:
+    """The accelerator a run's configuration (as result.json holds it) emulated: the profile
+    it named, while its compute time and batch are still that profile's; else the one profile
+    whose figures they are (a user who gave unet3d's b200 figures without naming it emulated
+    the b200); else "custom". The one place the console and the report tables take it from."""
+    train, profiles = cfg.get("train") or {}, cfg.get("accelerators") or {}
+    named = str(train.get("accelerator") or "")
+    if named and named not in profiles:  # a result written without its profiles
+        return named
+    matching = [name for name, p in profiles.items() if _matches(p, cfg)]
+    if named in matching:
+        return named
+    return matching[0] if len(matching) == 1 else "custom"
+
+
+def _matches(profile: dict[str, Any], cfg: dict[str, Any]) -> bool:
+    """Whether the run's compute time per batch (and batch size, where the profile sets
+    one) are the profile's."""
+    compute = (cfg.get("train") or {}).get("computation_time")
+    batch = (cfg.get("reader") or {}).get("batch_size")
+    if not isinstance(compute, (int, float)) or not isinstance(
+            profile.get("computation_time"), (int, float)):
+        return False
+    return (abs(float(profile["computation_time"]) - float(compute)) <= 1e-12
+            and profile.get("batch_size") in (None, batch))

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from dliobench.base.errors import DlioBenchError
+from dliobench.config.profiles import profile_name
 from dliobench.report.factors import differing_keys, factors_of, flatten
 from dliobench.report.labels import run_labels
 from dliobench.report.runs import Run, RunSet
@@ -52,7 +53,7 @@ def _row(run: Run) -> dict[str, Any]:
     return {
         "run_id": run.run_id, "workload": res.get("workload"), "status": res.get("status"),
         "ranks": res.get("ranks_count", len(res.get("ranks") or []) or None),
-        "accelerator": run.config("train.accelerator") or "custom",
+        "accelerator": profile_name(run.result.get("config") or {}),
         "compute_s_per_batch": run.config("train.computation_time"),
         "loader": run.config("reader.data_loader"), "format": run.config("dataset.format"),
         "samples_per_file": run.config("dataset.num_samples_per_file"),
@@ -69,7 +70,18 @@ def _row(run: Run) -> dict[str, Any]:
         "reads_from_storage": _storage_words(res),
         "dliobench_version": res.get("dliobench_version"), "commit": res.get("commit"),
         "hosts": " ".join(machine.get("hosts") or [machine.get("host") or ""]).strip(),
+        **_straggler_nodes(res),
     }
+
+
+def _straggler_nodes(result: RunResult) -> dict[str, str]:
+    """For a run on more than one node, the nodes whose samples/s per rank held the others up
+    (metrics.straggler_nodes, as its console says them), or "none"; no column otherwise, so a
+    report of one-node runs shows none."""
+    if len(result.get("nodes") or []) < 2:
+        return {}
+    slow = (result.get("metrics") or {}).get("straggler_nodes") or []
+    return {"straggler_nodes": ", ".join(slow) or "none"}
 
 
 def _storage_words(result: RunResult) -> str:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.base.units import size_text
+from dliobench.config.profiles import profile_name
 from dliobench.results.schema import RunResult
 from dliobench.results.storage_reads import page_cache_possible
 from dliobench.results.verdict import verdict_words
@@ -29,16 +30,6 @@ def _bytes_rate(x: float | None) -> str:
 
 def _ms(x: float | None) -> str:
     return "n/a" if x is None else f"{1e3 * x:,.2f} ms"
-
-
-def _accelerator(cfg: dict[str, Any]) -> str:
-    """The profile's name, or "custom" once its compute time was overridden."""
-    train = cfg["train"]
-    profile = cfg.get("accelerators", {}).get(train["accelerator"] or "")
-    if not train["accelerator"] or (profile and abs(profile["computation_time"]
-                                                    - train["computation_time"]) > 1e-12):
-        return "custom"
-    return str(train["accelerator"])
 
 
 def _spread(result: RunResult) -> str:
@@ -84,7 +75,7 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("ranks × accelerator", f"{result['ranks_count']} × {_accelerator(cfg)} "
+    table.add_row("ranks × accelerator", f"{result['ranks_count']} × {profile_name(cfg)} "
                   f"({cfg['train']['computation_time']:g} s/batch)")
     table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}"
                   f"{_decoded_by(cfg)}")
