@@ -16,6 +16,7 @@ import pandas as pd
 
 from dliobench.base.errors import InputError
 from dliobench.report.labels import fmt_value, label_keys, label_parts, plural, telling_keys
+from dliobench.report.nodes_html import nodes_html
 from dliobench.report.plots.checkpoints import checkpoints
 from dliobench.report.plots.comparison import comparison
 from dliobench.report.plots.figure import Plot
@@ -64,6 +65,7 @@ COLUMNS: dict[str, tuple[str, Fmt | None]] = {
     "au_floor": ("AU floor", _num(0, " %", 100)), "au_min": ("AU worst rank", _num(1, " %", 100)),
     "wait_p50_ms": ("wait p50", _num(2, " ms")),
     "workload": ("workload", None), "ranks": ("ranks", None),
+    "straggler_nodes": ("straggler node(s)", None),
     "accelerator": ("accelerator", None), "status": ("status", None),
     "compute_s_per_batch": ("compute per batch", _num(3, " s")),
     "loader": ("loader", None), "format": ("format", None),
@@ -225,6 +227,7 @@ blocked on the loader. The verdict says what limited a run below its AU floor.</
 <h2>Settings that differ</h2>
 {differing_html(rs)}
 {legend_html(rs)}
+{nodes_html(rs)}
 {"".join(_figure(p) for p in figures)}
 </body></html>
 """
