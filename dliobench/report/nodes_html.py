@@ -36,7 +36,8 @@ def nodes_html(rs: RunSet) -> str:
         head = "".join(f"<th>{h}</th>" for h in HEADERS)
         rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(n, slow))
                        + "</tr>" for n in nodes)
-        parts.append(f"<h3>{html.escape(str(label))} ({html.escape(run.run_id)})</h3>"
+        title = run.run_id if str(label) == run.run_id else f"{label} ({run.run_id})"
+        parts.append(f"<h3>{html.escape(title)}</h3>"
                      f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
                      f"<tbody>{rows}</tbody></table></div>")
     if not parts:
