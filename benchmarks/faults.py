@@ -375,7 +375,9 @@ def stopped_rank(root: Path, command: str) -> Outcome:
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        case.sentence(err, "made no progress", "train.stall_timeout_s")
+        # "made no progress ...", or, where the journals show who went silent, "rank 1 on ...
+        # stopped: ...; rank 0 of 2 ... ends the job after 3 s without progress"
+        case.sentence(err, "progress", "train.stall_timeout_s")
         if command == "generate":  # MPI_Abort SIGKILLs the stopped rank
             case.check_dataset("data", 20000, killed=True)
         else:  # the stalled job assembled its partial result before it ended
