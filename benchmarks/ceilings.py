@@ -1,13 +1,14 @@
 """Compiled ceilings for ``loaders.py``: what the hardware reads, with no Python in the loop.
 
 - ``compiled``: the C extension's own loop (``dliobench.storage._readfiles.read_files``, the
-  GIL released once per call) reading the same files with the same thread count, each call a
-  work item of the native loader's size (``batch / ceil(threads / prefetch)`` files), into
-  memory made once that holds what the prefetch depth asks for in flight (``prefetch x
-  batch`` samples) and is touched before the clock starts, as a training process's pinned
-  buffers are. ``fresh=True`` instead reads every item into fresh memory (``np.empty``, the
-  first touch in the read: a page fault per 4 KiB, on this VM's host too): the state of a
-  process whose memory was never touched.
+  GIL released once per call) reading the same files with the same thread count, each call
+  ``batch / ceil(threads / prefetch)`` files (the native loader's work item for small
+  samples; it reads one 4 MiB or larger file per item), into memory made once that holds
+  what the prefetch depth asks for in flight (``prefetch x batch`` samples), page-aligned,
+  and touched before the clock starts, as a training process's pinned buffers are.
+  ``fresh=True`` instead reads every item into fresh memory (the first touch in the read: a
+  page fault per 4 KiB, on this VM's host too): the state of a process whose memory was
+  never touched.
 - ``fio``: fio on the same files, one file per request (``bs`` = the file's size; O_DIRECT:
   the size rounded down to 4 KiB, the rest of each file unread), ``psync``, one job per read
   thread, each job its share of the files in turn, every epoch, each file opened and closed
@@ -40,6 +41,20 @@ def minor_faults() -> int:
     return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[7])
 
 
+def aligned(size: int, touch: bool = False) -> np.ndarray:
+    """``size`` bytes starting on a page boundary, as the native loader's sample memory
+    (``storage.buffers.page_aligned``): ``np.empty`` of a large array starts 16 bytes into a
+    page, where the kernel's copy costs ~40 % more CPU, and later ones wherever the heap
+    puts them, so the ceiling's speed depended on this process's history. ``touch``: every
+    page written once."""
+    raw = np.empty(size + 4096, np.uint8)
+    start = -raw.ctypes.data % 4096
+    out = raw[start:start + size]
+    if touch:
+        out[::4096] = 1
+    return out
+
+
 def _items(paths: list[Path], share: int, epochs: int) -> list[list[str]]:
     """Work items of ``share`` consecutive files, every epoch."""
     names = [str(p) for p in paths]
@@ -55,8 +70,8 @@ def compiled(paths: list[Path], threads: int, batch: int, prefetch: int, epochs:
     items = _items(paths, share, epochs)
     slots = max(threads, prefetch * batch // share)  # work items in flight
     per_thread = -(-slots // threads)
-    owned = [[[np.ones(size, np.uint8) for _ in range(share)] for _ in range(per_thread)]
-             for _ in range(threads)]  # made once, touched (np.ones) before the clock
+    owned = [[[aligned(size, touch=True) for _ in range(share)] for _ in range(per_thread)]
+             for _ in range(threads)]  # made once, touched before the clock
     work, total = iter(items), [0] * threads
     lock = threading.Lock()
 
@@ -67,7 +82,7 @@ def compiled(paths: list[Path], threads: int, batch: int, prefetch: int, epochs:
                 item = next(work, None)
             if item is None:
                 return
-            bufs = ([np.empty(size, np.uint8) for _ in item] if fresh
+            bufs = ([aligned(size) for _ in item] if fresh
                     else owned[me][turn % per_thread][:len(item)])
             turn += 1
             total[me] += sum(n for n in read_files(item, bufs) if n > 0)

@@ -5,13 +5,14 @@ that is too few to keep every reader busy), so reading overlaps the emulated com
 batch compute is done with is released before waiting for the next. At most
 ``read_threads`` samples are being read at once (formats read a batch at once,
 ``SampleReader.batched``: parquet, one whole batch per work item, ``read_threads`` +
-``prefetch_size`` batches in flight). Each batch is split into as few work items (its
-consecutive samples) as keep every reader busy, ``ceil(read_threads / prefetch_size)``;
-items move through one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python), a
-reader reads an item's one-sample files in one call (``SampleReader.read_many``), and the
-consumer waits on one plain lock per batch. A Future per
-sample cost ~15 us; an item per sample and an Event per batch about a third of the
-consumer's time on 64 KiB samples.
+``prefetch_size`` batches in flight). Each batch is split into work items (its consecutive
+samples): at least ``ceil(read_threads / prefetch_size)``, and of at most about
+``ITEM_BYTES`` (4 MiB) where its samples are larger (16 MiB samples: one per item), so a
+reader done early finds queued work instead of waiting for the oldest batch; items move
+through one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python), a reader reads an
+item's one-sample files in one call (``SampleReader.read_many``), and the consumer waits on
+one plain lock per batch. A Future per sample cost ~15 us; an item per sample and an Event
+per batch about a third of the consumer's time on 64 KiB samples.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ POOL_MIN_BYTES = 1 << 20  # one-sample files this large are read into reused mem
 # demand as before, so a run's peak memory stays what it uses (UNet3D's 146.6 MB samples, batch
 # 2: 3 blocks, under the 4 alive at its 0.64 GB peak; 16 MiB samples: 32 of 40)
 RESERVE_BYTES = 512 << 20
+# a work item of large samples reads about this much, at least one sample (its hand-off, ~20 us
+# of Python, is ~1 % of reading 4 MiB from the page cache): items of a reader's whole share of
+# a batch (128 MiB of 16 MiB samples) left readers done early waiting for the oldest batch
+# with nothing queued (one item per reader in flight, none spare)
+ITEM_BYTES = 4 << 20
+PROBE = 64  # samples whose file sizes give a batch's size in bytes
 
 
 class _Slot:
@@ -120,10 +127,12 @@ class NativeLoader:
         self.drop_last = drop_last
         self._work: queue.SimpleQueue[tuple[_Slot, int, list[int]] | None] = \
             queue.SimpleQueue()
-        # a batch is split into this many work items: as few as keep every reader busy with
-        # the prefetch depth's batches in flight (fewer hand-offs; one-sample files of an
-        # item are read in one call), more when the depth is below the readers
+        # a batch is split into at least this many work items: as few as keep every reader
+        # busy with the prefetch depth's batches in flight (fewer hand-offs; one-sample files
+        # of an item are read in one call), more when the depth is below the readers; more
+        # again for large samples (``ITEM_BYTES``, ``_item_samples``)
         self._share_of = max(1, -(-read_threads // max(1, prefetch_size)))
+        self._samples_per_item: int | None = None  # found from the first epoch's samples
         # batches being read while compute holds one: the prefetch depth, and enough to keep
         # every reader busy when a batch is fewer work items than there are readers (batch 1
         # of cosmoflow). A batch read whole (parquet) is one reader's: one per reader and the
@@ -178,12 +187,23 @@ class NativeLoader:
             self._work.put((slot, WHOLE, []))
             return slot
         ids = batch_ids.tolist()
-        share = -(-len(ids) // self._share_of)
+        share = min(-(-len(ids) // self._share_of), self._samples_per_item or len(ids))
         starts = range(0, len(ids), share)
         slot = _Slot(batch_ids, len(starts))
         for start in starts:
             self._work.put((slot, start, ids[start:start + share]))
         return slot
+
+    def _item_samples(self, ids: np.ndarray) -> int:
+        """Samples per work item that make it about ``ITEM_BYTES`` (at least one): the
+        sizes of up to ``PROBE`` of ``ids``' files (a rank holds the sizes of its own)."""
+        per_file = self.reader.samples_per_file
+        probe = ids[::max(1, ids.size // PROBE)][:PROBE]
+        if not probe.size:
+            return self.batch_size
+        sizes = self.reader.sizes
+        mean = sum(sizes[int(i) // per_file] for i in probe) / probe.size / per_file
+        return max(1, round(ITEM_BYTES / max(1.0, mean)))
 
     def epoch(self, ids: np.ndarray) -> Generator[Batch, None, None]:
         """Batches of ``ids`` in order."""
@@ -198,6 +218,8 @@ class NativeLoader:
                 yield Batch(ids=batch_ids, nbytes=sum(n for _, n in results),
                             data=[s for s, _ in results])
             return
+        if self._samples_per_item is None and ids.size:
+            self._samples_per_item = self._item_samples(ids)
         if self._pool is not None:  # in-flight memory made and touched before the window
             self._pool.reserve(min(ids.size, (self._ahead + 1) * self.batch_size,
                                    RESERVE_BYTES // self._pool.size))
