@@ -92,7 +92,7 @@ class SampleReader:
         self.decode = decode  # False: images stay encoded (reader.decode)
         self._layouts: dict[int, list[ByteRange]] = {}
         # per file size, the headers every whole file of that size repeats (``read_many``)
-        self._templates: dict[int, Template] = {}
+        self._templates: dict[int, Template | None] = {}
         self._learns = hasattr(fmt, "whole_template") and (decode or not fmt.compressed_image)
 
     @classmethod
@@ -226,9 +226,8 @@ class SampleReader:
         size (at most ``TEMPLATES`` sizes: a dataset of many sizes reads most files as
         before)."""
         if self._learns and size not in self._templates and len(self._templates) < TEMPLATES:
-            template = self.fmt.whole_template(src, data)  # type: ignore[attr-defined]
-            if template is not None:
-                self._templates[size] = template
+            # None (headers too long to keep) is kept too: the file is not parsed twice again
+            self._templates[size] = self.fmt.whole_template(src, data)  # type: ignore[attr-defined]
 
     def _whole(self, src: Stored, file_index: int, data: memoryview) -> np.ndarray:
         """The sample of a one-sample file from the file's bytes."""
