@@ -118,8 +118,8 @@ static uint32_t crc_fold512(uint32_t c, const unsigned char *p, size_t len)
 {
     const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430, 0x011542778a));
     const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
-    __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512(p),
-                                  _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+    __m512i in = _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)c), 0);
+    __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512(p), in);
     __m512i z1 = _mm512_loadu_si512(p + 64), z2 = _mm512_loadu_si512(p + 128);
     __m512i z3 = _mm512_loadu_si512(p + 192);
     for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
