@@ -55,7 +55,7 @@ def _items(paths: list[Path], share: int, epochs: int) -> list[list[str]]:
     return [names[i:i + share] for _ in range(epochs) for i in range(0, len(names), share)]
 
 
-def template(path: Path) -> tuple[bytes, int, int, int, int]:
+def template(path: Path) -> tuple[bytes, int, int, int, int, int, int]:
     """The headers ``SampleReader.read_many`` checks the files against: the first file's
     (``whole_template`` of its format, by extension)."""
     data = memoryview(path.read_bytes())
@@ -106,8 +106,8 @@ def _raw(item: list[str], bufs: list[np.ndarray]) -> int:
     return sum(n for n in read_files(item, bufs) if n > 0)
 
 
-def _checked(head: tuple[bytes, int, int, int, int]) -> Callable[[list[str], list[np.ndarray]],
-                                                                 int]:
+def _checked(head: tuple[bytes, int, int, int, int, int, int],
+             ) -> Callable[[list[str], list[np.ndarray]], int]:
     """Bytes ``read_checked`` read, every file checked against ``head``."""
     def read(item: list[str], bufs: list[np.ndarray]) -> int:
         got, misses = read_checked(item, bufs, [head] * len(item))

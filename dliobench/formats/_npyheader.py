@@ -51,13 +51,15 @@ class NpyHeader:
 class Template(NamedTuple):
     """A whole file's bytes before its data, as every file of its size in a dataset of
     ``npy`` or ``npz`` holds them when one program wrote them all (numpy writes the same
-    headers for the same shape; npz's zip entry differs only in its CRC-32), with where its
-    checksum and data lie: ``storage.posix_io.read_checked`` takes the data of a file that
-    matches it without parsing it (the format checked that layout once, on the file it was
-    made from)."""
+    headers for the same shape), but for a span the format ignores or checks otherwise (an
+    npz entry's time and CRC-32), with where its checksum and data lie:
+    ``storage.checked_reads.read_checked`` takes the data of a file that matches it without
+    parsing it (the format checked that layout once, on the file it was made from)."""
 
     head: bytes  # the file's bytes [0:data_start]
-    crc_at: int  # where head holds the data's CRC-32 (little-endian; -1: no checksum)
+    skip_at: int  # head's bytes [skip_at:skip_at + skip_len] may differ from file to file
+    skip_len: int
+    crc_at: int  # where the file holds its data's CRC-32 (little-endian; -1: no checksum)
     crc_start: int  # the checksummed bytes are [crc_start:data_end]
     data_start: int
     data_end: int

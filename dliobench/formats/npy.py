@@ -71,7 +71,7 @@ class NpyFormat(ContiguousFormat):
         end = header.data_offset + header.nbytes
         if end > len(data) or header.data_offset > npyheader.TEMPLATE_MAX:
             return None
-        return npyheader.Template(bytes(data[:header.data_offset]), -1, 0,
+        return npyheader.Template(bytes(data[:header.data_offset]), 0, 0, -1, 0,
                                   header.data_offset, end)
 
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
-_CRC_AT = 14  # the CRC-32 in a local header
+_TIME_AT, _CRC_AT = 10, 14  # a local header's time and date (np.savez: the time written;
+# neither np.load nor this reader looks at them), then its CRC-32
 _ZIP64_ID = 0x0001
 _FULL = 0xFFFFFFFF  # a size kept in the zip64 extra field (np.savez forces zip64)
 _END = (b"PK\x01\x02", b"PK\x05\x06")  # the central directory: no more members
@@ -237,14 +238,14 @@ class NpzFormat(ContiguousFormat):
         """The template (``npyheader.Template``) of a whole file ``decode`` has read: its
         bytes before the member's data (zip and .npy headers, and any member before it),
         which every file of a generated dataset of its size repeats but for the zip entry's
-        CRC-32, so the others are read with no parsing, their CRC-32 checked in C
+        time and CRC-32, so the others are read with no parsing, their CRC-32 checked in C
         (``SampleReader.read_many``); None for a member further on than a header's length."""
         found = self._locate(src, data, len(data))
         end = found.data_offset + found.nbytes
         if end > len(data) or found.data_offset > npyheader.TEMPLATE_MAX:
             return None
-        return npyheader.Template(bytes(data[:found.data_offset]), found.header + _CRC_AT,
-                                  found.start, found.data_offset, end)
+        return npyheader.Template(bytes(data[:found.data_offset]), found.header + _TIME_AT, 8,
+                                  found.header + _CRC_AT, found.start, found.data_offset, end)
 
 
 FORMAT = NpzFormat()

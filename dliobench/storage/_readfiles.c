@@ -10,8 +10,8 @@
  *
  * read_checked() also checks, in the same stretch, that each file is one the caller already
  * decoded but for its data: its first bytes equal a template's (the headers of a format that
- * writes them byte-identical in every file of a dataset), the CRC field aside, and, for a
- * checksummed format, that its CRC-32 matches; the caller then takes the data at the
+ * writes them byte-identical in every file of a dataset), a span the format ignores aside
+ * (an npz entry's time and CRC-32), and, for a checksummed format, that its CRC-32 matches; the caller then takes the data at the
  * template's offsets with no parsing, and reads any file that fails through its format.
  */
 #define PY_SSIZE_T_CLEAN
@@ -197,12 +197,13 @@ static PyMethodDef methods[] = {
     {"read_checked", read_checked, METH_VARARGS,
      "read_checked(paths, buffers, templates) -> (list, misses)\n\n"
      "read_files, and per file the template to check it against (None: none): a tuple "
-     "(head: bytes, crc_at, crc_start, data_start, data_end). A file passes when it filled its "
-     "buffer (a NumPy array), holds data_end bytes, starts with head (the 4 bytes at crc_at "
-     "aside; crc_at -1: none) and, with crc_at set, the CRC-32 of its bytes "
-     "[crc_start:data_end] is the little-endian value at crc_at. Per file: (its buffer"
-     "[data_start:data_end], bytes read) when it passed, else the bytes read or -errno as "
-     "read_files; misses: how many did not pass."},
+     "(head: bytes, skip_at, skip_len, crc_at, crc_start, data_start, data_end). A file "
+     "passes when it filled its buffer (a NumPy array), holds data_end bytes, starts with "
+     "head but for its bytes [skip_at:skip_at + skip_len] and, with crc_at set (-1: none; "
+     "inside the skipped span), the CRC-32 of its bytes [crc_start:data_end] is the "
+     "little-endian value at crc_at. Per file: (its buffer[data_start:data_end], bytes read) "
+     "when it passed, else the bytes read or -errno as read_files; misses: how many did not "
+     "pass."},
     {"crc32", crc32_py, METH_VARARGS,
      "crc32(data, value=0, level=2) -> int\n\nzlib.crc32, as read_checked computes it, the "
      "fastest way up to level (CRC32_FOLDS: 0 tables, 1 PCLMULQDQ, 2 VPCLMULQDQ): for tests."},

@@ -1,7 +1,8 @@
 /* read_checked's templates (included once, by _readfiles.c, after Python.h).
  *
  * A template is what every file of a dataset holds before its data, byte for byte, when a
- * format writes its headers identically in each (npy; npz but for the zip entry's CRC-32):
+ * format writes its headers identically in each, but for a span the format ignores or checks
+ * otherwise (npy: none; npz: the zip entry's time and CRC-32):
  * the caller parses one file through its format and hands the bytes before its data here, so
  * the others are checked with a memcmp and, for npz, their CRC-32, without the GIL.
  */
@@ -13,7 +14,7 @@
 typedef struct {
     PyObject *held;     /* the template tuple (a reference), NULL for none */
     const char *head;   /* the file's bytes before its data, as the template has them */
-    Py_ssize_t head_len, crc_at, crc_start, data_start, data_end;
+    Py_ssize_t head_len, skip_at, skip_len, crc_at, crc_start, data_start, data_end;
     PyObject *slice;    /* data_start:data_end (a reference), shared with the previous file */
     int owns_slice;
     int passed;
@@ -36,19 +37,22 @@ static int template_parse(PyObject *obj, Template *t, const Template *prev)
         PyErr_SetString(PyExc_TypeError, "read_checked: a template is a tuple or None");
         return 0;
     }
-    if (!PyArg_ParseTuple(obj, "y#nnnn;a template is (head, crc_at, crc_start, data_start, "
-                          "data_end)", &t->head, &len, &t->crc_at, &t->crc_start,
-                          &t->data_start, &t->data_end))
+    if (!PyArg_ParseTuple(obj, "y#nnnnnn;a template is (head, skip_at, skip_len, crc_at, "
+                          "crc_start, data_start, data_end)", &t->head, &len, &t->skip_at,
+                          &t->skip_len, &t->crc_at, &t->crc_start, &t->data_start,
+                          &t->data_end))
         return 0;
     t->head_len = len;
-    if (t->crc_at < -1 || (t->crc_at >= 0 && t->crc_at + 4 > len) || len > t->data_end
-        || t->crc_start < 0 || t->crc_start > t->data_end || t->data_start < 0
-        || t->data_start > t->data_end) {
+    Py_ssize_t skip_end = t->skip_at + t->skip_len;
+    if (t->skip_at < 0 || t->skip_len < 0 || skip_end > len || t->crc_at < -1
+        || (t->crc_at >= 0 && (t->crc_at < t->skip_at || t->crc_at + 4 > skip_end))
+        || len > t->data_end || t->crc_start < 0 || t->crc_start > t->data_end
+        || t->data_start < 0 || t->data_start > t->data_end) {
         PyErr_SetString(PyExc_ValueError, "read_checked: a template's offsets are out of order");
         t->head = NULL;
         return 0;
     }
-    t->slice = PySlice_New(PyTuple_GET_ITEM(obj, 3), PyTuple_GET_ITEM(obj, 4), NULL);
+    t->slice = PySlice_New(PyTuple_GET_ITEM(obj, 5), PyTuple_GET_ITEM(obj, 6), NULL);
     if (t->slice == NULL) {
         t->head = NULL;
         return 0;
@@ -71,12 +75,12 @@ static int template_passes(const Template *t, const char *buf, Py_ssize_t n, Py_
 {
     if (t->held == NULL || n != len || n < t->data_end)
         return 0;
-    if (t->crc_at < 0)
-        return memcmp(buf, t->head, (size_t)t->head_len) == 0;
-    Py_ssize_t after = t->crc_at + 4;
-    if (memcmp(buf, t->head, (size_t)t->crc_at) != 0
+    Py_ssize_t after = t->skip_at + t->skip_len;
+    if (memcmp(buf, t->head, (size_t)t->skip_at) != 0
         || memcmp(buf + after, t->head + after, (size_t)(t->head_len - after)) != 0)
         return 0;
+    if (t->crc_at < 0)
+        return 1;
     const unsigned char *at = (const unsigned char *)buf + t->crc_at;
     uint32_t want = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16
                     | (uint32_t)at[3] << 24;

@@ -19,10 +19,10 @@ from dliobench.storage.posix_io import Whole
 
 _read_checked = getattr(posix_io._readfiles, "read_checked", None)  # None: a build before it
 
-# a whole file's bytes before its data, with where its CRC-32 and data lie, that all files
-# of its size hold alike (``formats._npyheader.Template``: head, crc_at, crc_start,
-# data_start, data_end); here a plain tuple: storage knows no format
-Template = tuple[bytes, int, int, int, int]
+# a whole file's bytes before its data, that all files of its size hold alike but for a span,
+# with where its CRC-32 and data lie (``formats._npyheader.Template``: head, skip_at,
+# skip_len, crc_at, crc_start, data_start, data_end); a plain tuple: storage knows no format
+Template = tuple[bytes, int, int, int, int, int, int]
 Checked = tuple[np.ndarray, int]  # a file's data, checked against its template, and bytes read
 
 
@@ -31,7 +31,7 @@ def read_checked(paths: list[str], sizes: list[int], templates: list[Template | 
                  ) -> tuple[list[Checked | Whole | None], int]:
     """``posix_io.read_wholes``, where a file that matches its template (none: None) comes back as
     its data, an array (``buffer[data_start:data_end]``), not as its bytes: one that filled
-    its size, whose bytes before its data are the template's (its CRC-32 aside) and, for a
+    its size, whose bytes before its data are the template's (its skipped span aside) and, for a
     checksummed template, whose CRC-32 matches. All of it in C with the GIL released once
     (``_readfiles.read_checked``), so a file read this way costs no Python but its array and
     tuple. Also returns how many did not match (their bytes, or None, as ``read_wholes``):
@@ -55,5 +55,5 @@ def _entry(buf: np.ndarray, entry: Checked | int, template: Template | None,
     if isinstance(entry, int):
         return (buf.data[:entry], entry) if entry >= 0 else None
     if template is not None and buf.base is not None:
-        return np.frombuffer(buf.data[template[3]:template[4]], dtype=np.uint8), entry[1]
+        return np.frombuffer(buf.data[template[5]:template[6]], dtype=np.uint8), entry[1]
     return entry

@@ -68,14 +68,19 @@ def test_generated_files_are_read_through_the_first_ones_headers(tmp_path: Path,
         assert np.array_equal(sample, _array(path)) and nbytes == path.stat().st_size
     if fmt == "npy":  # valid, the same size, other headers: numpy's of a 1-D array
         np.save(paths[2], _array(paths[2]))
-    else:  # valid, other headers: the zip entry's time (np.load reads the central directory)
-        data = bytearray(paths[2].read_bytes())
-        data[10:14] = b"\x21\x43\x65\x47"
-        paths[2].write_bytes(bytes(data))
-    assert _misses(reader, [1, 2, 3]) == 1
+    else:  # valid, other headers: the version needed to extract (20, not 45)
+        _patch(paths[2], 4, b"\x14")
+        _patch(paths[3], 10, b"\x21\x43\x65\x47")  # another time: np.savez's of its own
+    assert _misses(reader, [1, 2, 3]) == 1  # the time is not compared, the version is
     again = reader.read_many([1, 2, 3])
     assert all(np.array_equal(sample, _array(paths[i]))
                for i, (sample, _) in zip([1, 2, 3], again, strict=True))
+
+
+def _patch(path: Path, at: int, data: bytes) -> None:
+    with open(path, "r+b") as handle:
+        handle.seek(at)
+        handle.write(data)
 
 
 @CHECKED
@@ -105,10 +110,11 @@ def test_templates_out_of_order_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"x" * 100)
     buf = [np.empty(100, np.uint8)]
-    for bad in [(b"x" * 10, 8, 0, 10, 100), (b"x" * 10, 0, 0, 10, 5), (b"x", -2, 0, 1, 100)]:
+    for bad in [(b"x" * 10, 6, 4, 8, 0, 10, 100), (b"x" * 10, 0, 0, -1, 0, 10, 5),
+                (b"x", 0, 0, -2, 0, 1, 100), (b"x" * 4, 2, 4, -1, 0, 4, 100)]:
         with pytest.raises(ValueError, match="out of order"):
             EXT.read_checked([str(path)], buf, [bad])
     with pytest.raises(TypeError):
-        EXT.read_checked([str(path)], buf, [[b"x", -1, 0, 1, 100]])
-    got, misses = EXT.read_checked([str(path)], buf, [(b"x" * 4, -1, 0, 4, 100)])
+        EXT.read_checked([str(path)], buf, [[b"x", 0, 0, -1, 0, 1, 100]])
+    got, misses = EXT.read_checked([str(path)], buf, [(b"xyxx", 1, 1, -1, 0, 4, 100)])
     assert misses == 0 and bytes(got[0][0]) == b"x" * 96 and got[0][1] == 100
