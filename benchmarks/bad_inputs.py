@@ -8,8 +8,8 @@ duplicate keys, alias bombs, non-UTF-8, oversized, not a mapping), CLI numbers, 
 without a model, more ranks than samples (under mpiexec when there is one), report on
 files that are not results, run sets that cannot be run (``--repeat``), half an S3 key
 pair, a real result with fields of the wrong type (report, predict --from, check), and a
-dataset file of the wrong size. Expected of each: exit code 2 (1 for the dataset) and one
-error line on stderr.
+dataset file of the wrong size or with a flipped byte. Expected of each: exit code 2 (1 for
+the dataset) and one error line on stderr.
 Counted: traceback, hang (timeout), false success (exit 0), other exit code, more than one
 error line, vague (the line does not name what the case says it must). Exits 1 when any case
 had a traceback, a hang, a false success or a vague line.
@@ -63,11 +63,18 @@ class Outcome:
 
     @property
     def error_lines(self) -> list[str]:
-        """stderr without argparse's usage block."""
+        """stderr without argparse's usage block, and without warnings (a run that ends early
+        says where its partial result is, on an indented second line)."""
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
         if lines and lines[0].startswith("usage:"):
             return [ln for ln in lines if "error:" in ln]
-        return lines
+        out: list[str] = []
+        warned = False
+        for line in lines:
+            warned = line.startswith("WARNING ") or (line[0].isspace() and warned)
+            if not warned:
+                out.append(line)
+        return out
 
     def flags(self) -> list[str]:
         """What went wrong: traceback, hang, false-success, code, lines."""
@@ -389,6 +396,15 @@ def truncate_a_file(folder: Path) -> None:
     os.truncate(sorted((folder / "data" / "train").glob("*.npz"))[3], 1000)
 
 
+def flip_a_data_byte(folder: Path) -> None:
+    """Flip one byte of the ninth data file's samples (its size and headers unchanged: read
+    through the first file's headers, its CRC-32 checked in C)."""
+    path = sorted((folder / "data" / "train").glob("*.npz"))[8]
+    data = bytearray(path.read_bytes())
+    data[30_000] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
 def damaged_cases() -> list[Case]:
     """A real run's result with fields of the wrong type, read by each reader; a dataset with
     a file of the wrong size."""
@@ -408,6 +424,10 @@ def damaged_cases() -> list[Case]:
         "run", "w.yaml", "--no-progress", "workflow.generate_data=false"], {"w.yaml": TINY},
         before=[["generate", "w.yaml", "--no-progress"]], damage=truncate_a_file, expect=1,
         says="img_0000003.npz is 1,000 bytes where 65,812 were written"))
+    cases.append(Case("dataset file with a flipped byte in its samples", [
+        "run", "w.yaml", "--no-progress", "workflow.generate_data=false"], {"w.yaml": TINY},
+        before=[["generate", "w.yaml", "--no-progress"]], damage=flip_a_data_byte, expect=1,
+        says="CRC-32 mismatch"))
     return cases
 
 

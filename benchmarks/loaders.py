@@ -8,17 +8,18 @@ For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfr
 tf.data's own TFRecordDataset), each repetition measures the ceilings of ``ceilings.py``: the
 C extension's ``read_files`` loop over the same files with the same threads and the prefetch
 depth's bytes in flight, in memory made once and touched (``--fresh``: also into fresh
-memory), fio one file per request, and the Python ``readinto`` pool of earlier rounds (a row,
-no longer the ceiling); then ``dliobench run`` with each loader (native, pytorch, dali,
-dali-reader = dali with ``reader.dali_native_reader=true``, tensorflow) and
-``train.computation_time=0``, reading samples/s and bytes/s from result.json (and the CPU
-seconds of the rank and its workers per sample, which machine load disturbs less than rates,
-and the minor page faults of its process tree per sample), and the pipelines a user would
-write with the same library and settings (``idiomatic.py``: idiomatic-pytorch,
-idiomatic-dali on npz and npy; idiomatic-tensorflow on tfrecord), and floor-pytorch: that
-DataLoader handing over unread arrays (PyTorch's own limit). Prints medians, the ratio to the
-faster compiled ceiling and each dliobench loader's ratio to its library's idiomatic pipeline
-as a markdown table. Data is deleted afterwards.
+memory), for npz the same loop checking each file's headers and CRC-32 as the native loader
+does (a row: what a compiled npz reader costs), fio one file per request, and the Python
+``readinto`` pool of earlier rounds (a row, no longer the ceiling); then ``dliobench run``
+with each loader (native, pytorch, dali, dali-reader = dali with
+``reader.dali_native_reader=true``, tensorflow) and ``train.computation_time=0``, reading
+samples/s and bytes/s from result.json (and the CPU seconds of the rank and its workers per
+sample, which machine load disturbs less than rates, and the minor page faults of its process
+tree per sample), and the pipelines a user would write with the same library and settings
+(``idiomatic.py``: idiomatic-pytorch, idiomatic-dali on npz and npy; idiomatic-tensorflow on
+tfrecord), and floor-pytorch: that DataLoader handing over unread arrays (PyTorch's own
+limit). Prints medians, the ratio to the faster compiled ceiling and each dliobench loader's
+ratio to its library's idiomatic pipeline as a markdown table. Data is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def python_pool(paths: list[Path], threads: int) -> Rates:
 
 
 CEILING = "compiled ceiling"
+NPZ_READER = "compiled npz reader (read + CRC-32, as np.load)"
 
 
 def child_faults() -> int:
@@ -111,6 +113,9 @@ def ceiling_rows(paths: list[Path], threads: int) -> list[tuple[str, Rates, floa
     """The ceilings of one repetition: (name, rates, minor faults per sample or nan)."""
     batch, prefetch = 8, 4  # as ``common``
     rows = [(CEILING, *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0]))]
+    if FORMAT[0] == "npz":  # the reader's own work besides: headers and the member's CRC-32
+        rows.append((NPZ_READER, *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0],
+                                                   checked=True)))
     if FRESH[0]:
         rows.append(("compiled, fresh memory",
                      *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0], True)))

@@ -15,6 +15,7 @@ import functools
 import re
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,6 +25,7 @@ MAGIC = b"\x93NUMPY"
 _PREFIX = struct.Struct("<6sBB")
 _LEN16 = struct.Struct("<H")
 _LEN32 = struct.Struct("<I")
+TEMPLATE_MAX = 4096  # bytes before the data a template holds at most (numpy's headers: ~200)
 _DICT = re.compile(rb"\{'descr': '([^']+)', 'fortran_order': (True|False), "
                    rb"'shape': \(((?:\d+, ?)*\d*)\), \}\s*")
 
@@ -44,6 +46,23 @@ class NpyHeader:
         for n in self.shape:
             count *= n
         return count * self.dtype.itemsize
+
+
+class Template(NamedTuple):
+    """A whole file's bytes before its data, as every file of its size in a dataset of
+    ``npy`` or ``npz`` holds them when one program wrote them all (numpy writes the same
+    headers for the same shape), but for a span the format ignores or checks otherwise (an
+    npz entry's time and CRC-32), with where its checksum and data lie:
+    ``storage.checked_reads.read_checked`` takes the data of a file that matches it without
+    parsing it (the format checked that layout once, on the file it was made from)."""
+
+    head: bytes  # the file's bytes [0:data_start]
+    skip_at: int  # head's bytes [skip_at:skip_at + skip_len] may differ from file to file
+    skip_len: int
+    crc_at: int  # where the file holds its data's CRC-32 (little-endian; -1: no checksum)
+    crc_start: int  # the checksummed bytes are [crc_start:data_end]
+    data_start: int
+    data_end: int
 
 
 def parse(path: object, buf: memoryview, start: int = 0) -> NpyHeader:

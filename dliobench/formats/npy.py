@@ -63,6 +63,17 @@ class NpyFormat(ContiguousFormat):
                                      f"file is truncated: the array needs {end} bytes")
         return np.frombuffer(data[header.data_offset:end], dtype=np.uint8)
 
+    def whole_template(self, src: Stored, data: memoryview) -> npyheader.Template | None:
+        """The template (``npyheader.Template``) of a whole file ``decode`` has read: its
+        header, which every file of a generated dataset of its size repeats, so the others
+        are read with no parsing (``SampleReader.read_many``); None for a header too long."""
+        header = _header(src, data)
+        end = header.data_offset + header.nbytes
+        if end > len(data) or header.data_offset > npyheader.TEMPLATE_MAX:
+            return None
+        return npyheader.Template(bytes(data[:header.data_offset]), 0, 0, -1, 0,
+                                  header.data_offset, end)
+
 
 def _header(path: object, buf: memoryview) -> npyheader.NpyHeader:
     """The file's header, refusing arrays whose rows are not contiguous samples."""

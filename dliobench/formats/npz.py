@@ -4,7 +4,9 @@ an existing dataset's files are read as its ``Split`` says (DLIO's: ``x[..., i]`
 Reading skips ``np.load``'s zipfile machinery (about 70 us per small file): the zip local
 header and the ``.npy`` header are parsed from the bytes already in memory, the array is a
 zero-copy view, and the member's CRC-32 is checked when the whole member was read, as
-``np.load`` would.
+``np.load`` would. A whole file whose bytes before the member's data are those of a file
+already parsed (``whole_template``) is not parsed again: the C extension compares them and
+checks the CRC-32 (``SampleReader.read_many``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from dliobench.config.schema import DatasetConfig
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
+_TIME_AT, _CRC_AT = 10, 14  # a local header's time and date (np.savez: the time written;
+# neither np.load nor this reader looks at them), then its CRC-32
 _ZIP64_ID = 0x0001
 _FULL = 0xFFFFFFFF  # a size kept in the zip64 extra field (np.savez forces zip64)
 _END = (b"PK\x01\x02", b"PK\x05\x06")  # the central directory: no more members
@@ -62,6 +66,7 @@ class Located:
     """Where a member's array lies in the file, and what it is."""
 
     start: int  # the zip member's data (the .npy header) in the file
+    header: int  # the zip member's local header in the file (its CRC-32 at +14)
     crc: int  # the zip entry's CRC-32 of the member's data
     data_offset: int  # the array's bytes in the file
     nbytes: int
@@ -106,15 +111,16 @@ def _zip64_size(path: object, extra: memoryview, at: int) -> int:
     raise CorruptSampleError(str(path), at, "zip64 member without its sizes")
 
 
-def members(path: object, read: Read) -> Iterator[tuple[str, int, int, int]]:
-    """The file's zip members in order: (name, data offset, stored size, CRC-32)."""
+def members(path: object, read: Read) -> Iterator[tuple[str, int, int, int, int]]:
+    """The file's zip members in order: (name, data offset, stored size, CRC-32, local
+    header offset)."""
     at = 0
     while True:
         found = _member_at(path, read(at, CHUNK), 0)
         if found is None:
             return
         name, data, size, crc = found
-        yield name, at + data, size, crc
+        yield name, at + data, size, crc, at
         at += data + size
 
 
@@ -124,10 +130,10 @@ def locate(path: object, read: Read, name: str) -> Located:
     Raises DatasetError naming the members the file has when it has no such member.
     """
     seen = []
-    for found, start, _, crc in members(path, read):
+    for found, start, _, crc, at in members(path, read):
         if found == name:
             header = npyheader.parse(path, read(start, CHUNK), 0)
-            return Located(start, crc, start + header.data_offset, header.nbytes,
+            return Located(start, at, crc, start + header.data_offset, header.nbytes,
                            header.shape, header.fortran_order)
         seen.append(found)
     raise DatasetError(f"{path} has no member {name!r} (it holds {', '.join(seen) or 'none'}); "
@@ -227,6 +233,19 @@ class NpzFormat(ContiguousFormat):
         if crc32(data[found.start:end]) != found.crc:
             raise CorruptSampleError(str(src), found.start, "CRC-32 mismatch in the npz member")
         return np.frombuffer(data[found.data_offset:end], dtype=np.uint8)
+
+    def whole_template(self, src: Stored, data: memoryview) -> npyheader.Template | None:
+        """The template (``npyheader.Template``) of a whole file ``decode`` has read: its
+        bytes before the member's data (zip and .npy headers, and any member before it),
+        which every file of a generated dataset of its size repeats but for the zip entry's
+        time and CRC-32, so the others are read with no parsing, their CRC-32 checked in C
+        (``SampleReader.read_many``); None for a member further on than a header's length."""
+        found = self._locate(src, data, len(data))
+        end = found.data_offset + found.nbytes
+        if end > len(data) or found.data_offset > npyheader.TEMPLATE_MAX:
+            return None
+        return npyheader.Template(bytes(data[:found.data_offset]), found.header + _TIME_AT, 8,
+                                  found.header + _CRC_AT, found.start, found.data_offset, end)
 
 
 FORMAT = NpzFormat()

@@ -15,7 +15,10 @@ from dliobench.formats import ByteRange, Format
 from dliobench.formats.base import Columns, Stored, consecutive
 from dliobench.storage.backend import Backend
 from dliobench.storage.buffers import SampleBuffers
+from dliobench.storage.checked_reads import Template
 from dliobench.storage.posix import PosixBackend
+
+TEMPLATES = 256  # file sizes whose headers ``read_many`` keeps, at most
 
 
 @dataclass
@@ -88,6 +91,9 @@ class SampleReader:
         self.sample_crcs = sample_crcs  # verify each sample against them when given
         self.decode = decode  # False: images stay encoded (reader.decode)
         self._layouts: dict[int, list[ByteRange]] = {}
+        # per file size, the headers every whole file of that size repeats (``read_many``)
+        self._templates: dict[int, Template | None] = {}
+        self._learns = hasattr(fmt, "whole_template") and (decode or not fmt.compressed_image)
 
     @classmethod
     def for_paths(cls, fmt: Format, paths: Sequence[str | Path], sizes: Sequence[int],
@@ -173,27 +179,55 @@ class SampleReader:
                   pool: SampleBuffers | None = None) -> list[tuple[np.ndarray, int]]:
         """``read`` of each sample, in order; files read whole (one sample per file) are read
         together where the backend can (``read_wholes``: one GIL release for all of them),
-        files of ``pool``'s size into its reused memory."""
+        files of ``pool``'s size into its reused memory. A format whose files repeat their
+        headers (npy, npz: ``whole_template``) is parsed once per file size: the others are
+        checked against that file's headers (and CRC-32) in the same C call and come back
+        as their arrays (``read_checked``), with no Python per sample; a file that does not
+        match is decoded as any other, so its error (a CRC-32 mismatch) is the format's."""
         read_wholes = getattr(self.backend, "read_wholes", None)
         if (read_wholes is None or self.samples_per_file != 1 or self.odirect
                 or self.fmt.reads_itself):
             return [self.read(sample_id) for sample_id in sample_ids]
         keys = [self.keys[i] for i in sample_ids]
+        sizes = [self.sizes[i] for i in sample_ids]
+        read_checked = getattr(self.backend, "read_checked", None) if self._learns else None
         try:
-            got = read_wholes(keys, [self.sizes[i] for i in sample_ids], pool)
+            if read_checked is None:
+                got, misses = read_wholes(keys, sizes, pool), len(keys)
+            else:
+                known = self._templates
+                got, misses = read_checked(keys, sizes, [known.get(n) for n in sizes], pool)
         except OSError:  # the batch call itself failed: each file alone says what is wrong
             return [self.read(sample_id) for sample_id in sample_ids]
-        out = []
-        for sample_id, key, whole in zip(sample_ids, keys, got, strict=True):
-            if whole is None:  # read it again alone: the error in words, or a late success
-                out.append(self.read(sample_id))
-                continue
-            src = Stored(self.backend, key)
-            sample = self._whole(src, sample_id, whole[0])
-            if self.sample_crcs is not None:
-                self._verify(src, sample_id, 0, sample)
-            out.append((self._resize(sample), whole[1] + src.nbytes))
-        return out
+        if not misses and not self.resize_bytes and self.sample_crcs is None:
+            return got  # all checked: (array, bytes read)
+        return [self._finish(sample_id, key, whole)
+                for sample_id, key, whole in zip(sample_ids, keys, got, strict=True)]
+
+    def _finish(self, sample_id: int, key: str,
+                whole: tuple[np.ndarray | memoryview, int] | None) -> tuple[np.ndarray, int]:
+        """The sample of a file ``read_many`` read (its data when its template matched, its
+        bytes otherwise, None when it could not be read) and the bytes read for it."""
+        if whole is None:  # read it again alone: the error in words, or a late success
+            return self.read(sample_id)
+        src = Stored(self.backend, key)
+        data, nbytes = whole
+        if isinstance(data, np.ndarray):
+            sample = data
+        else:
+            sample = self._whole(src, sample_id, data)
+            self._learn(src, len(data), data)
+        if self.sample_crcs is not None:
+            self._verify(src, sample_id, 0, sample)
+        return self._resize(sample), nbytes + src.nbytes
+
+    def _learn(self, src: Stored, size: int, data: memoryview) -> None:
+        """Keep the template of a file of ``size`` bytes just decoded whole, the first of its
+        size (at most ``TEMPLATES`` sizes: a dataset of many sizes reads most files as
+        before)."""
+        if self._learns and size not in self._templates and len(self._templates) < TEMPLATES:
+            # None (headers too long to keep) is kept too: the file is not parsed twice again
+            self._templates[size] = self.fmt.whole_template(src, data)  # type: ignore[attr-defined]
 
     def _whole(self, src: Stored, file_index: int, data: memoryview) -> np.ndarray:
         """The sample of a one-sample file from the file's bytes."""

@@ -7,6 +7,12 @@
  * -errno, and leaves every error's wording to the Python caller, which reads a failed file
  * again through the ordinary path to raise its sentence. Optional: without a compiler the
  * package works, one file at a time (dliobench/storage/posix_io.py).
+ *
+ * read_checked() also checks, in the same stretch, that each file is one the caller already
+ * decoded but for its data: its first bytes equal a template's (the headers of a format that
+ * writes them byte-identical in every file of a dataset), a span the format ignores aside
+ * (an npz entry's time and CRC-32), and, for a checksummed format, that its CRC-32 matches; the caller then takes the data at the
+ * template's offsets with no parsing, and reads any file that fails through its format.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,6 +22,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "_crc32.h"
 
 /* Read file `path` from offset 0 into buf[0:size]: bytes read (fewer at end of file) or -errno.
  * Only regular files are read (-EINVAL otherwise: a FIFO's open does not block, O_NONBLOCK). */
@@ -52,57 +60,131 @@ static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size)
     return done;
 }
 
+/* Hold each path as bytes and each buffer's memory: the count held, -1 on error (set). */
+static Py_ssize_t hold(PyObject *paths, PyObject *buffers, PyObject **names, Py_buffer *views)
+{
+    Py_ssize_t n = PyList_GET_SIZE(paths);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, i), &names[i]))
+            return -1 - i;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(buffers, i), &views[i],
+                               PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+            Py_CLEAR(names[i]);
+            return -1 - i;
+        }
+    }
+    return n;
+}
+
+static void release(Py_ssize_t held, PyObject **names, Py_buffer *views)
+{
+    for (Py_ssize_t i = 0; i < held; i++) {
+        Py_DECREF(names[i]);
+        PyBuffer_Release(&views[i]);
+    }
+}
+
+/* The list of Python ints of results[0:n], or NULL (error set). */
+static PyObject *int_list(const Py_ssize_t *results, Py_ssize_t n)
+{
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *value = PyLong_FromSsize_t(results[i]);
+        if (value == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, value);
+    }
+    return out;
+}
+
+/* The arguments' lists, checked to be as long as each other; 0 on error (set). */
+static int same_length(PyObject *paths, PyObject *others, const char *what)
+{
+    if (PyList_GET_SIZE(others) == PyList_GET_SIZE(paths))
+        return 1;
+    PyErr_Format(PyExc_ValueError, "as many %s as paths", what);
+    return 0;
+}
+
 static PyObject *read_files(PyObject *self, PyObject *args)
 {
     PyObject *paths, *buffers;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &paths, &PyList_Type, &buffers))
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &paths, &PyList_Type, &buffers)
+        || !same_length(paths, buffers, "buffers"))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(paths);
-    if (PyList_GET_SIZE(buffers) != n) {
-        PyErr_SetString(PyExc_ValueError, "read_files: as many buffers as paths");
-        return NULL;
-    }
-    PyObject **names = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
-    Py_buffer *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_buffer));
-    Py_ssize_t *results = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    Py_ssize_t n = PyList_GET_SIZE(paths), m = n ? n : 1;
+    PyObject **names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    Py_buffer *views = PyMem_Calloc((size_t)m, sizeof(Py_buffer));
+    Py_ssize_t *results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
     PyObject *out = NULL;
     Py_ssize_t held = 0;
     if (names == NULL || views == NULL || results == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (; held < n; held++) {
-        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, held), &names[held]))
-            goto done;
-        if (PyObject_GetBuffer(PyList_GET_ITEM(buffers, held), &views[held],
-                               PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
-            Py_CLEAR(names[held]);
-            goto done;
-        }
+    held = hold(paths, buffers, names, views);
+    if (held < 0) {
+        held = -1 - held;
+        goto done;
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
         results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len);
     Py_END_ALLOW_THREADS
-    out = PyList_New(n);
-    if (out == NULL)
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = PyLong_FromSsize_t(results[i]);
-        if (value == NULL) {
-            Py_CLEAR(out);
-            goto done;
-        }
-        PyList_SET_ITEM(out, i, value);
-    }
+    out = int_list(results, n);
 done:
-    for (Py_ssize_t i = 0; i < held; i++) {
-        Py_DECREF(names[i]);
-        PyBuffer_Release(&views[i]);
-    }
+    release(held, names, views);
     PyMem_Free(names);
     PyMem_Free(views);
     PyMem_Free(results);
+    return out;
+}
+
+#include "_template.h"
+
+static PyObject *read_checked(PyObject *self, PyObject *args)
+{
+    PyObject *paths, *buffers, *templates;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &paths, &PyList_Type, &buffers,
+                          &PyList_Type, &templates)
+        || !same_length(paths, buffers, "buffers") || !same_length(paths, templates, "templates"))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(paths), m = n ? n : 1;
+    PyObject **names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    Py_buffer *views = PyMem_Calloc((size_t)m, sizeof(Py_buffer));
+    Py_ssize_t *results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
+    Template *kept = PyMem_Calloc((size_t)m, sizeof(Template));
+    PyObject *out = NULL;
+    Py_ssize_t held = 0, parsed = 0;
+    if (names == NULL || views == NULL || results == NULL || kept == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; parsed < n; parsed++)
+        if (!template_parse(PyList_GET_ITEM(templates, parsed), &kept[parsed],
+                            parsed ? &kept[parsed - 1] : NULL))
+            goto done;
+    held = hold(paths, buffers, names, views);
+    if (held < 0) {
+        held = -1 - held;
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len);
+        kept[i].passed = template_passes(&kept[i], views[i].buf, results[i], views[i].len);
+    }
+    Py_END_ALLOW_THREADS
+    out = template_results(buffers, kept, results, n);
+done:
+    release(held, names, views);
+    for (Py_ssize_t i = 0; i < parsed; i++)
+        template_clear(&kept[i]);
+    PyMem_Free(names);
+    PyMem_Free(views);
+    PyMem_Free(results);
+    PyMem_Free(kept);
     return out;
 }
 
@@ -112,6 +194,19 @@ static PyMethodDef methods[] = {
      "Read each regular file from its start into its writable buffer, as much as the buffer "
      "holds, with the GIL released once for the whole list. Per file: the bytes read, or "
      "-errno (-EINVAL: not a regular file)."},
+    {"read_checked", read_checked, METH_VARARGS,
+     "read_checked(paths, buffers, templates) -> (list, misses)\n\n"
+     "read_files, and per file the template to check it against (None: none): a tuple "
+     "(head: bytes, skip_at, skip_len, crc_at, crc_start, data_start, data_end). A file "
+     "passes when it filled its buffer (a NumPy array), holds data_end bytes, starts with "
+     "head but for its bytes [skip_at:skip_at + skip_len] and, with crc_at set (-1: none; "
+     "inside the skipped span), the CRC-32 of its bytes [crc_start:data_end] is the "
+     "little-endian value at crc_at. Per file: (its buffer[data_start:data_end], bytes read) "
+     "when it passed, else the bytes read or -errno as read_files; misses: how many did not "
+     "pass."},
+    {"crc32", crc32_py, METH_VARARGS,
+     "crc32(data, value=0, level=2) -> int\n\nzlib.crc32, as read_checked computes it, the "
+     "fastest way up to level (CRC32_FOLDS: 0 tables, 1 PCLMULQDQ, 2 VPCLMULQDQ): for tests."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -123,5 +218,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__readfiles(void)
 {
-    return PyModule_Create(&module);
+    crc32_init();
+    PyObject *mod = PyModule_Create(&module);
+    if (mod != NULL && PyModule_AddIntConstant(mod, "CRC32_FOLDS", crc32_folds()) != 0)
+        Py_CLEAR(mod);
+    return mod;
 }

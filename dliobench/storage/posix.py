@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dliobench.storage import fsinfo, posix_io
+from dliobench.storage import checked_reads, fsinfo, posix_io
 from dliobench.storage.atomic import write_atomic
 from dliobench.storage.backend import CountingReader, ObjectStat
 from dliobench.storage.buffers import BLOCK, SampleBuffers, aligned_map
@@ -205,6 +205,15 @@ class PosixBackend:
         """Several whole objects at once (``posix_io.read_wholes``): each as
         ``read_range(key, 0, size)``, None for one that must be read again alone."""
         return posix_io.read_wholes([self.path(key) for key in keys], sizes, pool)
+
+    def read_checked(self, keys: list[str], sizes: list[int],
+                     templates: list[checked_reads.Template | None],
+                     pool: SampleBuffers | None = None,
+                     ) -> tuple[list[checked_reads.Checked | posix_io.Whole | None], int]:
+        """``read_wholes``, files that match their template as their data
+        (``checked_reads.read_checked``), and how many did not."""
+        return checked_reads.read_checked([self.path(key) for key in keys], sizes, templates,
+                                          pool)
 
     def open_read(self, key: str, direct: bool = False,
                   sequential: bool = False) -> CountingReader:

@@ -2,7 +2,7 @@
 
 Reads release the GIL (``os.preadv``), so a thread pool of readers overlaps them; a list of
 whole files is read with one release for all of them where the optional C extension
-``_readfiles`` is built (``read_wholes``).
+``_readfiles`` is built (``read_wholes``; ``checked_reads`` checks them there too).
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ import numpy as np
 from dliobench.storage import buffers as bufferpool
 
 try:  # optional: built where a C compiler is (setup.py)
-    from dliobench.storage._readfiles import read_files as _read_files
+    import dliobench.storage._readfiles as _readfiles
 except ImportError:  # pragma: no cover - a build without the extension
-    _read_files = None
+    _readfiles = None
 
+_read_files = getattr(_readfiles, "read_files", None)
 BATCHED_READS = _read_files is not None
+Whole = tuple[memoryview, int]  # a file's bytes and the bytes read
 
 ALIGN = 4096
 
@@ -52,7 +54,7 @@ def read_range(path: str | Path, offset: int, length: int,
 
 def read_wholes(paths: list[str], sizes: list[int],
                 pool: bufferpool.SampleBuffers | None = None,
-                ) -> list[tuple[memoryview, int] | None]:
+                ) -> list[Whole | None]:
     """Each file's first ``size`` bytes (fewer at end of file) and the bytes read, as
     ``read_range(path, 0, size)``. With the C extension the whole list is read with the GIL
     released once (a thread reading small files otherwise hands it over around every system
@@ -60,12 +62,17 @@ def read_wholes(paths: list[str], sizes: list[int],
     the caller reads it again with ``read_range``, which raises the error in words."""
     if _read_files is None:
         return [read_range(path, 0, size) for path, size in zip(paths, sizes, strict=True)]
-    # the reads overwrite them; ``pool``: reused memory for samples of its size
-    buffers = [pool.take() if pool is not None and size == pool.size
-               else np.empty(size, dtype=np.uint8) for size in sizes]
+    buffers = buffers_for(sizes, pool)
     got = _read_files(paths, buffers)
     return [(buf.data[:n], n) if n >= 0 else None
             for buf, n in zip(buffers, got, strict=True)]
+
+
+def buffers_for(sizes: list[int], pool: bufferpool.SampleBuffers | None) -> list[np.ndarray]:
+    """Memory for files of ``sizes`` (contents undefined: the reads overwrite it): from
+    ``pool`` for files of its size, else fresh."""
+    return [pool.take() if pool is not None and size == pool.size
+            else np.empty(size, dtype=np.uint8) for size in sizes]
 
 
 def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
