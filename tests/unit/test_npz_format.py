@@ -85,7 +85,9 @@ def test_same_data_same_bytes_at_another_time(tmp_path: Path) -> None:
 
     data = np.arange(5000, dtype=np.uint8).reshape(5, 1000)
     FMT.write(tmp_path / "a.npz", data)
-    time.sleep(2.1)  # zip headers carry a time with 2-second resolution
+    # zip headers carry a time with 2-second resolution (even seconds, in any time zone):
+    # wait into the next 2-second slot, not 2 s and more (1 s on average)
+    time.sleep(2.05 - time.time() % 2)
     FMT.write(tmp_path / "b.npz", data)
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
     with zipfile.ZipFile(tmp_path / "a.npz") as archive:
