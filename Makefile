@@ -20,11 +20,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.core: pyproject.toml | $(BIN)/python
+# the C extension is built by pip: a changed source rebuilds it
+EXT := setup.py $(wildcard dliobench/storage/*.c dliobench/storage/*.h)
+
+$(VENV)/.core: pyproject.toml $(EXT) | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.all: pyproject.toml | $(BIN)/python
+$(VENV)/.all: pyproject.toml $(EXT) | $(BIN)/python
 	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet,tensorflow,s3,trace,jpeg]' $(TORCH)
 	touch $@ $(VENV)/.core
 
