@@ -18,6 +18,12 @@ from dliobench.base.errors import DatasetError, MissingExtraError
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # C++ INFO and WARNING lines
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # its notice is printed before absl's level
+# TensorFlow's CPU tensors come from malloc by default; a batch of large samples (8 x 16 MiB)
+# is above glibc's mmap threshold, so every batch was fresh memory: its page faults and the
+# kernel's zeroing on each. TensorFlow's BFC allocator keeps and reuses what it allocated
+# (grows as needed, up to TF_CPU_BFC_MEM_LIMIT_IN_MB, 64 GiB by default): TFRecord 16 MiB,
+# 9,469 -> 5,078 minor faults and 36.8 -> 25.3 ms CPU per sample here.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 try:
     import tensorflow as _tf

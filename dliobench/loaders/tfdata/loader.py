@@ -1,10 +1,12 @@
 """The tf.data loader: one ``tf.data`` pipeline per epoch, as TensorFlow training builds it.
 
-source (``TFRecordDataset`` over the epoch's files, or ``from_generator`` streams over
-dliobench's readers) -> shuffle (TFRecord with ``sample_shuffle``: a seeded buffer) -> ``map``
-(parse the Example, resize; ``num_parallel_calls = read_threads``) -> ``batch`` (``ragged_batch``
-when sample sizes vary; ``drop_remainder = drop_last``) -> ``prefetch`` (``prefetch_size``
-batches, or ``tf.data.AUTOTUNE``). The pipeline runs on a private pool of ``read_threads`` threads.
+source (``TFRecordDataset(paths, num_parallel_reads)`` over the epoch's files; samples of one
+size: a ``map`` over batch numbers reading each batch with dliobench's readers in a
+``tf.numpy_function``, one dense element per batch; others: ``from_generator`` streams) ->
+shuffle (TFRecord with ``sample_shuffle``: a seeded buffer) -> ``map`` (parse the Example,
+resize; ``num_parallel_calls = read_threads``) -> ``batch`` (``ragged_batch`` when sample
+sizes vary; ``drop_remainder = drop_last``) -> ``prefetch`` (``prefetch_size`` batches, or
+``tf.data.AUTOTUNE``). The pipeline runs on a private pool of ``read_threads`` threads.
 
 Bytes: through our readers they are counted at the read call. TFRecordDataset opens the files
 itself and reads them whole, so a file's size is counted, spread over the records delivered
