@@ -25,9 +25,26 @@
 
 #include "_crc32.h"
 
+/* Bytes read per system call when a CRC-32 is computed along the read: each piece is checked
+ * while it is still in the core's cache (a 16 MiB sample checked after its read was fetched
+ * from memory again: 0.63 against 0.35 ms per sample). */
+#define CRC_PIECE (256 << 10)
+
+/* Fold buf[lo:hi] of what a read brought in, buf[from:to], into *crc (crc NULL: nothing). */
+static void crc_along(uint32_t *crc, const char *buf, Py_ssize_t from, Py_ssize_t to,
+                      Py_ssize_t lo, Py_ssize_t hi)
+{
+    Py_ssize_t a = from > lo ? from : lo, b = to < hi ? to : hi;
+    if (crc != NULL && a < b)
+        *crc = crc32_update(*crc, (const unsigned char *)buf + a, (size_t)(b - a));
+}
+
 /* Read file `path` from offset 0 into buf[0:size]: bytes read (fewer at end of file) or -errno.
- * Only regular files are read (-EINVAL otherwise: a FIFO's open does not block, O_NONBLOCK). */
-static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size)
+ * Only regular files are read (-EINVAL otherwise: a FIFO's open does not block, O_NONBLOCK).
+ * With crc set, the CRC-32 of the bytes [crc_lo:crc_hi] read is folded into it piece by piece
+ * as they arrive (CRC_PIECE per call). */
+static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size, uint32_t *crc,
+                           Py_ssize_t crc_lo, Py_ssize_t crc_hi)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -44,7 +61,10 @@ static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size)
     }
     Py_ssize_t done = 0;
     while (done < size) {
-        ssize_t got = pread(fd, buf + done, (size_t)(size - done), (off_t)done);
+        Py_ssize_t want = size - done;
+        if (crc != NULL && want > CRC_PIECE)
+            want = CRC_PIECE;
+        ssize_t got = pread(fd, buf + done, (size_t)want, (off_t)done);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -54,6 +74,7 @@ static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size)
         }
         if (got == 0)
             break;
+        crc_along(crc, buf, done, done + got, crc_lo, crc_hi);
         done += got;
     }
     close(fd);
@@ -130,7 +151,8 @@ static PyObject *read_files(PyObject *self, PyObject *args)
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
-        results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len);
+        results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len, NULL,
+                              0, 0);
     Py_END_ALLOW_THREADS
     out = int_list(results, n);
 done:
@@ -172,8 +194,12 @@ static PyObject *read_checked(PyObject *self, PyObject *args)
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len);
-        kept[i].passed = template_passes(&kept[i], views[i].buf, results[i], views[i].len);
+        const Template *t = &kept[i];
+        uint32_t crc = 0;
+        int along = t->held != NULL && t->crc_at >= 0;
+        results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len,
+                              along ? &crc : NULL, t->crc_start, t->data_end);
+        kept[i].passed = template_passes(t, views[i].buf, results[i], views[i].len, crc);
     }
     Py_END_ALLOW_THREADS
     out = template_results(buffers, kept, results, n);

@@ -70,8 +70,10 @@ static void template_clear(Template *t)
         Py_XDECREF(t->slice);
 }
 
-/* Whether a file of n bytes read into buf (of len bytes) passes t (no GIL needed). */
-static int template_passes(const Template *t, const char *buf, Py_ssize_t n, Py_ssize_t len)
+/* Whether a file of n bytes read into buf (of len bytes) passes t (no GIL needed); crc: the
+ * CRC-32 of its bytes [crc_start:data_end], computed as it was read. */
+static int template_passes(const Template *t, const char *buf, Py_ssize_t n, Py_ssize_t len,
+                           uint32_t crc)
 {
     if (t->held == NULL || n != len || n < t->data_end)
         return 0;
@@ -84,8 +86,7 @@ static int template_passes(const Template *t, const char *buf, Py_ssize_t n, Py_
     const unsigned char *at = (const unsigned char *)buf + t->crc_at;
     uint32_t want = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16
                     | (uint32_t)at[3] << 24;
-    return crc32_update(0, (const unsigned char *)buf + t->crc_start,
-                        (size_t)(t->data_end - t->crc_start)) == want;
+    return crc == want;  /* of [crc_start:data_end], folded in as the file was read */
 }
 
 /* One file's entry: (buffer[data_start:data_end], n) when it passed, else n. */

@@ -35,9 +35,9 @@ def test_crc32_is_zlibs_on_odd_lengths_and_offsets() -> None:
                     assert EXT.crc32(part, start, level) == zlib.crc32(part, start), (level, n)
 
 
-def _reader(tmp_path: Path, fmt: str) -> tuple[SampleReader, list[Path]]:
+def _reader(tmp_path: Path, fmt: str, size: int = 65536) -> tuple[SampleReader, list[Path]]:
     plan = dataset(tmp_path, f"dataset.format={fmt}", "dataset.num_samples_per_file=1",
-                   "dataset.record_length_bytes=65536", "dataset.num_files_train=5")
+                   f"dataset.record_length_bytes={size}", "dataset.num_files_train=5")
     reader = sample_reader(plan)
     return reader, [Path(reader.backend.path(k)) for k in plan.keys]  # type: ignore[attr-defined]
 
@@ -84,11 +84,16 @@ def _patch(path: Path, at: int, data: bytes) -> None:
 
 
 @CHECKED
-def test_a_flipped_byte_in_a_64_kib_npz_is_a_crc_mismatch(tmp_path: Path) -> None:
-    reader, paths = _reader(tmp_path, "npz")
+@pytest.mark.parametrize(("size", "flipped"), [(65536, 40_000), (1_200_000, 262_144),
+                                               (1_200_000, 1_199_000)])
+def test_a_flipped_byte_in_a_64_kib_npz_is_a_crc_mismatch(tmp_path: Path, size: int,
+                                                         flipped: int) -> None:
+    """64 KiB: one read; 1.2 MB: the CRC-32 folded in along 256 KiB reads, a byte flipped at a
+    piece's start and in the last piece."""
+    reader, paths = _reader(tmp_path, "npz", size)
     reader.read_many([0, 1])
     data = bytearray(paths[3].read_bytes())
-    data[40_000] ^= 0x01  # in the member's data, after the headers the template holds
+    data[flipped] ^= 0x01  # in the member's data, after the headers the template holds
     paths[3].write_bytes(bytes(data))
     assert _misses(reader, [2, 3, 4]) == 1  # the C call's CRC-32 finds it
     with pytest.raises(CorruptSampleError, match="CRC-32 mismatch in the npz member"):
