@@ -65,6 +65,16 @@ class Template(NamedTuple):
     data_end: int
 
 
+def template(data: memoryview, data_start: int, data_end: int, skip_at: int = 0,
+             skip_len: int = 0, crc_at: int = -1, crc_start: int = 0) -> Template | None:
+    """The ``Template`` of a whole file ``data`` whose array is ``[data_start:data_end]``;
+    None where the file is shorter than that or its headers are longer than ``TEMPLATE_MAX``
+    (such files are parsed each time)."""
+    if data_end > len(data) or data_start > TEMPLATE_MAX:
+        return None
+    return Template(bytes(data[:data_start]), skip_at, skip_len, crc_at, crc_start,
+                    data_start, data_end)
+
 def parse(path: object, buf: memoryview, start: int = 0) -> NpyHeader:
     """Parse the ``.npy`` header at ``start`` of ``buf`` (the bytes of ``path``).
 

@@ -68,11 +68,7 @@ class NpyFormat(ContiguousFormat):
         header, which every file of a generated dataset of its size repeats, so the others
         are read with no parsing (``SampleReader.read_many``); None for a header too long."""
         header = _header(src, data)
-        end = header.data_offset + header.nbytes
-        if end > len(data) or header.data_offset > npyheader.TEMPLATE_MAX:
-            return None
-        return npyheader.Template(bytes(data[:header.data_offset]), 0, 0, -1, 0,
-                                  header.data_offset, end)
+        return npyheader.template(data, header.data_offset, header.data_offset + header.nbytes)
 
 
 def _header(path: object, buf: memoryview) -> npyheader.NpyHeader:

@@ -241,11 +241,9 @@ class NpzFormat(ContiguousFormat):
         time and CRC-32, so the others are read with no parsing, their CRC-32 checked in C
         (``SampleReader.read_many``); None for a member further on than a header's length."""
         found = self._locate(src, data, len(data))
-        end = found.data_offset + found.nbytes
-        if end > len(data) or found.data_offset > npyheader.TEMPLATE_MAX:
-            return None
-        return npyheader.Template(bytes(data[:found.data_offset]), found.header + _TIME_AT, 8,
-                                  found.header + _CRC_AT, found.start, found.data_offset, end)
+        return npyheader.template(data, found.data_offset, found.data_offset + found.nbytes,
+                                  skip_at=found.header + _TIME_AT, skip_len=8,
+                                  crc_at=found.header + _CRC_AT, crc_start=found.start)
 
 
 FORMAT = NpzFormat()

@@ -27,9 +27,8 @@ class TracedBackend:
         self.inner, self.writer, self.requests = inner, writer, requests
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("inner", "writer", "requests"):
-            raise AttributeError(name)
-        if name == "read_checked":  # a traced run's files go through read_wholes, traced
+        # read_checked: a traced run's files go through read_wholes, traced
+        if name.startswith("__") or name in ("inner", "writer", "requests", "read_checked"):
             raise AttributeError(name)
         if name == "read_wholes":
             if self.requests is not None or not hasattr(self.inner, name):

@@ -102,7 +102,8 @@ def tfrecord_source(paths: list[str], files: RecordFiles, samples_per_file: int,
     record; ``RecordFiles.account`` turns a batch of those into ids).
 
     The indices are the order tf.data's deterministic interleave delivers (``interleave_order``;
-    tests/integration/test_tfdata.py checks every delivered sample's bytes against its id).
+    tests/integration/test_tfdata_records.py checks every delivered sample's bytes against
+    its id).
     Observing each record's file instead, by an interleave of per-file datasets each zipped
     with its indices, cost a dataset function per file and halved the rate at 64 KiB (one
     record per file): 3,600-4,100 against 9,000-9,400 samples/s here.
