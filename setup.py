@@ -12,6 +12,7 @@ setup(ext_modules=[Extension("dliobench.storage._readfiles",
                              sources=["dliobench/storage/_readfiles.c",
                                       "dliobench/storage/_crc32.c"],
                              depends=["dliobench/storage/_crc32.h",
-                                      "dliobench/storage/_template.h"],
+                                      "dliobench/storage/_template.h",
+                                      "dliobench/storage/_readqueue.h"],
                              extra_compile_args=["-O2"],
                              optional=True)])

@@ -105,6 +105,16 @@ class FileSizes(Sequence[int]):
             raise IndexError(f"file {index} is not among the files this rank reads")
         return size
 
+    def many(self, indices: list[int]) -> list[int]:
+        """``[self[i] for i in indices]``, with no call per index where the array is full."""
+        if not self._dense or not indices or min(indices) < 0:
+            return [self[i] for i in indices]
+        item = self._sizes.item
+        got = [item(i) for i in indices]
+        if min(got) < 0:
+            return [self[i] for i in indices]  # raises, naming the file
+        return got
+
     def total(self) -> int:
         """Bytes of the files held."""
         return int(self._sizes[self._sizes >= 0].sum())

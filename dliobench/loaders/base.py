@@ -13,6 +13,7 @@ import numpy as np
 from dliobench.base.errors import ConfigError, CorruptSampleError, unreadable
 from dliobench.formats import ByteRange, Format
 from dliobench.formats.base import Columns, Stored, consecutive
+from dliobench.storage import checked_reads
 from dliobench.storage.backend import Backend
 from dliobench.storage.buffers import SampleBuffers
 from dliobench.storage.checked_reads import Template
@@ -66,6 +67,25 @@ def refuse_rows(fmt: Format, loader: str) -> None:
     if fmt.reads_rows:
         raise ConfigError(f"reader.data_loader: {loader} does not read {fmt.name} files "
                           "(rows of columns); use native or pytorch")
+
+
+class Started:
+    """Samples ``SampleReader.start_many`` submitted: ``result`` waits for them."""
+
+    __slots__ = ("keys", "pending", "reader", "sample_ids")
+
+    def __init__(self, reader: SampleReader, sample_ids: list[int], keys: list[str],
+                 pending: checked_reads.Pending) -> None:
+        self.reader, self.sample_ids, self.keys, self.pending = reader, sample_ids, keys, pending
+
+    def result(self) -> list[tuple[np.ndarray, int]]:
+        """Each sample and the bytes read for it, in order (as ``read_many``)."""
+        got, misses = self.pending.result()
+        return self.reader._results(self.sample_ids, self.keys, got, misses)
+
+    def cancel(self) -> None:
+        """Leave the samples unread if no thread has started them."""
+        self.pending.cancel()
 
 
 class SampleReader:
@@ -199,8 +219,38 @@ class SampleReader:
                 got, misses = read_checked(keys, sizes, [known.get(n) for n in sizes], pool)
         except OSError:  # the batch call itself failed: each file alone says what is wrong
             return [self.read(sample_id) for sample_id in sample_ids]
+        return self._results(sample_ids, keys, got, misses)
+
+    def read_queue(self) -> checked_reads.ReadQueue | None:
+        """A queue whose threads read this reader's samples with no Python
+        (``checked_reads.read_queue``): one-sample npy or npz files, page-cached, on a backend
+        that submits to one; else None (``read_many`` in the caller's threads)."""
+        if (not self._learns or self.samples_per_file != 1 or self.odirect
+                or self.fmt.reads_itself or not hasattr(self.backend, "submit_checked")):
+            return None
+        return checked_reads.read_queue()
+
+    def start_many(self, sample_ids: list[int], queue: checked_reads.ReadQueue,
+                   pool: SampleBuffers | None = None, chunk: int = 1) -> Started:
+        """``read_many`` by the threads of ``queue`` (``read_queue``), each taking ``chunk``
+        files at a time: ``.result()`` waits for them; the files that do not match their
+        template (the first of each size) are decoded by the caller of ``result``."""
+        many = getattr(self.keys, "many", None)  # a dataset's FileKeys: faster
+        keys = many(sample_ids) if many is not None else [self.keys[i] for i in sample_ids]
+        sizes_of = getattr(self.sizes, "many", None)  # a plan's FileSizes: faster
+        sizes = sizes_of(sample_ids) if sizes_of is not None else [self.sizes[i]
+                                                                  for i in sample_ids]
+        known = self._templates
+        pending = self.backend.submit_checked(  # type: ignore[attr-defined]
+            queue, keys, sizes, [known.get(n) for n in sizes], pool, chunk)
+        return Started(self, sample_ids, keys, pending)
+
+    def _results(self, sample_ids: list[int], keys: list[str],
+                 got: Sequence[tuple[np.ndarray, int] | tuple[memoryview, int] | None],
+                 misses: int) -> list[tuple[np.ndarray, int]]:
+        """The samples of ``read_checked``'s results (``got``), in order."""
         if not misses and not self.resize_bytes and self.sample_crcs is None:
-            return got  # all checked: (array, bytes read)
+            return got  # type: ignore[return-value]  # all checked: (array, bytes read)
         return [self._finish(sample_id, key, whole)
                 for sample_id, key, whole in zip(sample_ids, keys, got, strict=True)]
 

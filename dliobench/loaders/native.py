@@ -13,6 +13,14 @@ through one ``queue.SimpleQueue`` (a C queue, no per-item lock in Python), a rea
 item's one-sample files in one call (``SampleReader.read_many``), and the consumer waits on
 one plain lock per batch. A Future per sample cost ~15 us; an item per sample and an Event
 per batch about a third of the consumer's time on 64 KiB samples.
+
+One-sample npy and npz files (``SampleReader.read_queue``: page-cached POSIX, the C extension
+built) skip all of that: each batch is submitted whole to a ``ReadQueue`` whose reader
+threads stay in C, each taking ``ceil(batch_size / read_threads)`` files at a time (at most
+``ITEM_BYTES``'s worth), so every reader works on the oldest batch first and no Python runs
+per item in them; the consumer waits for its batch with the GIL released. On 64 KiB samples
+and 2 cores that took the loader from 0.39 to 0.60 of the compiled loop (RESULTS.md, "Speed,
+session 12").
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import numpy as np
 
 from dliobench.dataset.sharding import batches
 from dliobench.formats.base import Columns
-from dliobench.loaders.base import Batch, SampleReader
+from dliobench.loaders.base import Batch, SampleReader, Started
 from dliobench.storage.buffers import SampleBuffers
 
 if TYPE_CHECKING:
@@ -37,9 +45,10 @@ if TYPE_CHECKING:
 
 WHOLE = -1  # a work item's start meaning: read the slot's whole batch
 POOL_MIN_BYTES = 1 << 20  # one-sample files this large are read into reused memory
-# in-flight memory made before the counted window, at most: beyond it the rest is made on
-# demand as before, so a run's peak memory stays what it uses (UNet3D's 146.6 MB samples, batch
-# 2: 3 blocks, under the 4 alive at its 0.64 GB peak; 16 MiB samples: 32 of 40)
+# in-flight memory made before the counted window for Python reader threads, at most: beyond
+# it the rest is made on demand as before, so a run's peak memory stays what it uses
+# (UNet3D's 146.6 MB samples, batch 2: 3 blocks, under the 4 alive at its 0.64 GB peak;
+# 16 MiB samples: 32 of 40). A ``ReadQueue`` takes every block it keeps: all are made.
 RESERVE_BYTES = 512 << 20
 # a work item of large samples reads about this much, at least one sample (its hand-off, ~20 us
 # of Python, is ~1 % of reading 4 MiB from the page cache): items of a reader's whole share of
@@ -94,15 +103,49 @@ class _Slot:
             self.error = error
             self.done.release()
 
-    def take(self) -> list[np.ndarray | None] | Columns:
-        """The batch's data, handed over: the slot keeps no reference to it afterwards."""
-        samples, self.samples = self.samples, []
-        return samples
+    def wait(self) -> None:
+        """Block until the batch is complete; raise its first error."""
+        self.done.acquire()  # released once: the batch is complete or failed
+        if self.error is not None:
+            raise self.error
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes read for the batch (final once ``done`` is released)."""
-        return sum(self.sizes)
+    def take(self) -> tuple[int, list[np.ndarray | None] | Columns]:
+        """Bytes read and the batch's data, handed over: the slot keeps no reference to it
+        afterwards."""
+        samples, self.samples = self.samples, []
+        return sum(self.sizes), samples
+
+    def abandon(self) -> None:
+        """The epoch was left: readers skip the batch's remaining work."""
+        self.stale = True
+
+
+class _Queued:
+    """One batch being read by the threads of a ``ReadQueue`` (``SampleReader.read_queue``),
+    submitted whole: each thread takes a work item's files at a time."""
+
+    __slots__ = ("ids", "nbytes", "samples", "started")
+
+    def __init__(self, ids: np.ndarray, started: Started) -> None:
+        self.ids, self.started = ids, started
+        self.samples: list[np.ndarray] = []
+        self.nbytes = 0
+
+    def wait(self) -> None:
+        """Block until every file is read; raise the first error (in words, read again)."""
+        results = self.started.result()
+        self.samples = [sample for sample, _ in results]
+        self.nbytes = sum(nbytes for _, nbytes in results)
+        del results
+
+    def take(self) -> tuple[int, list[np.ndarray]]:
+        """Bytes read and the batch's data, handed over (no reference kept)."""
+        samples, self.samples = self.samples, []
+        return self.nbytes, samples
+
+    def abandon(self) -> None:
+        """The epoch was left: files no thread has started are not read."""
+        self.started.cancel()
 
 
 def build(plan: Plan, reader: SampleReader) -> NativeLoader:
@@ -145,8 +188,14 @@ class NativeLoader:
             self._ahead = max(prefetch_size,
                               -(-read_threads // min(batch_size, self._share_of)))
         self._pool = self._sample_pool(batch_size)
-        self._threads = [threading.Thread(target=self._read_loop, name=f"reader-{i}",
-                                          daemon=True) for i in range(read_threads)]
+        # one-sample npy/npz files: read by threads that stay in C (``_readfiles.ReadQueue``),
+        # each batch shared by all of them (the oldest is done soonest), ``_chunk`` files at
+        # a time (at most the samples of ``ITEM_BYTES``)
+        self._queue = reader.read_queue() if read_threads and not reader.batched else None
+        self._chunk = max(1, -(-batch_size // max(1, read_threads)))
+        serve = self._read_loop if self._queue is None else self._queue.serve
+        self._threads = [threading.Thread(target=serve, name=f"reader-{i}", daemon=True)
+                         for i in range(read_threads)]
         for thread in self._threads:
             thread.start()
 
@@ -178,7 +227,7 @@ class NativeLoader:
             except BaseException as exc:  # handed to the consumer, which raises it
                 slot.fail(exc)
 
-    def _submit(self, batch_ids: np.ndarray) -> _Slot:
+    def _submit(self, batch_ids: np.ndarray) -> _Slot | _Queued:
         """Queue a batch: a whole-batch item for formats read a batch at once, else one item
         per share of it (consecutive samples, ``_share_of`` shares), one hand-off per share
         instead of one per sample."""
@@ -188,6 +237,9 @@ class NativeLoader:
             return slot
         ids = batch_ids.tolist()
         share = min(-(-len(ids) // self._share_of), self._samples_per_item or len(ids))
+        if self._queue is not None:  # one submission; each thread takes ``_chunk`` at a time
+            return _Queued(batch_ids, self.reader.start_many(
+                ids, self._queue, self._pool, min(self._chunk, self._samples_per_item or 1)))
         starts = range(0, len(ids), share)
         slot = _Slot(batch_ids, len(starts))
         for start in starts:
@@ -221,10 +273,11 @@ class NativeLoader:
         if self._samples_per_item is None and ids.size:
             self._samples_per_item = self._item_samples(ids)
         if self._pool is not None:  # in-flight memory made and touched before the window
-            self._pool.reserve(min(ids.size, (self._ahead + 1) * self.batch_size,
-                                   RESERVE_BYTES // self._pool.size))
+            # (a queued batch takes its memory when submitted: all ``keep`` blocks are used)
+            cap = ids.size if self._queue is not None else RESERVE_BYTES // self._pool.size
+            self._pool.reserve(min(ids.size, (self._ahead + 1) * self.batch_size, cap))
         upcoming = iter(plan)
-        slots: deque[_Slot] = deque()
+        slots: deque[_Slot | _Queued] = deque()
 
         def top_up(ahead: int) -> None:
             while len(slots) < ahead and (following := next(upcoming, None)) is not None:
@@ -234,20 +287,19 @@ class NativeLoader:
         try:
             while slots:
                 slot = slots.popleft()
-                slot.done.acquire()  # released once: the batch is complete or failed
-                if slot.error is not None:
-                    raise slot.error
+                slot.wait()
                 top_up(self._ahead)
                 # taken, not referenced: while the generator waits at the yield, the frame
                 # keeps ``slot`` but no longer the samples the consumer drops
-                yield Batch(ids=slot.ids, nbytes=slot.nbytes,
-                            data=slot.take())  # type: ignore[arg-type]
+                yield Batch(slot.ids, *slot.take())
         finally:
             for slot in slots:
-                slot.stale = True
+                slot.abandon()
 
     def close(self) -> None:
         """Stop the reader threads."""
+        if self._queue is not None:
+            self._queue.close()
         for _ in self._threads:
             self._work.put(None)
         for thread in self._threads:

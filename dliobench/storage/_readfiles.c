@@ -13,6 +13,8 @@
  * writes them byte-identical in every file of a dataset), a span the format ignores aside
  * (an npz entry's time and CRC-32), and, for a checksummed format, that its CRC-32 matches; the caller then takes the data at the
  * template's offsets with no parsing, and reads any file that fails through its format.
+ *
+ * ReadQueue (_readqueue.h) does read_checked's work in threads that never take the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -214,6 +216,8 @@ done:
     return out;
 }
 
+#include "_readqueue.h"
+
 static PyMethodDef methods[] = {
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths, buffers) -> list[int]\n\n"
@@ -245,8 +249,16 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__readfiles(void)
 {
     crc32_init();
+    if (PyType_Ready(&TicketType) < 0 || PyType_Ready(&ReadQueueType) < 0)
+        return NULL;
     PyObject *mod = PyModule_Create(&module);
-    if (mod != NULL && PyModule_AddIntConstant(mod, "CRC32_FOLDS", crc32_folds()) != 0)
+    if (mod == NULL)
+        return NULL;
+    Py_INCREF(&TicketType);
+    Py_INCREF(&ReadQueueType);
+    if (PyModule_AddIntConstant(mod, "CRC32_FOLDS", crc32_folds()) != 0
+        || PyModule_AddObject(mod, "Ticket", (PyObject *)&TicketType) != 0
+        || PyModule_AddObject(mod, "ReadQueue", (PyObject *)&ReadQueueType) != 0)
         Py_CLEAR(mod);
     return mod;
 }

@@ -7,9 +7,15 @@ format and keeps its bytes before the data as a template; ``read_checked`` then 
 files and compares each with its template in C with the GIL released (``_readfiles.c``), and
 checks the CRC-32 there too, so a matching file costs its read, its CRC-32, an array and a tuple.
 A file that does not match comes back as its bytes, for its format to decode and word any error.
+
+``ReadQueue`` (``_readqueue.h``) does the same work in threads that never take the GIL: the
+caller submits a work item (``Pending``) and takes its results later, so no Python runs per
+file or per item in the threads that read.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 
@@ -18,6 +24,7 @@ from dliobench.storage import posix_io
 from dliobench.storage.posix_io import Whole
 
 _read_checked = getattr(posix_io._readfiles, "read_checked", None)  # None: a build before it
+_ReadQueue = getattr(posix_io._readfiles, "ReadQueue", None)
 
 # a whole file's bytes before its data, that all files of its size hold alike but for a span,
 # with where its CRC-32 and data lie (``formats._npyheader.Template``: head, skip_at,
@@ -57,3 +64,55 @@ def _entry(buf: np.ndarray, entry: Checked | int, template: Template | None,
     if template is not None and buf.base is not None:
         return np.frombuffer(buf.data[template[5]:template[6]], dtype=np.uint8), entry[1]
     return entry
+
+
+class ReadQueue(Protocol):
+    """``_readfiles.ReadQueue`` (its docstrings say what each call does)."""
+
+    def submit(self, paths: list[str], buffers: list[np.ndarray],
+               templates: list[Template | None], chunk: int = 1) -> object: ...
+
+    def serve(self) -> None: ...
+
+    def wait(self, ticket: object) -> tuple[list[Checked | int], int]: ...
+
+    def cancel(self, ticket: object) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def read_queue() -> ReadQueue | None:
+    """A new ``_readfiles.ReadQueue``; None without the C extension (or with tests' turning
+    ``read_files`` off): the caller reads in its own threads."""
+    if _ReadQueue is None or posix_io._read_files is None:
+        return None
+    queue: ReadQueue = _ReadQueue()
+    return queue
+
+
+class Pending:
+    """Files submitted to a ``ReadQueue`` (a batch): ``read_checked`` of them, by the threads
+    in ``queue.serve()``, each taking ``chunk`` files at a time; ``result`` waits for them."""
+
+    __slots__ = ("buffers", "pool", "queue", "templates", "ticket")
+
+    def __init__(self, queue: ReadQueue, paths: list[str], sizes: list[int],
+                 templates: list[Template | None],
+                 pool: bufferpool.SampleBuffers | None = None, chunk: int = 1) -> None:
+        self.queue, self.templates, self.pool = queue, templates, pool
+        self.buffers = posix_io.buffers_for(sizes, pool)
+        self.ticket = queue.submit(paths, self.buffers, templates, chunk)
+
+    def result(self) -> tuple[list[Checked | Whole | None], int]:
+        """``read_checked``'s results (a file never read: None), once a thread read them."""
+        entries, misses = self.queue.wait(self.ticket)
+        buffers, self.buffers = self.buffers, []  # the results keep what they use
+        if not misses and self.pool is None:
+            return entries, misses  # type: ignore[return-value]  # every one (array, bytes)
+        return [_entry(buf, entry, template)
+                for buf, entry, template in zip(buffers, entries, self.templates,
+                                                strict=True)], misses
+
+    def cancel(self) -> None:
+        """Skip the files no thread has started."""
+        self.queue.cancel(self.ticket)

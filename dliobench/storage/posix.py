@@ -191,6 +191,11 @@ class PosixBackend:
         """The file of ``key``."""
         return os.path.join(self.root, key) if key else self.root
 
+    def paths(self, keys: list[str]) -> list[str]:
+        """``path`` of each file's key (not empty), without a call per key."""
+        root = self.root if self.root.endswith("/") else self.root + "/"
+        return [key if key.startswith("/") else root + key for key in keys]
+
     def describe(self, key: str = "") -> str:
         """The path of ``key``."""
         return self.path(key)
@@ -214,6 +219,15 @@ class PosixBackend:
         (``checked_reads.read_checked``), and how many did not."""
         return checked_reads.read_checked([self.path(key) for key in keys], sizes, templates,
                                           pool)
+
+    def submit_checked(self, queue: checked_reads.ReadQueue, keys: list[str], sizes: list[int],
+                       templates: list[checked_reads.Template | None],
+                       pool: SampleBuffers | None = None,
+                       chunk: int = 1) -> checked_reads.Pending:
+        """``read_checked`` of ``keys`` by the threads of ``queue``
+        (``checked_reads.read_queue``), ``chunk`` files at a time: its results are
+        ``.result()``."""
+        return checked_reads.Pending(queue, self.paths(keys), sizes, templates, pool, chunk)
 
     def open_read(self, key: str, direct: bool = False,
                   sequential: bool = False) -> CountingReader:

@@ -201,8 +201,10 @@ def test_the_native_loader_makes_its_sample_memory_before_the_first_batch(
         ids = rank_samples(plan.spec, 0)
         batches = loader.epoch(ids)
         first = next(batches)
-        # a block for every sample in flight (``keep``, or the epoch if fewer): lent or free
-        assert len(pool._free) + len(first.data) >= min(ids.size, pool._keep)
+        # a block for every sample in flight (``keep``, or the epoch if fewer), made before
+        # the first batch: lent (to it, or to batches read ahead) or free
+        assert pool._made >= min(ids.size, pool._keep)
+        assert len(first.data) == 2
         del first
         batches.close()
     finally:
