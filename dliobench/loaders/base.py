@@ -235,14 +235,14 @@ class SampleReader:
         """``read_many`` by the threads of ``queue`` (``read_queue``), each taking ``chunk``
         files at a time: ``.result()`` waits for them; the files that do not match their
         template (the first of each size) are decoded by the caller of ``result``."""
-        many = getattr(self.keys, "many", None)  # a dataset's FileKeys: faster
-        keys = many(sample_ids) if many is not None else [self.keys[i] for i in sample_ids]
-        sizes_of = getattr(self.sizes, "many", None)  # a plan's FileSizes: faster
-        sizes = sizes_of(sample_ids) if sizes_of is not None else [self.sizes[i]
-                                                                  for i in sample_ids]
-        known = self._templates
+        keys_of, sizes_of = getattr(self.keys, "many", None), getattr(self.sizes, "many", None)
+        keys = keys_of(sample_ids) if keys_of else [self.keys[i] for i in sample_ids]
+        sizes = sizes_of(sample_ids) if sizes_of else [self.sizes[i] for i in sample_ids]
+        known, one = self._templates, sizes[:1] * len(sizes) == sizes  # one size: one lookup
+        templates = [known.get(n) for n in (sizes[:1] if one else sizes)] * (len(sizes)
+                                                                              if one else 1)
         pending = self.backend.submit_checked(  # type: ignore[attr-defined]
-            queue, keys, sizes, [known.get(n) for n in sizes], pool, chunk)
+            queue, keys, sizes, templates, pool, chunk)
         return Started(self, sample_ids, keys, pending)
 
     def _results(self, sample_ids: list[int], keys: list[str],

@@ -133,10 +133,9 @@ class _Queued:
 
     def wait(self) -> None:
         """Block until every file is read; raise the first error (in words, read again)."""
-        results = self.started.result()
-        self.samples = [sample for sample, _ in results]
-        self.nbytes = sum(nbytes for _, nbytes in results)
-        del results
+        samples, sizes = zip(*self.started.result(), strict=True)
+        self.samples, self.nbytes = list(samples), sum(sizes)
+        del samples
 
     def take(self) -> tuple[int, list[np.ndarray]]:
         """Bytes read and the batch's data, handed over (no reference kept)."""
