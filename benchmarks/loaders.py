@@ -39,7 +39,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import ceilings  # benchmarks/ceilings.py, beside this script
+ROOT = Path(__file__).resolve().parent.parent  # the tree this script belongs to
+sys.path.insert(0, str(ROOT))  # its dliobench, not the one an editable install points at
+
+import ceilings  # noqa: E402  # benchmarks/ceilings.py, beside this script
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
@@ -54,9 +57,10 @@ IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
 
 
 def dliobench(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the dliobench CLI of this interpreter."""
+    """Run the dliobench CLI of this script's tree (``-m`` looks in the working folder
+    first: run elsewhere, another tree's dliobench was measured)."""
     return subprocess.run([sys.executable, "-m", "dliobench", *args], capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, cwd=ROOT)
 
 
 def common(folder: Path, size: int, files: int, threads: int) -> list[str]:
@@ -212,6 +216,7 @@ def main() -> None:
                         help=f"default: {' '.join(DEFAULT_LOADERS)} (npy, tfrecord: and "
                         "dali-reader; tfrecord: idiomatic-tensorflow, no other idiomatic)")
     args = parser.parse_args()
+    args.root = args.root.resolve()  # the runs start in the tree's folder
     FORMAT[0], FRESH[0] = args.format, args.fresh
     EPOCHS[0] = args.epochs
     LOADERS[:] = args.loaders or [name for name in LOADERS if (
@@ -222,7 +227,7 @@ def main() -> None:
     args.root.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
     print(f"# loaders vs the compiled ceiling, {time.strftime('%Y-%m-%d %H:%M')}, "
-          f"{platform.node()}, "
+          f"{platform.node()}, tree {ROOT}, "
           f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
           f"{args.format}, {args.epochs} epochs\n")
     print("| sample | reader | samples/s | MB/s | ratio to compiled ceiling (faster of "
