@@ -36,7 +36,8 @@ import numpy as np
 
 from dliobench.dataset.sharding import batches
 from dliobench.formats.base import Columns
-from dliobench.loaders.base import Batch, SampleReader, Started
+from dliobench.loaders.base import Batch, SampleReader
+from dliobench.loaders.queued import Started
 from dliobench.storage.buffers import SampleBuffers
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ import pytest
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import rank_samples
 from dliobench.loaders import make_loader
-from dliobench.loaders.base import SampleReader, Started
+from dliobench.loaders.base import SampleReader
+from dliobench.loaders.queued import Started
 from dliobench.storage import checked_reads, posix_io
 from dliobench.storage.buffers import SampleBuffers
 from tests.contract.test_loaders import dataset
