@@ -19,8 +19,8 @@ built) skip all of that: each batch is submitted whole to a ``ReadQueue`` whose 
 threads stay in C, each taking ``ceil(batch_size / read_threads)`` files at a time (at most
 ``ITEM_BYTES``'s worth), so every reader works on the oldest batch first and no Python runs
 per item in them; the consumer waits for its batch with the GIL released. On 64 KiB samples
-and 2 cores that took the loader from 0.39 to 0.60 of the compiled loop (RESULTS.md, "Speed,
-session 12").
+and 2 cores that took the loader from 0.43-0.46 to 0.62-0.69 of the compiled loop
+(RESULTS.md, "Speed, session 12").
 """
 
 from __future__ import annotations
