@@ -91,6 +91,8 @@ def test_our_trace_is_read_as_dftracer_and_replays_exact_requests(tmp_path: Path
     assert traced(backend.inner, "", "") is backend.inner  # off: nothing wrapped
     plain = TracedBackend(PosixBackend(str(data)), TraceWriter(str(tmp_path / "io2")), None)
     assert callable(plain.read_wholes)  # type: ignore[attr-defined]
+    # reads the tracer would not see: checked in C, or by the C queue's threads
+    assert not hasattr(plain, "read_checked") and not hasattr(plain, "submit_checked")
     assert not hasattr(TracedBackend(object(), None, None), "read_wholes")  # type: ignore[arg-type]
 
 
