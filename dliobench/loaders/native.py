@@ -236,10 +236,10 @@ class NativeLoader:
             self._work.put((slot, WHOLE, []))
             return slot
         ids = batch_ids.tolist()
-        share = min(-(-len(ids) // self._share_of), self._samples_per_item or len(ids))
         if self._queue is not None:  # one submission; each thread takes ``_chunk`` at a time
             return _Queued(batch_ids, self.reader.start_many(
                 ids, self._queue, self._pool, min(self._chunk, self._samples_per_item or 1)))
+        share = min(-(-len(ids) // self._share_of), self._samples_per_item or len(ids))
         starts = range(0, len(ids), share)
         slot = _Slot(batch_ids, len(starts))
         for start in starts:

@@ -167,52 +167,90 @@ done:
 
 #include "_template.h"
 
+/* read_checked's files: each path held as bytes, each buffer's memory, each template and
+ * each result. Made with the GIL held (checked_hold), read without it (checked_read), by
+ * read_checked at once or by a ReadQueue's threads a few files at a time. */
+typedef struct {
+    Py_ssize_t n, held, parsed;
+    PyObject **names;
+    Py_buffer *views;
+    Py_ssize_t *results;    /* per file: bytes read or -errno */
+    Template *kept;
+} Checked;
+
+/* Fill c (zeroed) from the lists, as long as each other; 1, or 0 with an error set (c then
+ * holds what it took: checked_clear). */
+static int checked_hold(Checked *c, PyObject *paths, PyObject *buffers, PyObject *templates)
+{
+    Py_ssize_t n = PyList_GET_SIZE(paths), m = n ? n : 1;
+    c->n = n;
+    c->names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    c->views = PyMem_Calloc((size_t)m, sizeof(Py_buffer));
+    c->results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
+    c->kept = PyMem_Calloc((size_t)m, sizeof(Template));
+    if (c->names == NULL || c->views == NULL || c->results == NULL || c->kept == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    for (; c->parsed < n; c->parsed++)
+        if (!template_parse(PyList_GET_ITEM(templates, c->parsed), &c->kept[c->parsed],
+                            c->parsed ? &c->kept[c->parsed - 1] : NULL))
+            return 0;
+    c->held = hold(paths, buffers, c->names, c->views);
+    if (c->held < 0) {
+        c->held = -1 - c->held;
+        return 0;
+    }
+    return 1;
+}
+
+/* Read files [lo:hi] of c and check each against its template (no GIL needed). */
+static void checked_read(Checked *c, Py_ssize_t lo, Py_ssize_t hi)
+{
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        Template *t = &c->kept[i];
+        uint32_t crc = 0;
+        int along = t->held != NULL && t->crc_at >= 0;
+        c->results[i] = read_one(PyBytes_AS_STRING(c->names[i]), c->views[i].buf,
+                                 c->views[i].len, along ? &crc : NULL, t->crc_start,
+                                 t->data_end);
+        t->passed = template_passes(t, c->views[i].buf, c->results[i], c->views[i].len, crc);
+    }
+}
+
+/* Let go of the paths and the buffers' memory (the results stay). */
+static void checked_let_go(Checked *c)
+{
+    release(c->held, c->names, c->views);
+    c->held = 0;
+}
+
+static void checked_clear(Checked *c)
+{
+    checked_let_go(c);
+    for (Py_ssize_t i = 0; i < c->parsed; i++)
+        template_clear(&c->kept[i]);
+    PyMem_Free(c->names);
+    PyMem_Free(c->views);
+    PyMem_Free(c->results);
+    PyMem_Free(c->kept);
+}
+
 static PyObject *read_checked(PyObject *self, PyObject *args)
 {
-    PyObject *paths, *buffers, *templates;
+    PyObject *paths, *buffers, *templates, *out = NULL;
     if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &paths, &PyList_Type, &buffers,
                           &PyList_Type, &templates)
         || !same_length(paths, buffers, "buffers") || !same_length(paths, templates, "templates"))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(paths), m = n ? n : 1;
-    PyObject **names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
-    Py_buffer *views = PyMem_Calloc((size_t)m, sizeof(Py_buffer));
-    Py_ssize_t *results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
-    Template *kept = PyMem_Calloc((size_t)m, sizeof(Template));
-    PyObject *out = NULL;
-    Py_ssize_t held = 0, parsed = 0;
-    if (names == NULL || views == NULL || results == NULL || kept == NULL) {
-        PyErr_NoMemory();
-        goto done;
+    Checked c = {0};
+    if (checked_hold(&c, paths, buffers, templates)) {
+        Py_BEGIN_ALLOW_THREADS
+        checked_read(&c, 0, c.n);
+        Py_END_ALLOW_THREADS
+        out = template_results(buffers, c.kept, c.results, c.n);
     }
-    for (; parsed < n; parsed++)
-        if (!template_parse(PyList_GET_ITEM(templates, parsed), &kept[parsed],
-                            parsed ? &kept[parsed - 1] : NULL))
-            goto done;
-    held = hold(paths, buffers, names, views);
-    if (held < 0) {
-        held = -1 - held;
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Template *t = &kept[i];
-        uint32_t crc = 0;
-        int along = t->held != NULL && t->crc_at >= 0;
-        results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len,
-                              along ? &crc : NULL, t->crc_start, t->data_end);
-        kept[i].passed = template_passes(t, views[i].buf, results[i], views[i].len, crc);
-    }
-    Py_END_ALLOW_THREADS
-    out = template_results(buffers, kept, results, n);
-done:
-    release(held, names, views);
-    for (Py_ssize_t i = 0; i < parsed; i++)
-        template_clear(&kept[i]);
-    PyMem_Free(names);
-    PyMem_Free(views);
-    PyMem_Free(results);
-    PyMem_Free(kept);
+    checked_clear(&c);
     return out;
 }
 

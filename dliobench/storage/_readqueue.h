@@ -27,27 +27,17 @@ enum { QUEUED, READING, DONE };
 typedef struct Ticket {
     PyObject_HEAD
     struct Ticket *next;    /* in the queue's queued or finished list */
-    Py_ssize_t n, held, parsed;
+    Checked c;              /* its files, buffers, templates and results */
     Py_ssize_t chunk;       /* files a thread takes at once */
     Py_ssize_t claimed;     /* files taken by threads (or cancelled), from the first */
     Py_ssize_t remaining;   /* files not yet read (or cancelled) */
-    PyObject **names;       /* each path as bytes */
-    Py_buffer *views;       /* each buffer's memory */
-    Py_ssize_t *results;    /* per file: bytes read or -errno */
-    Template *kept;
     PyObject *buffers;      /* the list of buffers, for the results' arrays */
     int state, cancelled;
 } Ticket;
 
 static void ticket_dealloc(Ticket *t)
 {
-    release(t->held, t->names, t->views);
-    for (Py_ssize_t i = 0; i < t->parsed; i++)
-        template_clear(&t->kept[i]);
-    PyMem_Free(t->names);
-    PyMem_Free(t->views);
-    PyMem_Free(t->results);
-    PyMem_Free(t->kept);
+    checked_clear(&t->c);
     Py_XDECREF(t->buffers);
     PyObject_Free(t);
 }
@@ -61,25 +51,11 @@ static PyTypeObject TicketType = {
     .tp_dealloc = (destructor)ticket_dealloc,
 };
 
-/* Read and check files [lo:hi] of t, as read_checked (no GIL). */
-static void ticket_read(Ticket *t, Py_ssize_t lo, Py_ssize_t hi)
-{
-    for (Py_ssize_t i = lo; i < hi; i++) {
-        Template *k = &t->kept[i];
-        uint32_t crc = 0;
-        int along = k->held != NULL && k->crc_at >= 0;
-        t->results[i] = read_one(PyBytes_AS_STRING(t->names[i]), t->views[i].buf,
-                                 t->views[i].len, along ? &crc : NULL, k->crc_start,
-                                 k->data_end);
-        k->passed = template_passes(k, t->views[i].buf, t->results[i], t->views[i].len, crc);
-    }
-}
-
 static void ticket_cancel_results(Ticket *t, Py_ssize_t lo, Py_ssize_t hi)
 {
     for (Py_ssize_t i = lo; i < hi; i++) {
-        t->results[i] = -ECANCELED;
-        t->kept[i].passed = 0;
+        t->c.results[i] = -ECANCELED;
+        t->c.kept[i].passed = 0;
     }
 }
 
@@ -178,34 +154,18 @@ static PyObject *queue_submit(ReadQueue *q, PyObject *args)
     Ticket *t = PyObject_New(Ticket, &TicketType);
     if (t == NULL)
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(paths), m = n ? n : 1;
+    Py_ssize_t n = PyList_GET_SIZE(paths);
     t->next = NULL;
-    t->n = n;
+    t->c = (Checked){0};
     t->chunk = chunk > 0 ? chunk : 1;
     t->claimed = 0;
     t->remaining = n;
-    t->held = t->parsed = 0;
     t->state = QUEUED;
     t->cancelled = 0;
     Py_INCREF(buffers);
     t->buffers = buffers;
-    t->names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
-    t->views = PyMem_Calloc((size_t)m, sizeof(Py_buffer));
-    t->results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
-    t->kept = PyMem_Calloc((size_t)m, sizeof(Template));
-    if (t->names == NULL || t->views == NULL || t->results == NULL || t->kept == NULL) {
-        PyErr_NoMemory();
+    if (!checked_hold(&t->c, paths, buffers, templates))
         goto fail;
-    }
-    for (; t->parsed < n; t->parsed++)
-        if (!template_parse(PyList_GET_ITEM(templates, t->parsed), &t->kept[t->parsed],
-                            t->parsed ? &t->kept[t->parsed - 1] : NULL))
-            goto fail;
-    t->held = hold(paths, buffers, t->names, t->views);
-    if (t->held < 0) {
-        t->held = -1 - t->held;
-        goto fail;
-    }
     if (n == 0) {
         t->state = DONE;  /* nothing to read */
         return (PyObject *)t;
@@ -254,13 +214,13 @@ static PyObject *queue_serve(ReadQueue *q, PyObject *unused)
         if (q->closed)
             break;
         Ticket *t = q->head;  /* its next `chunk` files, or the rest of a cancelled one */
-        Py_ssize_t lo = t->claimed, hi = t->cancelled ? t->n : lo + t->chunk;
-        if (hi > t->n)
-            hi = t->n;
+        Py_ssize_t n = t->c.n, lo = t->claimed, hi = t->cancelled ? n : lo + t->chunk;
+        if (hi > n)
+            hi = n;
         t->claimed = hi;
         t->state = READING;
         int cancelled = t->cancelled;
-        if (hi == t->n)
+        if (hi == n)
             queue_pop(q);
         int more = q->head != NULL && q->idle > 0;  /* files left: another thread's */
         pthread_mutex_unlock(&q->lock);
@@ -269,7 +229,7 @@ static PyObject *queue_serve(ReadQueue *q, PyObject *unused)
         if (cancelled)
             ticket_cancel_results(t, lo, hi);
         else
-            ticket_read(t, lo, hi);
+            checked_read(&t->c, lo, hi);
         pthread_mutex_lock(&q->lock);
         queue_account(q, t, hi - lo);
     }
@@ -316,11 +276,10 @@ static PyObject *queue_wait(ReadQueue *q, PyObject *arg)
         PyErr_SetString(PyExc_RuntimeError, "ReadQueue.wait: the ticket's results were taken");
         return NULL;
     }
-    PyObject *out = template_results(t->buffers, t->kept, t->results, t->n);
+    PyObject *out = template_results(t->buffers, t->c.kept, t->c.results, t->c.n);
     /* the results' arrays keep what they use: the ticket lets go of the buffers now, so
      * pooled memory goes back as soon as the samples are dropped */
-    release(t->held, t->names, t->views);
-    t->held = 0;
+    checked_let_go(&t->c);
     Py_CLEAR(t->buffers);
     return out;
 }
@@ -345,9 +304,9 @@ static PyObject *queue_close(ReadQueue *q, PyObject *unused)
     while (q->head != NULL) {  /* files never taken: done, unread */
         Ticket *t = q->head;
         queue_pop(q);
-        ticket_cancel_results(t, t->claimed, t->n);
-        Py_ssize_t count = t->n - t->claimed;
-        t->claimed = t->n;
+        ticket_cancel_results(t, t->claimed, t->c.n);
+        Py_ssize_t count = t->c.n - t->claimed;
+        t->claimed = t->c.n;
         queue_account(q, t, count);
     }
     pthread_cond_broadcast(&q->work);

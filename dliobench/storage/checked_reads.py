@@ -48,10 +48,18 @@ def read_checked(paths: list[str], sizes: list[int], templates: list[Template | 
         return list(posix_io.read_wholes(paths, sizes, pool)), len(paths)
     buffers = posix_io.buffers_for(sizes, pool)
     got, misses = _read_checked(paths, buffers, templates)
-    if misses or pool is not None:
-        got = [_entry(buf, entry, template)
-               for buf, entry, template in zip(buffers, got, templates, strict=True)]
-    return got, misses
+    return _entries(buffers, got, templates, misses, pool), misses
+
+
+def _entries(buffers: list[np.ndarray], got: list[Checked | int],
+             templates: list[Template | None], misses: int,
+             pool: bufferpool.SampleBuffers | None) -> list[Checked | Whole | None]:
+    """The C call's results as ``read_checked`` returns them (``_entry`` of each, where a file
+    missed or memory is pooled; else as they are)."""
+    if not misses and pool is None:
+        return got  # type: ignore[return-value]  # every one (array, bytes read)
+    return [_entry(buf, entry, template)
+            for buf, entry, template in zip(buffers, got, templates, strict=True)]
 
 
 def _entry(buf: np.ndarray, entry: Checked | int, template: Template | None,
@@ -107,11 +115,7 @@ class Pending:
         """``read_checked``'s results (a file never read: None), once a thread read them."""
         entries, misses = self.queue.wait(self.ticket)
         buffers, self.buffers = self.buffers, []  # the results keep what they use
-        if not misses and self.pool is None:
-            return entries, misses  # type: ignore[return-value]  # every one (array, bytes)
-        return [_entry(buf, entry, template)
-                for buf, entry, template in zip(buffers, entries, self.templates,
-                                                strict=True)], misses
+        return _entries(buffers, entries, self.templates, misses, self.pool), misses
 
     def cancel(self) -> None:
         """Skip the files no thread has started."""

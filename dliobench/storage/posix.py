@@ -193,7 +193,7 @@ class PosixBackend:
 
     def paths(self, keys: list[str]) -> list[str]:
         """``path`` of each file's key (not empty), without a call per key."""
-        root = self.root if self.root.endswith("/") else self.root + "/"
+        root = self.root if not self.root or self.root.endswith("/") else self.root + "/"
         return [key if key.startswith("/") else root + key for key in keys]
 
     def describe(self, key: str = "") -> str:
@@ -209,7 +209,7 @@ class PosixBackend:
                     pool: SampleBuffers | None = None) -> list[tuple[memoryview, int] | None]:
         """Several whole objects at once (``posix_io.read_wholes``): each as
         ``read_range(key, 0, size)``, None for one that must be read again alone."""
-        return posix_io.read_wholes([self.path(key) for key in keys], sizes, pool)
+        return posix_io.read_wholes(self.paths(keys), sizes, pool)
 
     def read_checked(self, keys: list[str], sizes: list[int],
                      templates: list[checked_reads.Template | None],
@@ -217,8 +217,7 @@ class PosixBackend:
                      ) -> tuple[list[checked_reads.Checked | posix_io.Whole | None], int]:
         """``read_wholes``, files that match their template as their data
         (``checked_reads.read_checked``), and how many did not."""
-        return checked_reads.read_checked([self.path(key) for key in keys], sizes, templates,
-                                          pool)
+        return checked_reads.read_checked(self.paths(keys), sizes, templates, pool)
 
     def submit_checked(self, queue: checked_reads.ReadQueue, keys: list[str], sizes: list[int],
                        templates: list[checked_reads.Template | None],
