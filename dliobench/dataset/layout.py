@@ -107,6 +107,12 @@ class FileKeys(Sequence[str]):
             raise IndexError(index)
         return self._keys([index])[0]
 
+    def pattern(self) -> tuple[str, str, int, str]:
+        """How a key is made of its index: (prefix, file prefix, subfolders, extension), as
+        ``_name`` (the native loader names files in C: ``storage._named.h``)."""
+        k = self._keys
+        return k.prefix, k.file_prefix, k.folders, k.extension
+
     def many(self, indices: list[int]) -> list[str]:
         """``[self[i] for i in indices]``, faster (one bounds check, one format per key)."""
         if indices and not (min(indices) >= 0 and max(indices) < len(self)):

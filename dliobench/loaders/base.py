@@ -94,7 +94,7 @@ class SampleReader:
         self.decode = decode  # False: images stay encoded (reader.decode)
         self._layouts: dict[int, list[ByteRange]] = {}
         # per file size, the headers every whole file of that size repeats (``read_many``)
-        self._templates: dict[int, Template | None] = {}
+        self.templates: dict[int, Template | None] = {}
         self._learns = hasattr(fmt, "whole_template") and (decode or not fmt.compressed_image)
 
     @classmethod
@@ -235,7 +235,7 @@ class SampleReader:
         keys_of, sizes_of = getattr(self.keys, "many", None), getattr(self.sizes, "many", None)
         keys = keys_of(sample_ids) if keys_of else [self.keys[i] for i in sample_ids]
         sizes = sizes_of(sample_ids) if sizes_of else [self.sizes[i] for i in sample_ids]
-        known = self._templates
+        known = self.templates
         if sizes[:1] * len(sizes) == sizes:
             return keys, sizes, [known.get(sizes[0])] * len(sizes) if sizes else []
         return keys, sizes, [known.get(n) for n in sizes]
@@ -246,10 +246,10 @@ class SampleReader:
         """The samples of ``read_checked``'s results (``got``), in order."""
         if not misses and not self.resize_bytes and self.sample_crcs is None:
             return got  # type: ignore[return-value]  # all checked: (array, bytes read)
-        return [self._finish(sample_id, key, whole)
+        return [self.finish(sample_id, key, whole)
                 for sample_id, key, whole in zip(sample_ids, keys, got, strict=True)]
 
-    def _finish(self, sample_id: int, key: str,
+    def finish(self, sample_id: int, key: str,
                 whole: tuple[np.ndarray | memoryview, int] | None) -> tuple[np.ndarray, int]:
         """The sample of a file ``read_many`` read (its data when its template matched, its
         bytes otherwise, None when it could not be read) and the bytes read for it."""
@@ -270,9 +270,9 @@ class SampleReader:
         """Keep the template of a file of ``size`` bytes just decoded whole, the first of its
         size (at most ``TEMPLATES`` sizes: a dataset of many sizes reads most files as
         before)."""
-        if self._learns and size not in self._templates and len(self._templates) < TEMPLATES:
+        if self._learns and size not in self.templates and len(self.templates) < TEMPLATES:
             # None (headers too long to keep) is kept too: the file is not parsed twice again
-            self._templates[size] = self.fmt.whole_template(src, data)  # type: ignore[attr-defined]
+            self.templates[size] = self.fmt.whole_template(src, data)  # type: ignore[attr-defined]
 
     def _whole(self, src: Stored, file_index: int, data: memoryview) -> np.ndarray:
         """The sample of a one-sample file from the file's bytes."""

@@ -37,7 +37,7 @@ import numpy as np
 from dliobench.dataset.sharding import batches
 from dliobench.formats.base import Columns
 from dliobench.loaders.base import Batch, SampleReader
-from dliobench.loaders.queued import Started
+from dliobench.loaders.queued import NamedBatch, Started, file_names
 from dliobench.storage.buffers import SampleBuffers
 
 if TYPE_CHECKING:
@@ -127,16 +127,14 @@ class _Queued:
 
     __slots__ = ("ids", "nbytes", "samples", "started")
 
-    def __init__(self, ids: np.ndarray, started: Started) -> None:
+    def __init__(self, ids: np.ndarray, started: Started | NamedBatch) -> None:
         self.ids, self.started = ids, started
         self.samples: list[np.ndarray] = []
         self.nbytes = 0
 
     def wait(self) -> None:
         """Block until every file is read; raise the first error (in words, read again)."""
-        samples, sizes = zip(*self.started.result(), strict=True)
-        self.samples, self.nbytes = list(samples), sum(sizes)
-        del samples
+        self.samples, self.nbytes = self.started.batch()
 
     def take(self) -> tuple[int, list[np.ndarray]]:
         """Bytes read and the batch's data, handed over (no reference kept)."""
@@ -193,6 +191,10 @@ class NativeLoader:
         # a time (at most the samples of ``ITEM_BYTES``)
         self._queue = reader.read_queue() if read_threads and not reader.batched else None
         self._chunk = max(1, -(-batch_size // max(1, read_threads)))
+        # files of one size below the pool's, named by index: submitted as their indices,
+        # read into one block per batch (``NamedBatch``)
+        self._named = file_names(reader) if self._queue is not None and self._pool is None \
+            else None
         serve = self._read_loop if self._queue is None else self._queue.serve
         self._threads = [threading.Thread(target=serve, name=f"reader-{i}", daemon=True)
                          for i in range(read_threads)]
@@ -237,8 +239,13 @@ class NativeLoader:
             return slot
         ids = batch_ids.tolist()
         if self._queue is not None:  # one submission; each thread takes ``_chunk`` at a time
-            return _Queued(batch_ids, self.reader.start_many(
-                ids, self._queue, self._pool, min(self._chunk, self._samples_per_item or 1)))
+            chunk = min(self._chunk, self._samples_per_item or 1)
+            if self._named is not None:
+                names, size = self._named
+                return _Queued(batch_ids, NamedBatch(self.reader, self._queue, names, ids, size,
+                                                     chunk))
+            return _Queued(batch_ids, self.reader.start_many(ids, self._queue, self._pool,
+                                                             chunk))
         share = min(-(-len(ids) // self._share_of), self._samples_per_item or len(ids))
         starts = range(0, len(ids), share)
         slot = _Slot(batch_ids, len(starts))

@@ -14,15 +14,18 @@
  * (an npz entry's time and CRC-32), and, for a checksummed format, that its CRC-32 matches; the caller then takes the data at the
  * template's offsets with no parsing, and reads any file that fails through its format.
  *
- * ReadQueue (_readqueue.h) does read_checked's work in threads that never take the GIL.
+ * ReadQueue (_readqueue.h) does read_checked's work in threads that never take the GIL, and
+ * reads batches named by file index into one block (_named.h).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "_crc32.h"
@@ -41,12 +44,31 @@ static void crc_along(uint32_t *crc, const char *buf, Py_ssize_t from, Py_ssize_
         *crc = crc32_update(*crc, (const unsigned char *)buf + a, (size_t)(b - a));
 }
 
+/* One read into buf at offset done: with *blocked set to 0, first without waiting for the
+ * device (RWF_NOWAIT: page-cached bytes only), setting it to 1 when the read would wait. */
+static ssize_t read_piece(int fd, char *buf, size_t want, off_t done, int *blocked)
+{
+#ifdef RWF_NOWAIT
+    if (blocked != NULL && !*blocked) {
+        struct iovec iov = {buf, want};
+        ssize_t got = preadv2(fd, &iov, 1, done, RWF_NOWAIT);
+        if (got > 0 || (got == 0 && want == 0))
+            return got;
+        if (got < 0 && errno != EAGAIN && errno != EOPNOTSUPP)
+            return got;
+        *blocked = 1;  /* not in the page cache (or EOF: read again to tell), or unsupported */
+    }
+#endif
+    return pread(fd, buf, want, done);
+}
+
 /* Read file `path` from offset 0 into buf[0:size]: bytes read (fewer at end of file) or -errno.
  * Only regular files are read (-EINVAL otherwise: a FIFO's open does not block, O_NONBLOCK).
  * With crc set, the CRC-32 of the bytes [crc_lo:crc_hi] read is folded into it piece by piece
- * as they arrive (CRC_PIECE per call). */
+ * as they arrive (CRC_PIECE per call). With blocked set, *blocked becomes 1 when a read
+ * waited for the device (read_piece). */
 static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size, uint32_t *crc,
-                           Py_ssize_t crc_lo, Py_ssize_t crc_hi)
+                           Py_ssize_t crc_lo, Py_ssize_t crc_hi, int *blocked)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -66,7 +88,7 @@ static Py_ssize_t read_one(const char *path, char *buf, Py_ssize_t size, uint32_
         Py_ssize_t want = size - done;
         if (crc != NULL && want > CRC_PIECE)
             want = CRC_PIECE;
-        ssize_t got = pread(fd, buf + done, (size_t)want, (off_t)done);
+        ssize_t got = read_piece(fd, buf + done, (size_t)want, (off_t)done, blocked);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -154,7 +176,7 @@ static PyObject *read_files(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
         results[i] = read_one(PyBytes_AS_STRING(names[i]), views[i].buf, views[i].len, NULL,
-                              0, 0);
+                              0, 0, NULL);
     Py_END_ALLOW_THREADS
     out = int_list(results, n);
 done:
@@ -204,8 +226,9 @@ static int checked_hold(Checked *c, PyObject *paths, PyObject *buffers, PyObject
     return 1;
 }
 
-/* Read files [lo:hi] of c and check each against its template (no GIL needed). */
-static void checked_read(Checked *c, Py_ssize_t lo, Py_ssize_t hi)
+/* Read files [lo:hi] of c and check each against its template (no GIL needed); blocked:
+ * as read_one's. */
+static void checked_read(Checked *c, Py_ssize_t lo, Py_ssize_t hi, int *blocked)
 {
     for (Py_ssize_t i = lo; i < hi; i++) {
         Template *t = &c->kept[i];
@@ -213,7 +236,7 @@ static void checked_read(Checked *c, Py_ssize_t lo, Py_ssize_t hi)
         int along = t->held != NULL && t->crc_at >= 0;
         c->results[i] = read_one(PyBytes_AS_STRING(c->names[i]), c->views[i].buf,
                                  c->views[i].len, along ? &crc : NULL, t->crc_start,
-                                 t->data_end);
+                                 t->data_end, blocked);
         t->passed = template_passes(t, c->views[i].buf, c->results[i], c->views[i].len, crc);
     }
 }
@@ -246,7 +269,7 @@ static PyObject *read_checked(PyObject *self, PyObject *args)
     Checked c = {0};
     if (checked_hold(&c, paths, buffers, templates)) {
         Py_BEGIN_ALLOW_THREADS
-        checked_read(&c, 0, c.n);
+        checked_read(&c, 0, c.n, NULL);
         Py_END_ALLOW_THREADS
         out = template_results(buffers, c.kept, c.results, c.n);
     }
@@ -254,7 +277,9 @@ static PyObject *read_checked(PyObject *self, PyObject *args)
     return out;
 }
 
+#include "_named.h"
 #include "_readqueue.h"
+#include "_queueapi.h"
 
 static PyMethodDef methods[] = {
     {"read_files", read_files, METH_VARARGS,
@@ -287,16 +312,21 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__readfiles(void)
 {
     crc32_init();
-    if (PyType_Ready(&TicketType) < 0 || PyType_Ready(&ReadQueueType) < 0)
+    if (PyType_Ready(&TicketType) < 0 || PyType_Ready(&ReadQueueType) < 0
+        || PyType_Ready(&NamesType) < 0 || PyType_Ready(&BlockType) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)
         return NULL;
     Py_INCREF(&TicketType);
     Py_INCREF(&ReadQueueType);
+    Py_INCREF(&NamesType);
+    Py_INCREF(&BlockType);
     if (PyModule_AddIntConstant(mod, "CRC32_FOLDS", crc32_folds()) != 0
         || PyModule_AddObject(mod, "Ticket", (PyObject *)&TicketType) != 0
-        || PyModule_AddObject(mod, "ReadQueue", (PyObject *)&ReadQueueType) != 0)
+        || PyModule_AddObject(mod, "ReadQueue", (PyObject *)&ReadQueueType) != 0
+        || PyModule_AddObject(mod, "Names", (PyObject *)&NamesType) != 0
+        || PyModule_AddObject(mod, "Block", (PyObject *)&BlockType) != 0)
         Py_CLEAR(mod);
     return mod;
 }

@@ -15,7 +15,7 @@ file or per item in the threads that read.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from dliobench.storage.posix_io import Whole
 
 _read_checked = getattr(posix_io._readfiles, "read_checked", None)  # None: a build before it
 _ReadQueue = getattr(posix_io._readfiles, "ReadQueue", None)
+_Names = getattr(posix_io._readfiles, "Names", None)
 
 # a whole file's bytes before its data, that all files of its size hold alike but for a span,
 # with where its CRC-32 and data lie (``formats._npyheader.Template``: head, skip_at,
@@ -80,9 +81,12 @@ class ReadQueue(Protocol):
     def submit(self, paths: list[str], buffers: list[np.ndarray],
                templates: list[Template | None], chunk: int = 1) -> object: ...
 
+    def submit_named(self, names: object, ids: list[int], size: int,
+                     template: Template | None, chunk: int = 1) -> object: ...
+
     def serve(self) -> None: ...
 
-    def wait(self, ticket: object) -> tuple[list[Checked | int], int]: ...
+    def wait(self, ticket: object) -> tuple[Any, ...]: ...  # as its ticket was submitted
 
     def cancel(self, ticket: object) -> None: ...
 
@@ -96,6 +100,15 @@ def read_queue() -> ReadQueue | None:
         return None
     queue: ReadQueue = _ReadQueue()
     return queue
+
+
+def names(prefix: str, stem: str, folders: int, extension: str) -> object | None:
+    """``_readfiles.Names``: the path of file i made in C, ``prefix`` +
+    ``f"{i % folders:04d}/"`` (folders > 0) + ``f"{stem}_{i:07d}.{extension}"``, for
+    ``ReadQueue.submit_named``; None without the C extension or a build before it."""
+    if _Names is None or posix_io._read_files is None:
+        return None
+    return _Names(prefix, stem, folders, extension)
 
 
 class Pending:

@@ -228,6 +228,10 @@ class PosixBackend:
         ``.result()``."""
         return checked_reads.Pending(queue, self.paths(keys), sizes, templates, pool, chunk)
 
+    def names(self, prefix: str, stem: str, folders: int, extension: str) -> object | None:
+        """``checked_reads.names`` of keys ``prefix`` + their name: paths under the root."""
+        return checked_reads.names(self.paths([prefix])[0], stem, folders, extension)
+
     def open_read(self, key: str, direct: bool = False,
                   sequential: bool = False) -> CountingReader:
         """A counted file object (O_DIRECT whole blocks with ``direct``; ``sequential``:

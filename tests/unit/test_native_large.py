@@ -15,7 +15,7 @@ import pytest
 
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import rank_samples
-from dliobench.loaders import make_loader
+from dliobench.loaders import make_loader, queued
 from dliobench.loaders.base import SampleReader
 from dliobench.loaders.queued import Started
 from dliobench.storage import checked_reads, posix_io
@@ -62,20 +62,27 @@ def _items(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *overrides: str) -> 
 
 
 def _chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *overrides: str,
-            ) -> list[tuple[int, int]]:
-    """(samples, files a reader takes at once) of each batch submitted to the C extension's
-    ``ReadQueue``."""
+            ) -> list[tuple[str, int, int]]:
+    """(how, samples, files a reader takes at once) of each batch submitted to the C
+    extension's ``ReadQueue``: by index ("named", ``NamedBatch``) or as lists of paths and
+    buffers ("lists", ``start_many``: pooled memory)."""
     plan = _plan(tmp_path, *overrides)
-    submitted: list[tuple[int, int]] = []
-    start_many = SampleReader.start_many
+    submitted: list[tuple[str, int, int]] = []
+    start_many, named = SampleReader.start_many, queued.NamedBatch.__init__
 
     def recorded(self: SampleReader, ids: list[int], queue: object,
                  pool: SampleBuffers | None = None, chunk: int = 1) -> Started:
-        submitted.append((len(ids), chunk))
+        submitted.append(("lists", len(ids), chunk))
         return start_many(self, ids, queue, pool, chunk)
+
+    def recorded_named(self: queued.NamedBatch, reader: SampleReader, queue: object,
+                       names: object, ids: list[int], size: int, chunk: int) -> None:
+        submitted.append(("named", len(ids), chunk))
+        named(self, reader, queue, names, ids, size, chunk)  # type: ignore[arg-type]
 
     with monkeypatch.context() as patch:
         patch.setattr(SampleReader, "start_many", recorded)
+        patch.setattr(queued.NamedBatch, "__init__", recorded_named)
         _epoch(plan)
     return submitted
 
@@ -94,12 +101,13 @@ def test_large_samples_are_read_in_items_of_about_four_mib(
 def test_queued_batches_are_shared_by_every_reader_in_items_of_at_most_four_mib(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # each batch is submitted whole; each of 4 readers takes 8 / 4 = 2 files at a time
+    # (small files of one size: by index, into one block per batch)
     small = _chunks(tmp_path / "small", monkeypatch, "dataset.record_length_bytes=4096")
-    assert small == [(8, 2), (8, 2)]
+    assert small == [("named", 8, 2), ("named", 8, 2)]
     # 2 readers would take 4 files at a time; 2 MiB samples cap that at 2 (4 MiB)
     large = _chunks(tmp_path / "large", monkeypatch, "dataset.record_length_bytes=2097152",
                     "reader.read_threads=2")
-    assert large == [(8, 2), (8, 2)]
+    assert large == [("lists", 8, 2), ("lists", 8, 2)]
 
 
 def test_sample_memory_starts_on_a_page() -> None:

@@ -51,7 +51,7 @@ def _misses(reader: SampleReader, ids: list[int]) -> int:
     """Files of ``ids`` that do not match their template, as read_many's C call finds."""
     sizes = [reader.sizes[i] for i in ids]
     _, misses = reader.backend.read_checked(  # type: ignore[attr-defined]
-        [reader.keys[i] for i in ids], sizes, [reader._templates.get(n) for n in sizes])
+        [reader.keys[i] for i in ids], sizes, [reader.templates.get(n) for n in sizes])
     return int(misses)
 
 

@@ -67,7 +67,7 @@ def test_batches_read_through_the_queue_are_read_many_s(tmp_path: Path, fmt: str
             assert np.array_equal(a, b)
     pending = checked_reads.Pending(served, [str(_path(reader, i)) for i in ids],
                                     [reader.sizes[i] for i in ids],
-                                    [reader._templates.get(reader.sizes[i]) for i in ids])
+                                    [reader.templates.get(reader.sizes[i]) for i in ids])
     entries, misses = pending.result()
     assert misses == 0 and all(isinstance(e[0], np.ndarray) for e in entries)  # type: ignore[index]
 

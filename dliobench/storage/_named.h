@@ -1,0 +1,237 @@
+/* Named batches: a ReadQueue ticket whose files are named by their index and read into one
+ * block (included once, by _readfiles.c, after _template.h and before _readqueue.h).
+ *
+ * A batch of read_checked's per-file lists costs its consumer, in Python, a path string, a
+ * buffer and a template per file, and their conversions in submit(): ~3.6 us of a 64 KiB
+ * sample's ~19 us on 2 cores (RESULTS.md, "Speed, session 12"). When every file of a dataset
+ * has one size and its name is a pure function of its index (a generated dataset's layout,
+ * dataset/layout.py: "{prefix}{i % folders:04d}/{stem}_{i:07d}.{ext}"), the consumer hands
+ * over the indices and nothing else: each reader thread formats a file's path on its own
+ * stack, reads the file into its row of one page-aligned block per batch (rows a whole
+ * number of pages apart, as the compiled ceiling's memory), and checks it against the one
+ * template. The consumer takes the block and each file's bytes read and whether it passed.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#define PAGE 4096
+
+/* Names(prefix, stem, folders, extension): the path of file i, as dataset/layout.py's _name. */
+typedef struct {
+    PyObject_HEAD
+    char *prefix, *stem, *extension;
+    long long folders;
+} Names;
+
+static char *names_copy(PyObject *obj)
+{
+    PyObject *raw = NULL;
+    if (!PyUnicode_FSConverter(obj, &raw))
+        return NULL;
+    char *out = strdup(PyBytes_AS_STRING(raw));
+    Py_DECREF(raw);
+    if (out == NULL)
+        PyErr_NoMemory();
+    return out;
+}
+
+static void names_dealloc(Names *self)
+{
+    free(self->prefix);
+    free(self->stem);
+    free(self->extension);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *names_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *prefix, *stem, *extension;
+    long long folders;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Names() takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOLO", &prefix, &stem, &folders, &extension))
+        return NULL;
+    if (folders < 0) {
+        PyErr_SetString(PyExc_ValueError, "Names: folders is 0 or more");
+        return NULL;
+    }
+    Names *self = (Names *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->folders = folders;
+    if ((self->prefix = names_copy(prefix)) == NULL || (self->stem = names_copy(stem)) == NULL
+        || (self->extension = names_copy(extension)) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* The path of file i into out[0:cap]: its length, or -1 when it does not fit. */
+static int names_format(const Names *names, long long i, char *out, size_t cap)
+{
+    int len = names->folders
+        ? snprintf(out, cap, "%s%04lld/%s_%07lld.%s", names->prefix, i % names->folders,
+                   names->stem, i, names->extension)
+        : snprintf(out, cap, "%s%s_%07lld.%s", names->prefix, names->stem, i, names->extension);
+    return len >= 0 && (size_t)len < cap ? len : -1;
+}
+
+static PyObject *names_call(Names *self, PyObject *args, PyObject *kwds)
+{
+    long long i;
+    char path[PATH_MAX];
+    if (!PyArg_ParseTuple(args, "L", &i))
+        return NULL;
+    if (i < 0 || names_format(self, i, path, sizeof path) < 0) {
+        PyErr_SetString(PyExc_ValueError, "Names: a negative index, or a path too long");
+        return NULL;
+    }
+    return PyUnicode_DecodeFSDefault(path);
+}
+
+static PyTypeObject NamesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dliobench.storage._readfiles.Names",
+    .tp_doc = "Names(prefix, stem, folders, extension)\n\nThe path of file i: prefix + "
+              "f'{i % folders:04d}/' (folders > 0) + f'{stem}_{i:07d}.{extension}'.",
+    .tp_basicsize = sizeof(Names),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = names_new,
+    .tp_call = (ternaryfunc)names_call,
+    .tp_dealloc = (destructor)names_dealloc,
+};
+
+/* Block: page-aligned memory that a named batch's files are read into, lent to NumPy
+ * through the buffer protocol (np.frombuffer); freed when the last array using it dies. */
+typedef struct {
+    PyObject_HEAD
+    char *buf;
+    Py_ssize_t len;
+} Block;
+
+static int block_getbuffer(Block *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->buf, self->len, 0, flags);
+}
+
+static PyBufferProcs block_as_buffer = {(getbufferproc)block_getbuffer, NULL};
+
+static void block_dealloc(Block *self)
+{
+    free(self->buf);
+    PyObject_Free(self);
+}
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dliobench.storage._readfiles.Block",
+    .tp_doc = "A named batch's memory: its files, one per row (ReadQueue.submit_named).",
+    .tp_basicsize = sizeof(Block),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_as_buffer = &block_as_buffer,
+    .tp_dealloc = (destructor)block_dealloc,
+};
+
+/* A named batch's files: their indices, the block, the one template, each result. */
+typedef struct {
+    Names *names;           /* a reference */
+    int64_t *ids;
+    Py_ssize_t size, stride;
+    Block *block;           /* a reference */
+    Template kept;
+    Py_ssize_t *results;    /* per file: bytes read or -errno */
+    char *passed;
+} Named;
+
+/* Fill b (zeroed) for n files (ids: a list of ints); 1, or 0 with an error set (b then holds
+ * what it took: named_clear). */
+static int named_hold(Named *b, PyObject *names, PyObject *ids, Py_ssize_t size,
+                      PyObject *template)
+{
+    Py_ssize_t n = PyList_GET_SIZE(ids), m = n ? n : 1;
+    Py_INCREF(names);
+    b->names = (Names *)names;
+    b->size = size;
+    b->stride = (size + PAGE - 1) / PAGE * PAGE;
+    b->ids = PyMem_Calloc((size_t)m, sizeof(int64_t));
+    b->results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
+    b->passed = PyMem_Calloc((size_t)m, 1);
+    b->block = PyObject_New(Block, &BlockType);
+    if (b->block != NULL)
+        b->block->buf = NULL;
+    if (b->ids == NULL || b->results == NULL || b->passed == NULL || b->block == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        b->ids[i] = PyLong_AsLongLong(PyList_GET_ITEM(ids, i));
+        if (b->ids[i] < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "submit_named: a negative file index");
+            return 0;
+        }
+    }
+    b->block->len = b->stride * n;
+    if (posix_memalign((void **)&b->block->buf, PAGE, (size_t)(b->block->len ? b->block->len
+                                                                            : PAGE)) != 0) {
+        b->block->buf = NULL;
+        PyErr_NoMemory();
+        return 0;
+    }
+    return template_parse(template, &b->kept, NULL);
+}
+
+/* Read files [lo:hi] of b into their rows and check each against the template (no GIL);
+ * blocked: as read_one's. */
+static void named_read(Named *b, Py_ssize_t lo, Py_ssize_t hi, int *blocked)
+{
+    const Template *t = &b->kept;
+    char path[PATH_MAX];
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        char *row = b->block->buf + i * b->stride;
+        uint32_t crc = 0;
+        int along = t->held != NULL && t->crc_at >= 0;
+        if (names_format(b->names, b->ids[i], path, sizeof path) < 0) {
+            b->results[i] = -ENAMETOOLONG;
+            continue;
+        }
+        b->results[i] = read_one(path, row, b->size, along ? &crc : NULL, t->crc_start,
+                                 t->data_end, blocked);
+        b->passed[i] = (char)template_passes(t, row, b->results[i], b->size, crc);
+    }
+}
+
+static void named_cancel(Named *b, Py_ssize_t lo, Py_ssize_t hi)
+{
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        b->results[i] = -ECANCELED;
+        b->passed[i] = 0;
+    }
+}
+
+static void named_clear(Named *b)
+{
+    Py_XDECREF(b->names);
+    Py_XDECREF(b->block);
+    template_clear(&b->kept);
+    PyMem_Free(b->ids);
+    PyMem_Free(b->results);
+    PyMem_Free(b->passed);
+}
+
+/* (block, results, passed, misses) of n files, or NULL with an error set. */
+static PyObject *named_results(Named *b, Py_ssize_t n)
+{
+    PyObject *results = int_list(b->results, n);
+    if (results == NULL)
+        return NULL;
+    Py_ssize_t misses = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        misses += !b->passed[i];
+    return Py_BuildValue("(ONy#n)", (PyObject *)b->block, results, b->passed, n, misses);
+}
