@@ -107,12 +107,60 @@ static PyTypeObject NamesType = {
 };
 
 /* Block: page-aligned memory that a named batch's files are read into, lent to NumPy
- * through the buffer protocol (np.frombuffer); freed when the last array using it dies. */
+ * through the buffer protocol (np.frombuffer). When the last array using it dies its memory
+ * goes back to its queue's BlockCache, for the next batch: a block per batch from malloc
+ * was a fresh mmap or a heap the allocator had just trimmed, paid in a page fault per 4 KiB
+ * (64 KiB npz, 8 epochs: 17 faults per sample, 28k against 97k samples/s). */
+#define CACHED_BLOCKS 8  /* kept for reuse, at most: the batches in flight, as a rule */
+
+typedef struct {
+    char *buf[CACHED_BLOCKS];
+    Py_ssize_t cap[CACHED_BLOCKS];
+    int count;
+} BlockCache;
+
 typedef struct {
     PyObject_HEAD
     char *buf;
-    Py_ssize_t len;
+    Py_ssize_t len, cap;
+    PyObject *owner;        /* the queue whose cache takes the memory back (a reference) */
+    BlockCache *cache;
 } Block;
+
+/* Memory of at least len bytes (cap: how much) from cache, else new and page-aligned; NULL
+ * when none can be had (the GIL held: it guards the cache). */
+static char *cache_take(BlockCache *cache, Py_ssize_t len, Py_ssize_t *cap)
+{
+    for (int i = cache->count - 1; i >= 0; i--)
+        if (cache->cap[i] >= len && cache->cap[i] / 2 <= len) {
+            char *buf = cache->buf[i];
+            *cap = cache->cap[i];
+            cache->count--;
+            cache->buf[i] = cache->buf[cache->count];
+            cache->cap[i] = cache->cap[cache->count];
+            return buf;
+        }
+    void *buf = NULL;
+    *cap = len ? len : PAGE;
+    return posix_memalign(&buf, PAGE, (size_t)*cap) == 0 ? buf : NULL;
+}
+
+/* Keep buf for reuse when there is room, else free it (the GIL held). */
+static void cache_give(BlockCache *cache, char *buf, Py_ssize_t cap)
+{
+    if (cache->count < CACHED_BLOCKS) {
+        cache->buf[cache->count] = buf;
+        cache->cap[cache->count++] = cap;
+    } else {
+        free(buf);
+    }
+}
+
+static void cache_clear(BlockCache *cache)
+{
+    while (cache->count > 0)
+        free(cache->buf[--cache->count]);
+}
 
 static int block_getbuffer(Block *self, Py_buffer *view, int flags)
 {
@@ -123,7 +171,9 @@ static PyBufferProcs block_as_buffer = {(getbufferproc)block_getbuffer, NULL};
 
 static void block_dealloc(Block *self)
 {
-    free(self->buf);
+    if (self->buf != NULL)
+        cache_give(self->cache, self->buf, self->cap);
+    Py_XDECREF(self->owner);
     PyObject_Free(self);
 }
 
@@ -151,7 +201,7 @@ typedef struct {
 /* Fill b (zeroed) for n files (ids: a list of ints); 1, or 0 with an error set (b then holds
  * what it took: named_clear). */
 static int named_hold(Named *b, PyObject *names, PyObject *ids, Py_ssize_t size,
-                      PyObject *template)
+                      PyObject *template, PyObject *owner, BlockCache *cache)
 {
     Py_ssize_t n = PyList_GET_SIZE(ids), m = n ? n : 1;
     Py_INCREF(names);
@@ -162,8 +212,12 @@ static int named_hold(Named *b, PyObject *names, PyObject *ids, Py_ssize_t size,
     b->results = PyMem_Calloc((size_t)m, sizeof(Py_ssize_t));
     b->passed = PyMem_Calloc((size_t)m, 1);
     b->block = PyObject_New(Block, &BlockType);
-    if (b->block != NULL)
+    if (b->block != NULL) {
         b->block->buf = NULL;
+        Py_INCREF(owner);
+        b->block->owner = owner;
+        b->block->cache = cache;
+    }
     if (b->ids == NULL || b->results == NULL || b->passed == NULL || b->block == NULL) {
         PyErr_NoMemory();
         return 0;
@@ -177,9 +231,8 @@ static int named_hold(Named *b, PyObject *names, PyObject *ids, Py_ssize_t size,
         }
     }
     b->block->len = b->stride * n;
-    if (posix_memalign((void **)&b->block->buf, PAGE, (size_t)(b->block->len ? b->block->len
-                                                                            : PAGE)) != 0) {
-        b->block->buf = NULL;
+    b->block->buf = cache_take(cache, b->block->len, &b->block->cap);
+    if (b->block->buf == NULL) {
         PyErr_NoMemory();
         return 0;
     }

@@ -42,7 +42,7 @@ static PyObject *queue_submit_named(ReadQueue *q, PyObject *args)
     Ticket *t = ticket_new(PyList_GET_SIZE(ids), chunk, 1);
     if (t == NULL)
         return NULL;
-    if (!named_hold(&t->b, names, ids, size, template)) {
+    if (!named_hold(&t->b, names, ids, size, template, (PyObject *)q, &q->blocks)) {
         Py_DECREF(t);
         return NULL;
     }

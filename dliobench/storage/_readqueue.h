@@ -90,6 +90,7 @@ typedef struct {
     int blocking;            /* the last work item read waited for the device */
     int spares;              /* threads waiting on `spare` */
     int serving;             /* threads in serve() */
+    BlockCache blocks;       /* named batches' memory, for reuse */
     int closed;
 } ReadQueue;
 
@@ -162,6 +163,7 @@ static void queue_dealloc(ReadQueue *q)
         t = next;
     }
     queue_drain(q);
+    cache_clear(&q->blocks);
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->work);
     pthread_cond_destroy(&q->spare);
