@@ -67,7 +67,8 @@ static PyMethodDef queue_methods[] = {
     {"wait", (PyCFunction)queue_wait, METH_O,
      "wait(ticket) -> (list, misses)\n\nread_checked's results for the ticket once it is "
      "read (cancelled or closed before it was read: every file -ECANCELED). Releases the GIL "
-     "while waiting; Python's signal handlers run every 50 ms."},
+     "while waiting; Python's signal handlers run every 50 ms. While threads serve the "
+     "queue, it reads untaken files itself (the oldest first) rather than sleep."},
     {"cancel", (PyCFunction)queue_cancel, METH_O,
      "cancel(ticket) -> None\n\nSkip the ticket's files no thread has taken yet."},
     {"close", (PyCFunction)queue_close, METH_NOARGS,
@@ -82,6 +83,8 @@ static PyMemberDef queue_members[] = {
      "reads, at most."},
     {"blocking", T_INT, offsetof(ReadQueue, blocking), READONLY,
      "1 when the last work item's reads waited for the device (every thread then serves)."},
+    {"helped", T_PYSSIZET, offsetof(ReadQueue, helped), READONLY,
+     "Files wait() read itself, rather than sleep while a serving thread read them."},
     {NULL, 0, 0, 0, NULL},
 };
 

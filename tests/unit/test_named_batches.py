@@ -193,3 +193,22 @@ def test_a_batchs_memory_is_reused_once_its_samples_die(tmp_path: Path,
     again, _ = NamedBatch(reader, served, names, list(range(8)), size, 2).batch()
     assert again[0].ctypes.data == first
     assert np.array_equal(again[3], reader.read(3)[0])  # type: ignore[arg-type]
+
+
+def test_a_waiting_consumer_reads_files_rather_than_sleep(tmp_path: Path) -> None:
+    # a sleep and a wake per batch took ~8 % of the CPU on 64 KiB samples
+    reader = _reader(tmp_path, "npy")
+    names, size = file_names(reader)  # type: ignore[misc]
+    queue = ReadQueue()
+    threads = _serve(queue, 1)
+    try:
+        ids = list(range(12)) * 100  # 1,200 reads, one at a time: the consumer takes some
+        got, nbytes = NamedBatch(reader, queue, names, ids, size, 1).batch()
+        assert 0 < queue.helped < len(ids) and nbytes == len(ids) * size
+        assert all(np.array_equal(g, got[i]) for i, g in enumerate(got[12:24]))
+    finally:
+        _close(queue, threads)
+    idle = ReadQueue()  # nobody serves it: wait() does not read (cancel, close decide)
+    ticket = NamedBatch(reader, idle, names, [0, 1], size, 1)
+    idle.close()
+    assert idle.wait(ticket.ticket)[3] == 2 and idle.helped == 0
