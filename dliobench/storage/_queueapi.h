@@ -60,13 +60,14 @@ static PyObject *queue_wait(ReadQueue *q, PyObject *arg)
         int state;
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&q->lock);
-        if (q->serving > 0) {
+        if (q->serving > 0 && !q->blocking) {
             /* read untaken files instead of sleeping, for 50 ms at most: a sleep and a wake
-             * per batch took ~8 % of the CPU on 64 KiB samples */
+             * per batch took ~8 % of the CPU on 64 KiB samples. Not while reads wait for the
+             * device (every thread serves then, and a read could hold off SIGTERM) */
             struct timespec from, now;
             clock_gettime(CLOCK_MONOTONIC, &from);
             q->helping = 1;
-            while (t->state != DONE && q->head != NULL && !q->closed) {
+            while (t->state != DONE && q->head != NULL && !q->closed && !q->blocking) {
                 q->helped += queue_work(q);
                 clock_gettime(CLOCK_MONOTONIC, &now);
                 if ((now.tv_sec - from.tv_sec) * 1000000000L + now.tv_nsec - from.tv_nsec
@@ -162,7 +163,8 @@ static PyMethodDef queue_methods[] = {
      "wait(ticket) -> (list, misses)\n\nread_checked's results for the ticket once it is "
      "read (cancelled or closed before it was read: every file -ECANCELED). Releases the GIL "
      "while waiting; Python's signal handlers run every 50 ms. While threads serve the "
-     "queue, it reads untaken files itself (the oldest first) rather than sleep."},
+     "queue and reads come from the page cache, it reads untaken files itself (the oldest "
+     "first) rather than sleep."},
     {"cancel", (PyCFunction)queue_cancel, METH_O,
      "cancel(ticket) -> None\n\nSkip the ticket's files no thread has taken yet."},
     {"close", (PyCFunction)queue_close, METH_NOARGS,
