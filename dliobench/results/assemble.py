@@ -32,8 +32,7 @@ def _epoch_table(config: Config, trace: RankTrace) -> dict[int, tuple[dict[str, 
     """Per epoch of one rank: its metrics and its counted waits."""
     m = config.metric
     out = {}
-    for epoch in trace.timeline.epochs():
-        cols = trace.timeline.epoch_arrays(epoch)
+    for epoch, cols in trace.timeline.by_epoch().items():
         win = metrics.window(cols["step"].size, m.exclude_start_steps, m.exclude_end_steps)
         out[epoch] = (metrics.epoch_metrics(cols, m.exclude_start_steps, m.exclude_end_steps),
                       cols["wait_s"][win])
@@ -50,8 +49,8 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
     waits = np.concatenate(all_waits) if all_waits else np.empty(0)
     run = metrics.combine_ranks([[em for em, _ in table.values()] for table in tables], waits)
     checks = [c for t in traces for c in t.checks]
-    interrupted = any(e not in {c.epoch for c in t.checks}
-                      for t in traces for e in t.timeline.epochs())
+    interrupted = any(not table.keys() <= {c.epoch for c in t.checks}
+                      for t, table in zip(traces, tables, strict=True))
     run["exactly_once"] = None if interrupted else bool(checks) and all(
         c.exactly_once for c in checks)
     run["undelivered_samples"] = sum(c.undelivered for c in checks)
@@ -69,7 +68,7 @@ def run_metrics(config: Config, traces: list[RankTrace]) -> tuple[dict[str, Any]
         w = [table[e][1] for table in tables if e in table]
         row = {"epoch": e, **metrics.combine_ranks(parts, np.concatenate(w))}
         ce = [c for c in checks if c.epoch == e]
-        ranks_in = sum(1 for t in traces if e in t.timeline.epochs())
+        ranks_in = sum(1 for table in tables if e in table)  # ranks with steps in it
         if len(ce) < ranks_in:  # a rank was interrupted in this epoch: nothing to check
             row["exactly_once"], row["complete"] = None, False
         else:
@@ -100,8 +99,8 @@ def metered_bytes(config: Config, traces: list[RankTrace]) -> int:
     m = config.metric
     total = 0
     for trace in traces:
-        for epoch in trace.timeline.epochs():
-            nbytes = trace.timeline.epoch_arrays(epoch)["bytes"]
+        for cols in trace.timeline.by_epoch().values():
+            nbytes = cols["bytes"]
             total += int(nbytes[:metrics.window(nbytes.size, m.exclude_start_steps,
                                                 m.exclude_end_steps).stop].sum())
     return total

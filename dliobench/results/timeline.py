@@ -35,6 +35,14 @@ class Timeline:
         """Epochs that have at least one step, in order."""
         return sorted({r[0] for r in self.rows})
 
+    def by_epoch(self) -> dict[int, dict[str, np.ndarray]]:
+        """``epoch_arrays`` of every epoch, in order, from one pass over the rows (one
+        ``epoch_arrays`` per epoch scans them all each time: epochs x steps)."""
+        groups: dict[int, list[tuple[int, int, float, float, float, float, float, int, int]]] = {}
+        for row in self.rows:
+            groups.setdefault(row[0], []).append(row)
+        return {epoch: columns_of(groups[epoch]) for epoch in sorted(groups)}
+
 
 def columns_of(rows: list[tuple[int, int, float, float, float, float, float, int, int]]
                ) -> dict[str, np.ndarray]:
