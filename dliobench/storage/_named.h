@@ -243,19 +243,14 @@ static int named_hold(Named *b, PyObject *names, PyObject *ids, Py_ssize_t size,
  * blocked: as read_one's. */
 static void named_read(Named *b, Py_ssize_t lo, Py_ssize_t hi, int *blocked)
 {
-    const Template *t = &b->kept;
     char path[PATH_MAX];
     for (Py_ssize_t i = lo; i < hi; i++) {
-        char *row = b->block->buf + i * b->stride;
-        uint32_t crc = 0;
-        int along = t->held != NULL && t->crc_at >= 0;
-        if (names_format(b->names, b->ids[i], path, sizeof path) < 0) {
-            b->results[i] = -ENAMETOOLONG;
-            continue;
-        }
-        b->results[i] = read_one(path, row, b->size, along ? &crc : NULL, t->crc_start,
-                                 t->data_end, blocked);
-        b->passed[i] = (char)template_passes(t, row, b->results[i], b->size, crc);
+        int passed = 0;
+        b->results[i] = names_format(b->names, b->ids[i], path, sizeof path) < 0
+            ? -ENAMETOOLONG
+            : read_against(path, b->block->buf + i * b->stride, b->size, &b->kept, &passed,
+                           blocked);
+        b->passed[i] = (char)passed;
     }
 }
 

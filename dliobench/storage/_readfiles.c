@@ -52,11 +52,9 @@ static ssize_t read_piece(int fd, char *buf, size_t want, off_t done, int *block
     if (blocked != NULL && !*blocked) {
         struct iovec iov = {buf, want};
         ssize_t got = preadv2(fd, &iov, 1, done, RWF_NOWAIT);
-        if (got > 0 || (got == 0 && want == 0))
-            return got;
-        if (got < 0 && errno != EAGAIN && errno != EOPNOTSUPP)
-            return got;
-        *blocked = 1;  /* not in the page cache (or EOF: read again to tell), or unsupported */
+        if (got >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+            return got;  /* 0: the end of the file, which no read waits for */
+        *blocked = 1;  /* not in the page cache, or a file system without RWF_NOWAIT */
     }
 #endif
     return pread(fd, buf, want, done);
@@ -189,6 +187,19 @@ done:
 
 #include "_template.h"
 
+/* read_one of `path` into buf[0:len], its CRC-32 computed along when t checks one; *passed:
+ * whether it passes t. Bytes read or -errno (no GIL needed). */
+static Py_ssize_t read_against(const char *path, char *buf, Py_ssize_t len, const Template *t,
+                               int *passed, int *blocked)
+{
+    uint32_t crc = 0;
+    int along = t->held != NULL && t->crc_at >= 0;
+    Py_ssize_t got = read_one(path, buf, len, along ? &crc : NULL, t->crc_start, t->data_end,
+                              blocked);
+    *passed = template_passes(t, buf, got, len, crc);
+    return got;
+}
+
 /* read_checked's files: each path held as bytes, each buffer's memory, each template and
  * each result. Made with the GIL held (checked_hold), read without it (checked_read), by
  * read_checked at once or by a ReadQueue's threads a few files at a time. */
@@ -230,15 +241,10 @@ static int checked_hold(Checked *c, PyObject *paths, PyObject *buffers, PyObject
  * as read_one's. */
 static void checked_read(Checked *c, Py_ssize_t lo, Py_ssize_t hi, int *blocked)
 {
-    for (Py_ssize_t i = lo; i < hi; i++) {
-        Template *t = &c->kept[i];
-        uint32_t crc = 0;
-        int along = t->held != NULL && t->crc_at >= 0;
-        c->results[i] = read_one(PyBytes_AS_STRING(c->names[i]), c->views[i].buf,
-                                 c->views[i].len, along ? &crc : NULL, t->crc_start,
-                                 t->data_end, blocked);
-        t->passed = template_passes(t, c->views[i].buf, c->results[i], c->views[i].len, crc);
-    }
+    for (Py_ssize_t i = lo; i < hi; i++)
+        c->results[i] = read_against(PyBytes_AS_STRING(c->names[i]), c->views[i].buf,
+                                     c->views[i].len, &c->kept[i], &c->kept[i].passed,
+                                     blocked);
 }
 
 /* Let go of the paths and the buffers' memory (the results stay). */
