@@ -27,12 +27,13 @@ TEMPLATES = 256  # file sizes whose headers ``read_many`` keeps, at most
 class Batch:
     """One step's input: the global ids of its samples, their data and the bytes read.
 
-    ``data`` is a list of samples, or the batch's columns for formats read a batch at once
-    (``SampleReader.batched``: parquet)."""
+    ``data`` is a list of samples, one array whose rows are the samples (the native loader's
+    one-sample files of one size, read into one block), or the batch's columns for formats
+    read a batch at once (``SampleReader.batched``: parquet)."""
 
     ids: np.ndarray
     nbytes: int
-    data: list[np.ndarray] | Columns
+    data: list[np.ndarray] | np.ndarray | Columns
 
     @property
     def samples(self) -> int:

@@ -130,7 +130,7 @@ class _Queued:
 
     __slots__ = ("ids", "nbytes", "samples", "started")
 
-    def __init__(self, ids: np.ndarray, started: Started | NamedBatch) -> None:
+    def __init__(self, ids: np.ndarray, started: Started) -> None:
         self.ids, self.started = ids, started
         self.samples: list[np.ndarray] = []
         self.nbytes = 0
@@ -232,7 +232,7 @@ class NativeLoader:
             except BaseException as exc:  # handed to the consumer, which raises it
                 slot.fail(exc)
 
-    def _submit(self, batch_ids: np.ndarray) -> _Slot | _Queued:
+    def _submit(self, batch_ids: np.ndarray) -> _Slot | _Queued | NamedBatch:
         """Queue a batch: a whole-batch item for formats read a batch at once, else one item
         per share of it (consecutive samples, ``_share_of`` shares), one hand-off per share
         instead of one per sample."""
@@ -240,15 +240,14 @@ class NativeLoader:
             slot = _Slot(batch_ids, whole=True)
             self._work.put((slot, WHOLE, []))
             return slot
-        ids = batch_ids.tolist()
         if self._queue is not None:  # one submission; each thread takes ``_chunk`` at a time
             chunk = min(self._chunk, self._samples_per_item or 1)
-            if self._named is not None:
+            if self._named is not None:  # the indices as they are (an int64 array)
                 names, size = self._named
-                return _Queued(batch_ids, NamedBatch(self.reader, self._queue, names, ids, size,
-                                                     chunk))
-            return _Queued(batch_ids, self.reader.start_many(ids, self._queue, self._pool,
-                                                             chunk))
+                return NamedBatch(self.reader, self._queue, names, batch_ids, size, chunk)
+            return _Queued(batch_ids, self.reader.start_many(batch_ids.tolist(), self._queue,
+                                                             self._pool, chunk))
+        ids = batch_ids.tolist()
         share = min(-(-len(ids) // self._share_of), self._samples_per_item or len(ids))
         starts = range(0, len(ids), share)
         slot = _Slot(batch_ids, len(starts))
@@ -287,7 +286,7 @@ class NativeLoader:
             cap = ids.size if self._queue is not None else RESERVE_BYTES // self._pool.size
             self._pool.reserve(min(ids.size, (self._ahead + 1) * self.batch_size, cap))
         upcoming = iter(plan)
-        slots: deque[_Slot | _Queued] = deque()
+        slots: deque[_Slot | _Queued | NamedBatch] = deque()
 
         def top_up(ahead: int) -> None:
             while len(slots) < ahead and (following := next(upcoming, None)) is not None:

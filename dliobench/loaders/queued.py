@@ -82,32 +82,37 @@ def file_names(reader: SampleReader) -> tuple[object, int] | None:
 class NamedBatch:
     """One-sample files of one size submitted by index (``ReadQueue.submit_named``): the
     reader threads name them, read them into the rows of one block and check them against
-    the size's template. ``batch`` takes the samples: views of the block's rows when all
-    passed (one array per batch, no Python per sample but the list), else each through
+    the size's template. ``wait`` takes the samples: one 2-D view of the block, a row per
+    sample, when all passed (no Python per sample), else each through
     ``SampleReader.finish`` as ``read_many``'s results (the first file of a size, a damaged
-    one: decoded by its format, which words its error)."""
+    one: decoded by its format, which words its error). Also the native loader's slot for
+    the batch (``wait``, ``take``, ``abandon``)."""
 
-    __slots__ = ("ids", "queue", "reader", "size", "template", "ticket")
+    __slots__ = ("ids", "nbytes", "queue", "reader", "samples", "size", "template", "ticket")
 
     def __init__(self, reader: SampleReader, queue: checked_reads.ReadQueue, names: object,
-                 ids: list[int], size: int, chunk: int) -> None:
-        self.reader, self.queue, self.ids, self.size = reader, queue, ids, size
+                 ids: np.ndarray | list[int], size: int, chunk: int) -> None:
+        self.reader, self.queue, self.size = reader, queue, size
+        self.ids = np.asarray(ids, dtype=np.int64)
         self.template = reader.templates.get(size)
-        self.ticket = queue.submit_named(names, ids, size, self.template, chunk)
+        self.ticket = queue.submit_named(names, self.ids, size, self.template, chunk)
+        self.samples: list[np.ndarray] | np.ndarray = []
+        self.nbytes = 0
 
-    def batch(self) -> tuple[list[np.ndarray], int]:
-        """The samples, in order, and the bytes read for them."""
-        block, results, passed, misses = self.queue.wait(self.ticket)
-        reader, n, template = self.reader, len(self.ids), self.template
+    def wait(self) -> None:
+        """Block until every file is read; raise the first error (in words, read again)."""
+        block, results, passed, misses, nbytes = self.queue.wait(self.ticket)
+        reader, n, template = self.reader, len(results), self.template
         stride = -(-self.size // PAGE) * PAGE
         rows = np.frombuffer(block, np.uint8).reshape(n, stride) if n else None
         if not misses and template is not None and rows is not None \
                 and not reader.resize_bytes and reader.sample_crcs is None:
-            return list(rows[:, template[5]:template[6]]), sum(results)
+            self.samples, self.nbytes = rows[:, template[5]:template[6]], nbytes
+            return
         view = memoryview(block)
         out: list[np.ndarray] = []
-        nbytes = 0
-        for i, (sample_id, got) in enumerate(zip(self.ids, results, strict=True)):
+        total = 0
+        for i, (sample_id, got) in enumerate(zip(self.ids.tolist(), results, strict=True)):
             whole: tuple[np.ndarray, int] | tuple[memoryview, int] | None = None
             if passed[i] and template is not None and rows is not None:
                 whole = rows[i, template[5]:template[6]], got
@@ -115,9 +120,21 @@ class NamedBatch:
                 whole = view[i * stride:i * stride + got], got
             sample, count = reader.finish(sample_id, reader.keys[sample_id], whole)
             out.append(sample)
-            nbytes += count
-        return out, nbytes
+            total += count
+        self.samples, self.nbytes = out, total
 
-    def cancel(self) -> None:
+    def take(self) -> tuple[int, list[np.ndarray] | np.ndarray]:
+        """Bytes read and the samples (a list, or one array a row per sample), handed over:
+        no reference kept."""
+        samples, self.samples = self.samples, []
+        return self.nbytes, samples
+
+    def batch(self) -> tuple[list[np.ndarray] | np.ndarray, int]:
+        """The samples, in order, and the bytes read for them."""
+        self.wait()
+        nbytes, samples = self.take()
+        return samples, nbytes
+
+    def abandon(self) -> None:
         """Leave the files no thread has started unread."""
         self.queue.cancel(self.ticket)

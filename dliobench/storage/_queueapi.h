@@ -31,18 +31,20 @@ static PyObject *queue_submit_named(ReadQueue *q, PyObject *args)
 {
     PyObject *names, *ids, *template;
     Py_ssize_t size, chunk = 1;
-    if (!PyArg_ParseTuple(args, "O!O!nO|n", &NamesType, &names, &PyList_Type, &ids, &size,
-                          &template, &chunk))
+    if (!PyArg_ParseTuple(args, "O!OnO|n", &NamesType, &names, &ids, &size, &template, &chunk))
+        return NULL;
+    Py_ssize_t n = named_count(ids);
+    if (n < 0)
         return NULL;
     if (size < 0) {
         PyErr_SetString(PyExc_ValueError, "submit_named: a size is 0 or more");
         return NULL;
     }
     queue_drain(q);
-    Ticket *t = ticket_new(PyList_GET_SIZE(ids), chunk, 1);
+    Ticket *t = ticket_new(n, chunk, 1);
     if (t == NULL)
         return NULL;
-    if (!named_hold(&t->b, names, ids, size, template, (PyObject *)q, &q->blocks)) {
+    if (!named_hold(&t->b, names, ids, n, size, template, (PyObject *)q, &q->blocks)) {
         Py_DECREF(t);
         return NULL;
     }
@@ -153,8 +155,9 @@ static PyMethodDef queue_methods[] = {
      "submit_named(names, ids, size, template, chunk=1) -> Ticket\n\nQueue a batch of files "
      "named names(i) for each index i of ids, every one `size` bytes, read into the rows of "
      "one page-aligned Block (each row `size` rounded up to 4096 bytes) and checked against "
-     "the one template (None: none passes). wait() then gives (block, results, passed, "
-     "misses): per file the bytes read or -errno, and a byte per file, 1 if it passed."},
+     "the one template (None: none passes); ids: a list of ints or an int64 array. wait() "
+     "then gives (block, results, passed, misses, nbytes): per file the bytes read or "
+     "-errno, a byte per file, 1 if it passed, how many did not, and the bytes read."},
     {"serve", (PyCFunction)queue_serve, METH_NOARGS,
      "serve() -> None\n\nRead queued tickets' files, oldest first, without the GIL, until "
      "close(). While reads come from the page cache, threads beyond the first `cpus` to "

@@ -105,13 +105,27 @@ def test_a_named_batch_is_read_manys(tmp_path: Path, fmt: str, served: ReadQueue
     first, nbytes = NamedBatch(reader, served, names, ids, size, 2).batch()
     assert reader.templates.get(size) is not None
     assert nbytes == sum(n for _, n in want) == 12 * size
+    assert isinstance(first, list)
     for chunk in (1, 5, 12):  # with the template: every file checked in C, a row each
-        got, nbytes = NamedBatch(reader, served, names, ids, size, chunk).batch()
+        index = np.array(ids) if chunk == 5 else ids  # the loader's int64 array, or a list
+        got, nbytes = NamedBatch(reader, served, names, index, size, chunk).batch()
         assert nbytes == 12 * size
+        assert isinstance(got, np.ndarray) and got.shape == (12, want[0][0].size)  # one view
         data_start = reader.templates[size][5]  # type: ignore[index]
         for sample, (expected, _), before in zip(got, want, first, strict=True):
             assert np.array_equal(sample, expected) and np.array_equal(before, expected)
             assert sample.ctypes.data % 4096 == data_start % 4096  # rows start on a page
+
+
+def test_indices_are_a_list_or_an_int64_array(served: ReadQueue) -> None:
+    names = _readfiles.Names("/nowhere/", "img", 0, "npz")
+    for wrong in (np.arange(3, dtype=np.int32), np.zeros((2, 2), np.int64), "012", 7):
+        with pytest.raises(TypeError, match="a list or an int64 array"):
+            served.submit_named(names, wrong, 10, None)
+    with pytest.raises(ValueError, match="negative"):
+        served.submit_named(names, np.array([3, -1]), 10, None)
+    ticket = served.submit_named(names, np.array([3, 4]), 10, None)
+    assert served.wait(ticket)[1:] == ([-2, -2], bytes(2), 2, 0)  # ENOENT each, none read
 
 
 def test_a_damaged_or_missing_file_is_named_in_the_formats_words(tmp_path: Path,
@@ -137,11 +151,12 @@ def test_a_cancelled_named_batch_is_not_read(tmp_path: Path) -> None:
     names, size = file_names(reader)  # type: ignore[misc]
     queue = ReadQueue()
     batch = NamedBatch(reader, queue, names, list(range(12)), size, 1)
-    batch.cancel()
+    batch.abandon()
     threads = _serve(queue, 2)  # serving starts after the cancel: nothing is read
     try:
-        _, results, passed, misses = queue.wait(batch.ticket)
+        _, results, passed, misses, nbytes = queue.wait(batch.ticket)
         assert misses == 12 and set(results) == {-125} and passed == bytes(12)  # ECANCELED
+        assert nbytes == 0
     finally:
         _close(queue, threads)
 
