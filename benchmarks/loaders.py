@@ -1,7 +1,7 @@
 """Each loader against a compiled ceiling on the same page-cached dataset (compute 0).
 
 Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
-       [--epochs 2] [--shapes "64 KiB" "16 MiB"] [--fresh]
+       [--epochs 2] [--shapes "64 KiB" "16 MiB"] [--fresh] [--vm-state as-is|fresh]
        [--format npz|npy|tfrecord] [--loaders native pytorch idiomatic-pytorch dali ...]
 
 For small (64 KiB) and large (16 MiB) samples, one per file (npz by default; tfrecord shows
@@ -18,8 +18,11 @@ sample, which machine load disturbs less than rates, and the minor page faults o
 tree per sample), and the pipelines a user would write with the same library and settings
 (``idiomatic.py``: idiomatic-pytorch, idiomatic-dali on npz and npy; idiomatic-tensorflow on
 tfrecord), and floor-pytorch: that DataLoader handing over unread arrays (PyTorch's own
-limit). Prints medians, the ratio to the faster compiled ceiling and each dliobench loader's
-ratio to its library's idiomatic pipeline as a markdown table. Data is deleted afterwards.
+limit). ``--vm-state fresh`` starts every contender in a freshly booted VM's memory
+(``vmstate.py``: each page it touches first is a fault in the host too) and says under the
+table what a page's first touch cost. Prints medians, the ratio to the faster compiled
+ceiling and each dliobench loader's ratio to its library's idiomatic pipeline as a markdown
+table. Data is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent  # the tree this script belongs to
 sys.path.insert(0, str(ROOT))  # its dliobench, not the one an editable install points at
 
 import ceilings  # noqa: E402  # benchmarks/ceilings.py, beside this script
+import vmstate  # noqa: E402
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
@@ -53,6 +58,8 @@ DEFAULT_LOADERS = [name for name in LOADERS if name not in (
 FORMAT = ["npz"]
 FRESH = [False]  # --fresh: the compiled ceiling into fresh memory too
 EPOCHS = [2]  # --epochs: passes over the files by every contender, the raw read too
+VM_FRESH = [False]  # --vm-state fresh: each contender starts in a freshly booted VM's memory
+NOTES: list[str] = []  # said under the table
 IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
 
 
@@ -74,7 +81,10 @@ def common(folder: Path, size: int, files: int, threads: int) -> list[str]:
 
 
 def warm(train: Path) -> list[Path]:
-    """Read every file once so all runs start from the page cache."""
+    """Read every file once so all runs start from the page cache (``--vm-state fresh``:
+    first give the host back every page the guest can free, ``vmstate.make_fresh``)."""
+    if VM_FRESH[0]:
+        vmstate.make_fresh()
     paths = sorted(p for p in train.rglob(f"*.{FORMAT[0]}"))
     for path in paths:
         path.read_bytes()
@@ -113,19 +123,28 @@ def child_faults() -> int:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
 
 
-def ceiling_rows(paths: list[Path], threads: int) -> list[tuple[str, Rates, float]]:
-    """The ceilings of one repetition: (name, rates, minor faults per sample or nan)."""
+def ceiling_rows(train: Path, paths: list[Path], threads: int
+                 ) -> list[tuple[str, Rates, float]]:
+    """The ceilings of one repetition: (name, rates, minor faults per sample or nan); with
+    ``--vm-state fresh`` each starts in a fresh VM's memory."""
     batch, prefetch = 8, 4  # as ``common``
-    rows = [(CEILING, *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0]))]
+    contenders: list[tuple[str, Callable[[], tuple[Rates, float]]]] = [
+        (CEILING, lambda: ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0]))]
     if FORMAT[0] == "npz":  # the reader's own work besides: headers and the member's CRC-32
-        rows.append((NPZ_READER, *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0],
-                                                   checked=True)))
+        contenders.append((NPZ_READER, lambda: ceilings.compiled(
+            paths, threads, batch, prefetch, EPOCHS[0], checked=True)))
     if FRESH[0]:
-        rows.append(("compiled, fresh memory",
-                     *ceilings.compiled(paths, threads, batch, prefetch, EPOCHS[0], True)))
-    rows.append(("python pool", python_pool(paths, threads), math.nan))
+        contenders.append(("compiled, fresh memory", lambda: ceilings.compiled(
+            paths, threads, batch, prefetch, EPOCHS[0], True)))
+    contenders.append(("python pool", lambda: (python_pool(paths, threads), math.nan)))
     if shutil.which("fio"):
-        rows.append(("fio", ceilings.fio(paths, threads, EPOCHS[0], False), math.nan))
+        contenders.append(("fio", lambda: (ceilings.fio(paths, threads, EPOCHS[0], False),
+                                           math.nan)))
+    rows = []
+    for name, measure_one in contenders:
+        if VM_FRESH[0]:
+            warm(train)
+        rows.append((name, *measure_one()))
     return rows
 
 
@@ -164,11 +183,16 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
     folder = root / shape.replace(" ", "")
     overrides = common(folder, size, files, threads)
     dliobench("generate", "--yes", "workloads/default.yaml", *overrides)
+    if VM_FRESH[0]:
+        vmstate.make_fresh()
+    first, recycled = vmstate.touch_costs()
+    NOTES.append(f"{shape}: new memory {first:.2f} us per page on first touch, {recycled:.2f} "
+                 "us recycled (MADV_DONTNEED), before the runs")
     paths = warm(folder / "train")
     results: dict[str, list[Rates]] = {}
     faults: dict[str, list[float]] = {}
     for _ in range(reps):  # alternate, so drifts in machine load hit every contender
-        for name, got, per in ceiling_rows(paths, threads):
+        for name, got, per in ceiling_rows(folder / "train", paths, threads):
             results.setdefault(name, []).append(got)
             if not math.isnan(per):
                 faults.setdefault(name, []).append(per)
@@ -211,13 +235,17 @@ def main() -> None:
                              "about half a second of reading, where start-up weighs)")
     parser.add_argument("--fresh", action="store_true",
                         help="also the compiled ceiling reading into fresh memory per item")
+    parser.add_argument("--vm-state", choices=("as-is", "fresh"), default="as-is",
+                        help="fresh: before each contender, give the host back every page the "
+                        "guest can free and wait for it (benchmarks/vmstate.py), so the run "
+                        "touches memory as on a freshly booted VM (root only)")
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--loaders", nargs="+", choices=LOADERS,
                         help=f"default: {' '.join(DEFAULT_LOADERS)} (npy, tfrecord: and "
                         "dali-reader; tfrecord: idiomatic-tensorflow, no other idiomatic)")
     args = parser.parse_args()
     args.root = args.root.resolve()  # the runs start in the tree's folder
-    FORMAT[0], FRESH[0] = args.format, args.fresh
+    FORMAT[0], FRESH[0], VM_FRESH[0] = args.format, args.fresh, args.vm_state == "fresh"
     EPOCHS[0] = args.epochs
     LOADERS[:] = args.loaders or [name for name in LOADERS if (
         name != "dali-reader" or args.format != "npz") and (
@@ -229,7 +257,7 @@ def main() -> None:
     print(f"# loaders vs the compiled ceiling, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{platform.node()}, tree {ROOT}, "
           f"{os.cpu_count()} CPUs, load {load:.1f}, {args.reps} reps, {args.threads} threads, "
-          f"{args.format}, {args.epochs} epochs\n")
+          f"{args.format}, {args.epochs} epochs, memory {args.vm_state}\n")
     print("| sample | reader | samples/s | MB/s | ratio to compiled ceiling (faster of "
           "read_files loop, fio) | "
           "ratio to idiomatic | CPU ms/sample | minor faults/sample |")
@@ -238,6 +266,7 @@ def main() -> None:
         for shape in args.shapes:
             for row in measure(shape, args.root, args.reps, args.threads):
                 print(row, flush=True)
+        print("", *NOTES, sep="\n")
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
 
