@@ -75,13 +75,17 @@ def served() -> Iterator[ReadQueue]:
     _close(queue, threads)
 
 
-@pytest.mark.parametrize("folders", [0, 3])
+@pytest.mark.parametrize("folders", [0, 1, 3, 10_000])
 def test_names_made_in_c_are_the_layouts(folders: int) -> None:
     names = checked_reads.names("/data/train/", "img", folders, "npz")
-    for i in (0, 1, 7, 9_999_999, 12_345_678):
+    for i in (0, 1, 7, 10, 9_999, 10_000, 9_999_999, 10_000_000, 12_345_678, 2**62):
         assert names(i) == _name("/data/train/", "img", folders, "npz", i)  # type: ignore[misc]
     with pytest.raises(ValueError, match="negative"):
         names(-1)  # type: ignore[misc]
+    fits = checked_reads.names("/" + "x" * 4070, "i", 0, "npz")  # 4,084 bytes and the NUL
+    assert fits(1) == "/" + "x" * 4070 + "i_0000001.npz"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="too long"):
+        checked_reads.names("/" + "x" * 4090, "i", 0, "npz")(1)  # type: ignore[misc]
 
 
 def test_the_readers_names_are_its_backends_paths(tmp_path: Path) -> None:
