@@ -32,8 +32,12 @@ def make_fresh(settle_s: float = SETTLE_S) -> None:
     """Give the host back every page the guest can free: page cache, and free memory
     compacted into whole reporting blocks; then wait for the report."""
     os.sync()
-    (VM / "drop_caches").write_text("3\n")
-    (VM / "compact_memory").write_text("1\n")
+    try:
+        (VM / "drop_caches").write_text("3\n")
+        (VM / "compact_memory").write_text("1\n")
+    except OSError as exc:
+        raise SystemExit(f"a fresh VM's memory cannot be made here ({exc.strerror}: "
+                         f"{exc.filename}): run as root, or without --vm-state fresh") from None
     time.sleep(settle_s)
 
 
