@@ -164,7 +164,8 @@ static PyMethodDef queue_methods[] = {
      "serve wait as spares; a read that waits for the device sets `blocking` and wakes them."},
     {"wait", (PyCFunction)queue_wait, METH_O,
      "wait(ticket) -> (list, misses)\n\nread_checked's results for the ticket once it is "
-     "read (cancelled or closed before it was read: every file -ECANCELED). Releases the GIL "
+     "read; a submit_named() ticket's: (block, results, passed, misses, nbytes) (cancelled "
+     "or closed before it was read: every file -ECANCELED). Releases the GIL "
      "while waiting; Python's signal handlers run every 50 ms. While threads serve the "
      "queue and reads come from the page cache, it reads untaken files itself (the oldest "
      "first) rather than sleep."},

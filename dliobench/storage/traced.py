@@ -27,10 +27,10 @@ class TracedBackend:
         self.inner, self.writer, self.requests = inner, writer, requests
 
     def __getattr__(self, name: str) -> Any:
-        # read_checked, submit_checked (the C queue's threads): a traced run's files go
-        # through read_wholes, traced
+        # read_checked, submit_checked, names (the C queue's threads, which name files
+        # themselves): a traced run's files go through read_wholes, traced
         if name.startswith("__") or name in ("inner", "writer", "requests", "read_checked",
-                                             "submit_checked"):
+                                             "submit_checked", "names"):
             raise AttributeError(name)
         if name == "read_wholes":
             if self.requests is not None or not hasattr(self.inner, name):

@@ -93,6 +93,7 @@ def test_our_trace_is_read_as_dftracer_and_replays_exact_requests(tmp_path: Path
     assert callable(plain.read_wholes)  # type: ignore[attr-defined]
     # reads the tracer would not see: checked in C, or by the C queue's threads
     assert not hasattr(plain, "read_checked") and not hasattr(plain, "submit_checked")
+    assert not hasattr(plain, "names")  # files named and read by index in C
     assert not hasattr(TracedBackend(object(), None, None), "read_wholes")  # type: ignore[arg-type]
 
 
