@@ -13,7 +13,7 @@ TORCH := torch==2.13.0
 .PHONY: run test lint clean-data help slurm-for-tests
 
 help:
-	@echo "make run   - install the core into .venv and run workloads/default.yaml"
+	@echo "make run   - install the core (with torch and mpi) into .venv and run workloads/default.yaml"
 	@echo "make test  - install all extras into .venv, run ruff, mypy and pytest"
 
 $(BIN)/python:
@@ -23,8 +23,10 @@ $(BIN)/python:
 # the C extension is built by pip: a changed source rebuilds it
 EXT := setup.py $(wildcard dliobench/storage/*.c dliobench/storage/*.h)
 
+# the core plus the torch and mpi extras: the README's quick start (the pytorch loader, the
+# bundled mpiexec) works right after `make run`
 $(VENV)/.core: pyproject.toml $(EXT) | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[torch,mpi]' $(TORCH)
 	touch $@
 
 $(VENV)/.all: pyproject.toml $(EXT) | $(BIN)/python

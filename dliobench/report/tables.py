@@ -17,7 +17,7 @@ from dliobench.report.factors import differing_keys, factors_of, flatten
 from dliobench.report.labels import run_labels
 from dliobench.report.runs import Run, RunSet
 from dliobench.results.schema import RunResult
-from dliobench.results.storage_reads import made_storage_reads_by, page_cache_possible
+from dliobench.results.storage_reads import page_cache_possible, read_origin
 from dliobench.results.verdict import verdict_words
 
 # Keys that differ between runs without changing what was measured (``accelerators`` holds
@@ -85,12 +85,10 @@ def _straggler_nodes(result: RunResult) -> dict[str, str]:
 
 
 def _storage_words(result: RunResult) -> str:
-    """The run's console line "reads from storage": ``yes (evicted)``, ``not ensured``, or
-    empty when it measured no reads."""
-    possible = page_cache_possible(result)
-    if possible is None:
-        return ""
-    return "not ensured" if possible else f"yes ({made_storage_reads_by(result)})"
+    """The run's console line "reads from storage" (``results.storage_reads``, the one
+    rule): ``yes (evicted)``, ``partly: ...``, ``not ensured ...``, or empty when it measured
+    no reads."""
+    return read_origin(result).words()
 
 
 def _checkpoint_rates(ckpt: dict[str, Any]) -> dict[str, float | None]:

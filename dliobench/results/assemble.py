@@ -23,6 +23,7 @@ from dliobench.results.schema import (
     RunMetrics,
     RunResult,
 )
+from dliobench.results.storage_reads import dataset_origin
 from dliobench.results.verdict import Bar, time_shares, verdict
 from dliobench.storage.latency import LatencyLog
 from dliobench.storage.location import is_url
@@ -144,9 +145,6 @@ def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
     (where the bytes came from, rather than where they could have).
     """
     odirect = config.reader.odirect
-    # MLPerf Storage's rule: a dataset of at least 5x the hosts' memory keeps the cache
-    # marginal (``host_memory``: every machine's, once; dataset.datasize cites upstream).
-    small = dataset_bytes < 5 * host_memory
     readahead = max(1, batches_ahead(config)) + 1
     share = min(1.0, readahead / min_counted_steps) if min_counted_steps else None
     out: Honesty = {
@@ -154,16 +152,20 @@ def honesty(config: Config, dataset_bytes: int, host_memory: int, evicted: bool,
         "window_too_short": share is not None and share > READAHEAD_SHARE_WARN,
         "dataset_bytes": dataset_bytes,
         "host_memory_bytes": host_memory,
+        # MLPerf Storage's rule: a dataset of at least 5x the hosts' memory keeps the cache
+        # marginal (``host_memory``: every machine's, once; dataset.datasize cites upstream)
         "dataset_to_memory_ratio": dataset_bytes / host_memory if host_memory else None,
         "odirect": odirect,
         "evicted": evicted,
-        # an object store's reads never come from this host's page cache (its server's
-        # memory is another matter: the console says so)
-        "page_cache_possible": not odirect and not evicted and small
-        and not is_url(config.dataset.data_folder),
+        "page_cache_possible": True,  # decided below, by the one rule
         "data_origin": data_origin(config),
     }
     out.update(cast(Honesty, reads or device_reads([], 0)))
+    # results.storage_reads decides, from the read mode and the measured device share, as
+    # every output does (an object store's reads never come from this host's page cache;
+    # its server's memory is another matter: the console says so)
+    origin = dataset_origin(dict(out), is_url(config.dataset.data_folder))
+    out["page_cache_possible"] = bool(origin.page_cache_possible)
     return out
 
 

@@ -8,23 +8,24 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.base.units import size_text
+from dliobench.results.figures import text
 from dliobench.results.schema import RunResult
-from dliobench.results.storage_reads import made_storage_reads_by
+from dliobench.results.storage_reads import read_origin
 
 
-def _gbps(x: float | None) -> str:
-    return "n/a" if x is None else f"{x / 1e9:,.3f} GB/s"
-
-
-def _op_line(op: dict[str, Any]) -> str:
-    """One line per direction: MLPerf's figures first, then ours."""
+def _op_line(result: RunResult, name: str, op: dict[str, Any]) -> str:
+    """One line per direction: MLPerf's figures first, then ours, then DLIO's (GiB/s)."""
+    dlio = {"write": "save", "read": "load"}[name]
     return (f"{op['count']} x {size_text(op['bytes_per_checkpoint'])}: duration (slowest rank) "
-            f"{op['duration_s_mean']:.3f} s, throughput (slowest rank) "
-            f"{_gbps(op['throughput_bytes_per_s_mean'])}; aggregate "
-            f"{_gbps(op['aggregate_bytes_per_s'])}"
-            f" (p50 {_gbps(op['aggregate_bytes_per_s_p50'])}, p99 "
-            f"{_gbps(op['aggregate_bytes_per_s_p99'])}); rank time p50 {op['rank_s_p50']:.3f} s,"
-            f" p99 {op['rank_s_p99']:.3f} s")
+            f"{text(f'ckpt_{name}_duration_s', result)}, throughput (slowest rank) "
+            f"{text(f'ckpt_{name}_slowest_rank_GB_per_s', result)}; aggregate "
+            f"{text(f'ckpt_{name}_aggregate_GB_per_s', result)}"
+            f" (p50 {text(f'ckpt_{name}_aggregate_p50_GB_per_s', result)}, p99 "
+            f"{text(f'ckpt_{name}_aggregate_p99_GB_per_s', result)}); rank time p50 "
+            f"{op['rank_s_p50']:.3f} s,"
+            f" p99 {op['rank_s_p99']:.3f} s; DLIO's summary.json "
+            f"{dlio}_checkpoint_io_mean_GB_per_second "
+            f"{text(f'{dlio}_checkpoint_io_mean_GB_per_second', result)} (DLIO's \"GB\" is GiB)")
 
 
 def layout_line(layout: dict[str, Any]) -> str:
@@ -57,11 +58,12 @@ def print_checkpoint_summary(result: RunResult, run_dir: str,
                   f"{ckpt['file_format']} format, fsync {'on' if ckpt['fsync'] else 'off'}")
     for op in ("write", "read"):
         if ckpt.get(op):
-            table.add_row(op, _op_line(ckpt[op]))
+            table.add_row(op, _op_line(result, op, ckpt[op]))
     if ckpt.get("read"):
-        how = made_storage_reads_by(result)
-        table.add_row("reads from storage", f"yes ({how})" if how else
-                      "[red]NOT ensured[/]: may have come from the page cache")
+        origin = read_origin(result)
+        words = origin.words()
+        table.add_row("reads from storage", words if origin.state == "storage" else
+                      f"[red]{words}[/]")
     console.print(table)
     console.print(f"results: {run_dir}/result.json", soft_wrap=True, highlight=False)
     for warning in result.get("warnings", []):

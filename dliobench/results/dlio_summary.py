@@ -32,11 +32,13 @@ Where we differ from DLIO, our own top-level ``dliobench`` section says so (docs
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from dliobench.results.kv_summary import kv_summary
+from dliobench.results.schema import RunResult
+from dliobench.results.storage_reads import page_cache_possible
 
 SUMMARY_NAME = "summary.json"
 GIB = 1024**3
@@ -149,20 +151,19 @@ def ours(result: dict[str, Any]) -> dict[str, Any]:
         "dliobench_version": result.get("dliobench_version"),
         "host_figures": "rank 0's host" + (f", repeated for each of {hosts} hosts"
                                            if hosts > 1 else ""),
-        "page_cache_possible": (result.get("honesty") or {}).get("page_cache_possible"),
+        "page_cache_possible": page_cache_possible(cast(RunResult, result)),
     }
     if config["workflow"].get("train"):
         metric = config["metric"]
-        epochs, _, _, measured = _per_epoch(result)
-        io_mean, io_std = _spread([b / MIB for b in measured])
+        epochs, _, _, _ = _per_epoch(result)
+        # read_MB_per_second and read_MiB_per_second: the bytes the loader read, as the
+        # console prints them, filled in from results.figures by the writer (files.py)
         out.update({
             "epochs_in_metric": epochs,
             "counted_steps": (f"each epoch's steps but its first "
                               f"{metric['exclude_start_steps']} and last "
                               f"{metric['exclude_end_steps']} (metric.exclude_*_steps); AU "
-                              "and samples/s over the same window"),
-            "train_io_read_mean_MiB_per_second": io_mean,
-            "train_io_read_stdev_MiB_per_second": io_std})
+                              "and samples/s over the same window")})
     if result.get("checkpoint"):
         out["checkpoint_figures"] = ("each checkpoint's bytes summed over ranks, over the "
                                      "slowest rank's time")

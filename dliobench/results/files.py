@@ -132,7 +132,10 @@ def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool
     Under mlpstorage's layout a complete run also gets mlpstorage's metadata file."""
     written = write_json(run_dir / RESULT_NAME, result, replace)
     if written and result.get("status") == "complete":
-        write_json(run_dir / SUMMARY_NAME, dlio_summary(cast(dict[str, Any], result)))
+        from dliobench.results.figures import fill
+
+        write_json(run_dir / SUMMARY_NAME, fill(dlio_summary(cast(dict[str, Any], result)),
+                                                result, SUMMARY_NAME, "dliobench"))
         try:
             write_metadata(run_dir, cast(dict[str, Any], result))
         except OSError as exc:

@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.base.units import size_text
+from dliobench.results.figures import text
 from dliobench.results.schema import RunResult
+from dliobench.results.storage_reads import read_origin
 
 
 def _ms(value: float | None) -> str:
@@ -53,19 +55,22 @@ def print_kvcache_summary(result: RunResult, run_dir: str,
                if kv.get("unfinished_requests") or kv["dropped_requests"] else "")
     table.add_row("requests", f"{kv['total_requests']} served of {kv['scheduled_requests']} "
                   f"scheduled in {kv['elapsed_time']:.2f} s "
-                  f"({kv['requests_per_second']:.1f}/s){stopped}")
+                  f"({text('kv_requests_per_s', result)}){stopped}")
     stats = kv["cache_stats"]
-    table.add_row("throughput", f"{kv['avg_throughput_tokens_per_sec']:,.1f} tokens/s; decode "
+    table.add_row("throughput", f"{text('kv_tokens_per_s', result)}; decode "
                   f"bytes read {stats['decode_bytes_read_gb']:.3f} GB; hit rate "
                   f"{stats['cache_hit_rate'] if stats['cache_hit_rate'] is not None else 'n/a'}")
-    table.add_row("end to end", f"p50 {_ms(kv['end_to_end_latency_ms']['p50'])}, p95 "
-                  f"{_ms(kv['end_to_end_latency_ms']['p95'])}")
+    table.add_row("end to end", f"p50 {text('kv_e2e_p50_ms', result)}, p95 "
+                  f"{text('kv_e2e_p95_ms', result)}")
     for name, tier in kv["tiers"].items():
         if tier["reads"] or tier["writes"]:
             table.add_row(f"{name} tier", _tier_line(tier))
     scaled = kv.get("autoscaling")
     if scaled:
         table.add_row("autoscaling", _scaling_line(scaled))
+    words = read_origin(result).words()
+    if words:
+        table.add_row("reads from storage", words)
     table.add_row("worst rank", f"storage read p95 {_ms(kv['worst_rank_storage_read_p95_ms'])}")
     table.add_row("limited by", f"{kv['verdict']['limiter']}: {kv['verdict']['reason']}")
     console.print(table)

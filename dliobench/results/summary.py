@@ -9,23 +9,17 @@ from rich.table import Table
 
 from dliobench.base.units import size_text
 from dliobench.config.profiles import profile_name
+from dliobench.results.figures import dlio_line, text
 from dliobench.results.schema import RunResult
-from dliobench.results.storage_reads import page_cache_possible
+from dliobench.results.storage_reads import read_origin
 from dliobench.results.verdict import verdict_words
+
+DLIO_TRAINING = ("train_au_mean_percentage", "train_throughput_mean_samples_per_second",
+                 "train_io_mean_MB_per_second")
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f} %"
-
-
-def _rate(x: float | None, unit: str) -> str:
-    return "n/a" if x is None else f"{x:,.1f} {unit}"
-
-
-def _bytes_rate(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x / 1e6:,.1f} MB/s ({x / 2**20:,.1f} MiB/s)"
 
 
 def _ms(x: float | None) -> str:
@@ -70,7 +64,6 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
         print_checkpoint_summary(result, run_dir, console)
         return
     m, cfg = result["metrics"], result["config"]
-    floor = cfg["metric"]["au"]
     table = Table(title=f"dliobench {result['workload']} — run {result['run_id']}",
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -79,8 +72,8 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                   f"({cfg['train']['computation_time']:g} s/batch)")
     table.add_row("loader / format", f"{cfg['reader']['data_loader']} / {cfg['dataset']['format']}"
                   f"{_decoded_by(cfg)}")
-    table.add_row("accelerator utilization", f"{_pct(m['au'])}{_spread(result)} (worst rank "
-                  f"{_pct(m['au_min'])}; floor {_pct(floor)})")
+    table.add_row("accelerator utilization", f"{text('au', result)}{_spread(result)} (worst "
+                  f"rank {text('au_worst_rank', result)}; floor {text('au_floor', result)})")
     verdict = result.get("verdict")
     if verdict:
         colour = {True: "green", False: "red"}.get(verdict["meets_floor"], "yellow")
@@ -88,11 +81,16 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     shares = result.get("time_shares")
     if shares:
         table.add_row("where the time went", ", ".join(
-            f"{name} {100 * share:.1f} %" for name, share in shares.items()))
-    table.add_row("throughput", f"{_rate(m['samples_per_s'], 'samples/s')}, "
-                  f"{_bytes_rate(m['bytes_per_s'])}")
-    table.add_row("wait per step", f"p50 {_ms(m['wait_p50_s'])}, p90 {_ms(m['wait_p90_s'])}, "
-                  f"p99 {_ms(m['wait_p99_s'])}, max {_ms(m['wait_max_s'])}")
+            f"{name} {text(f'time_{name}', result)}" for name in shares))
+    table.add_row("throughput", f"{text('samples_per_s', result)}, "
+                  f"{text('read_MB_per_s', result)} ({text('read_MiB_per_s', result)})")
+    dlio = dlio_line(result, DLIO_TRAINING)
+    if dlio:
+        table.add_row("DLIO's summary.json", f"{dlio} (DLIO's formulas: per-epoch means, "
+                      "nominal record size, MiB)")
+    table.add_row("wait per step", f"p50 {text('wait_p50_ms', result)}, p90 "
+                  f"{text('wait_p90_ms', result)}, p99 {text('wait_p99_ms', result)}, max "
+                  f"{text('wait_max_ms', result)}")
     requests = m.get("requests")
     if requests:
         table.add_row("S3 GETs", f"{requests['requests']:,}; first byte p50 "
@@ -106,6 +104,9 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
     device = _device_reads(result)
     if device:
         table.add_row("read from the device", device)
+    words = read_origin(result).words()
+    if words:
+        table.add_row("reads from storage", words)
     left = m["undelivered_samples"]
     once = {True: "yes", False: "[red]NO[/red]", None: "[yellow]unknown (interrupted)[/]"}[
         m["exactly_once"]]
@@ -148,16 +149,16 @@ def _phases(result: RunResult) -> list[tuple[str, str]]:
     gen = result.get("generation")
     if gen:
         out.append(("generation", f"{gen['files']} files, {size_text(gen['bytes'])} in "
-                    f"{gen['seconds']:.1f} s, {_gb_rate(gen['bytes_per_s'])}"))
+                    f"{gen['seconds']:.1f} s, {text('generation_GB_per_s', result)}"))
     stage = result.get("staging")
     if stage:
         out.append(("staging", f"{stage['files']} files, {size_text(stage['bytes'])} in "
-                    f"{stage['seconds']:.1f} s, {_gb_rate(stage['bytes_per_s'])}"))
+                    f"{stage['seconds']:.1f} s, {text('staging_GB_per_s', result)}"))
     ckpt = result.get("checkpoint")
     if ckpt:
         out.append(("checkpoints", f"{ckpt['count']} x {size_text(ckpt['bytes'] / ckpt['count'])}; "
-                    f"write {_gb_rate(ckpt['write_bytes_per_s'])}, read "
-                    f"{_gb_rate(ckpt['read_bytes_per_s'])}"))
+                    f"write {text('ckpt_write_GB_per_s', result)}, read "
+                    f"{text('ckpt_read_GB_per_s', result)}"))
     return out
 
 
@@ -170,12 +171,8 @@ def _device_reads(result: RunResult) -> str | None:
     nbytes, share = honesty.get("device_read_bytes"), honesty.get("device_read_share")
     if nbytes is None:
         return f"[yellow]{counter}[/]"
-    of = "" if share is None else f" ({100 * share:.1f} % of the bytes delivered)"
+    of = "" if share is None else f" ({text('device_read_share', result)} of the bytes delivered)"
     return f"{nbytes / 1e6:,.1f} MB up to the end of the counted windows{of}; {counter}"
-
-
-def _gb_rate(rate: float | None) -> str:
-    return "n/a" if rate is None else f"{rate / 1e9:,.3f} GB/s"
 
 
 def _print_notes(result: RunResult, console: Console) -> None:
@@ -204,16 +201,17 @@ def _print_notes(result: RunResult, console: Console) -> None:
             "[yellow]note:[/] an object store: this host's page cache does not apply, but the "
             "server may keep objects in its memory; a dataset larger than the server's memory "
             "measures its storage rather than its cache.")
-    share = honesty.get("device_read_share")
-    from_memory = page_cache_possible(result)  # the measured share decides where there is one
-    if share is not None and from_memory:
+    reads = read_origin(result)  # the measured share decides where there is one
+    share = reads.share
+    if share is not None and reads.page_cache_possible:
+        rest = "the reads came" if reads.state == "page cache" else "the rest came"
         console.print(
-            f"[yellow]note:[/] only {share:.1%} of the bytes read came from the storage "
-            "device: the reads came from this host's memory (page cache or a memory file "
-            "system), so the rates are not storage's. Use reader.odirect=true, "
+            f"[yellow]note:[/] only {text('device_read_share', result)} of the bytes read "
+            f"came from the storage device: {rest} from this host's memory (page cache or a "
+            "memory file system), so the rates are not storage's. Use reader.odirect=true, "
             "storage.drop_cache=true or a larger dataset (`dliobench datasize`) to measure "
             "storage.")
-    elif share is None and from_memory:
+    elif share is None and reads.page_cache_possible:
         console.print(
             f"[yellow]note:[/] the dataset ({honesty['dataset_bytes'] / 1e9:.2f} GB) is smaller "
             f"than 5 x the hosts' memory (5 x {honesty['host_memory_bytes'] / 1e9:.1f} GB = "

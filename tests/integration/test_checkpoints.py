@@ -51,7 +51,7 @@ def test_reads_without_eviction_are_flagged(workdir: Path, run_cli: Callable[...
     assert honesty["reads_honest"] is False and honesty["made_honest_by"] is None
     assert any("page cache" in w for w in result["warnings"])
     out = capsys.readouterr().out
-    assert "NOT ensured" in out and "page cache" in out
+    assert "not ensured" in out and "page cache" in out
     assert not (workdir / "ckpt/llama3_8b").exists()  # deleted once measured
     assert run_cli("report", str(workdir / "reports"), "-o", str(workdir / "page")) == 0
     assert (workdir / "page/checkpoints.png").stat().st_size > 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dliobench.report.rules.finding import GUIDELINES_MD, Finding, Rule, finding
 from dliobench.report.rules.subject import Run
+from dliobench.results.storage_reads import read_origin
 
 MODELS = Rule(GUIDELINES_MD, "§2.2.1 models (Table 2)")
 EXECUTION = Rule(GUIDELINES_MD, "§2.2.2 Benchmark Execution")
@@ -62,12 +63,11 @@ def check_fsync(run: Run, division: str) -> Finding:
 
 def check_reads_from_storage(run: Run, division: str) -> Finding:
     """The reads followed a cache drop (eviction) or wrote >= 3x the clients' memory."""
-    honesty = run.result["checkpoint"].get("read_honesty") or {}
-    if not run.result["checkpoint"].get("read"):
+    origin = read_origin(run.result)  # the rule every output prints
+    if origin.state == "no reads":
         return finding("reads from storage", None, run.run_id, "the run read no checkpoint",
                        EXECUTION)
-    how = honesty.get("made_honest_by")
-    return finding("reads from storage", how is not None, run.run_id,
-                   f"reads reached storage ({how})" if how else
+    return finding("reads from storage", origin.state == "storage", run.run_id,
+                   f"reads reached storage ({origin.how})" if origin.state == "storage" else
                    "reads may have come from the page cache: nothing was evicted and less "
                    "than 3x the clients' memory was written", EXECUTION)

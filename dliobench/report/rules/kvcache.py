@@ -11,6 +11,7 @@ from typing import Any
 from dliobench.report.rules.finding import KV_README, Finding, Rule, finding
 from dliobench.report.rules.runset import complete
 from dliobench.report.rules.subject import Run, setup_text
+from dliobench.results.storage_reads import read_origin
 
 OPTIONS_RULE = Rule(KV_README, "MLPerf Submission Guidelines: Options 1-3")
 PARAMETERS = Rule(KV_README, "Critical Parameters (Discovery-Validated)")
@@ -72,13 +73,13 @@ def check_length(run: Run, division: str) -> Finding:
 def check_reads_from_storage(run: Run, division: str) -> Finding:
     """Decode reads reached the storage tier, bypassing the page cache (O_DIRECT or an
     object store)."""
-    summary = run.result["kvcache"]
-    storage = summary["tiers"]["storage"]
-    s3 = str(run.result.get("storage", {}).get("fs_type")) == "s3"
-    ok = storage["read_bytes"] > 0 and (bool(summary.get("direct_io")) or s3)
+    storage = run.result["kvcache"]["tiers"]["storage"]
+    origin = read_origin(run.result)  # the rule every output prints
+    ok = origin.state == "storage"
     said = (f"{storage['read_bytes']:,} bytes read from the storage tier"
-            + (", O_DIRECT" if summary.get("direct_io") else ", S3" if s3 else
-               ", buffered: the page cache may have served them"))
+            + (f", {origin.how}" if ok else
+               ", buffered: the page cache may have served them" if storage["read_bytes"]
+               else ""))
     return finding("reads from storage", ok, run.run_id, said, PARAMETERS)
 
 
