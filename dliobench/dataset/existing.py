@@ -47,6 +47,9 @@ from dliobench.storage.location import is_url
 log = logging.getLogger(__name__)
 NAMES_KEY = f"{FOLDER}/names.txt"
 PER_FILE = "dataset.num_samples_per_file"
+# below this, an npz split's "samples" are no training data (DLRM's, the smallest shipped
+# workload's, are 160 B): a split of shape (1, N) along its last axis, N samples of 1 B
+MIN_SAMPLE_BYTES = 64
 INDEX_ROOT = "dataset-index"  # under output.folder, for data folders we cannot write
 
 
@@ -101,6 +104,7 @@ def adopt(config: Config, world: World, comm: Comm) -> Existing | None:
     assert shared is not None
     params, keys, where = shared
     _check_asked(config, params)
+    _check_split_size(config, params)
     if world.is_root:
         if params.get("split_said"):
             log.info("%s", params["split_said"])
@@ -120,6 +124,23 @@ def asked_split(config: Config) -> Split:
     d = config.dataset
     whole = PER_FILE in config.given and d.num_samples_per_file == 1
     return Split(d.npz_member, None if whole else d.npz_sample_axis)
+
+
+def _check_split_size(config: Config, params: dict[str, Any]) -> None:
+    """Refuse, before any work, an npz split whose samples are too small to be a training
+    sample: a member of shape (1, N) cut along its last axis is N samples of one byte, whose
+    sample order and loader indices outgrow memory (PyTorch's workers reached 6.5 GB each)."""
+    sample = int(params.get("record_length_bytes") or 0)
+    if params.get("format") != "npz" or sample >= MIN_SAMPLE_BYTES:
+        return
+    per_file = int(params["num_samples_per_file"])
+    raise InputError(
+        f"the npz files in {config.dataset.data_folder}, read as "
+        f"{params.get('split_text', 'indexed')}, make {per_file:,} sample(s) of about "
+        f"{sample:,} B per file, smaller than any training sample (under {MIN_SAMPLE_BYTES} B); "
+        "set dataset.num_samples_per_file=1 to read each file's member whole as one sample, "
+        "or dataset.npz_sample_axis (0: along the first axis) / dataset.npz_member to cut "
+        "them otherwise")
 
 
 def _check_asked(config: Config, params: dict[str, Any]) -> None:

@@ -59,12 +59,21 @@ def _read_header(run_dir: Path) -> dict[str, Any]:
 
 def config_from_dict(doc: dict[str, Any]) -> Config:
     """The run's configuration from its resolved (redacted) form in the header."""
-    config, _ = resolve([layer_from_mapping(doc, "the run's journal header")])
-    folder = doc.get("dataset", {}).get("data_folder")
-    if folder and folder != config.dataset.data_folder:  # storage_root was applied already
-        from dataclasses import replace
+    from dataclasses import replace
 
+    dataset = dict(doc.get("dataset") or {})
+    # values a run sets itself that a user may not type: an existing dataset of the user's
+    # own files is read with layout "own" (dataset.existing), which the schema's choices
+    # leave out; resolve with the user's "auto", then put the run's value back
+    layout = dataset.get("layout")
+    if layout == "own":
+        doc = {**doc, "dataset": {**dataset, "layout": "auto"}}
+    config, _ = resolve([layer_from_mapping(doc, "the run's journal header")])
+    folder = dataset.get("data_folder")
+    if folder and folder != config.dataset.data_folder:  # storage_root was applied already
         config = replace(config, dataset=replace(config.dataset, data_folder=folder))
+    if layout == "own":
+        config = replace(config, dataset=replace(config.dataset, layout="own"))
     return config
 
 

@@ -178,3 +178,33 @@ def test_dlio_names_of_2_0_and_of_1_x_are_recognised(tmp_path: Path) -> None:
     np.savez(old, x=np.zeros((4, 4, 1), np.uint8))
     assert wanted(d)
     assert not wanted(replace(d, layout="dliobench"))
+
+
+def test_a_copy_of_dliobenchs_own_npz_split_into_bytes_is_refused_before_any_work(
+        workdir: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 49, item 7: dliobench's own train/*.npz (member x of shape (1, N)) read through
+    --dataset would be N samples of 1 B per file: refused in one sentence naming the split and
+    the keys that change it; the member read whole runs, and its run can be recovered."""
+    import shutil
+
+    from dliobench.results.recover import config_from_dict
+
+    assert run_cli("generate", "default", "dataset.num_files_train=4",
+                   "dataset.record_length_bytes=65536", "dataset.record_length_bytes_stdev=0",
+                   "dataset.data_folder=gen", "--yes", "--no-progress") == 0
+    own = workdir / "own"
+    own.mkdir()
+    for path in (workdir / "gen" / "train").glob("*.npz"):
+        shutil.copy(path, own / path.name)
+    capsys.readouterr()
+    assert run_cli("run", "unet3d", "--dataset", str(own), "--no-progress") == 2
+    said = capsys.readouterr().err.strip()
+    assert "x[..., i] along axis -1" in said and "65,536 sample(s) of about 1 B" in said
+    assert "dataset.num_samples_per_file=1" in said and len(said.splitlines()) == 1
+    assert not (workdir / "reports").exists() or not list((workdir / "reports").iterdir())
+    assert run_cli("run", "unet3d", "--dataset", str(own), "dataset.num_samples_per_file=1",
+                   "reader.batch_size=2", "reader.data_loader=native", "train.epochs=1",
+                   "train.computation_time=0", "--no-progress") == 0
+    result = last_result(workdir / "reports")
+    assert result["config"]["dataset"]["layout"] == "own"
+    assert config_from_dict(result["config"]).dataset.layout == "own"  # recover can start it
