@@ -127,12 +127,15 @@ def asked_split(config: Config) -> Split:
 
 
 def _check_split_size(config: Config, params: dict[str, Any]) -> None:
-    """Refuse, before any work, an npz split whose samples are too small to be a training
-    sample: a member of shape (1, N) cut along its last axis is N samples of one byte, whose
-    sample order and loader indices outgrow memory (PyTorch's workers reached 6.5 GB each)."""
+    """Refuse, before any work, a default npz split whose samples are too small to be a
+    training sample: a member of shape (1, N) cut along its last axis is N samples of one
+    byte, whose sample order and loader indices outgrow memory (PyTorch's workers reached
+    6.5 GB each). A split named on the command line is taken as asked."""
     sample = int(params.get("record_length_bytes") or 0)
     if params.get("format") != "npz" or sample >= MIN_SAMPLE_BYTES:
         return
+    if {"dataset.npz_member", "dataset.npz_sample_axis"} & set(config.given):
+        return  # a split the user asked for by name (labels, say) is theirs
     per_file = int(params["num_samples_per_file"])
     raise InputError(
         f"the npz files in {config.dataset.data_folder}, read as "
