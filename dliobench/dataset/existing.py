@@ -182,8 +182,10 @@ def _open_or_index(config: Config) -> tuple[dict[str, Any], list[str], str]:
         if manifest is None:
             continue
         if manifest.params.get("source") != "existing":
-            raise DatasetError(f"{folder} holds a dataset dliobench generated; run it without "
-                               "dataset.source=existing and dataset.layout=dlio")
+            raise DatasetError(f"{folder} holds a dataset dliobench generated (its manifest "
+                               "is there), not files to index; run the workload on it as "
+                               f"generated, with dataset.data_folder={folder} instead of "
+                               "--dataset")
         if manifest.params.get("format") == "npz" and not _built_for(manifest.params, split):
             log.info("the index in %s was built for another npz split (%s); indexing the "
                      "files again for %s", backend.describe(FOLDER),

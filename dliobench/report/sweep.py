@@ -109,11 +109,17 @@ def _check_fields(path: Path, doc: dict[str, Any], axes: dict[Any, list[Any]]) -
 
 
 def _resolve(sweep_file: Path, workload: Any) -> Path:
-    """A workload path as written, or relative to the repository root (configs/..)."""
+    """A workload path as written, or relative to the repository root (configs/..), or the
+    name of a shipped workload (``default``, ``unet3d``), as ``dliobench run`` takes it."""
     path = Path(str(workload))
-    if not path.is_absolute() and not path.exists():
-        path = sweep_file.parent.parent / path
-    return path
+    if path.is_absolute() or path.exists():
+        return path
+    beside = sweep_file.parent.parent / path
+    if beside.exists() or path.suffix in (".yaml", ".yml"):
+        return beside
+    from dliobench.config.shipped import workload_path
+
+    return workload_path(str(workload))
 
 
 def with_overrides(spec: SweepSpec, overrides: list[str]) -> SweepSpec:

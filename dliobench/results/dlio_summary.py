@@ -25,7 +25,7 @@ What mlpstorage reads of it: mlcommons/storage ``mlpstorage_py/rules/models.py``
 from_dlio_summary_json``: ``host_memory_GB``, ``host_cpu_count``).
 
 Where we differ from DLIO, our own top-level ``dliobench`` section says so (docs/results.md,
-"summary.json"); DLIO fields we cannot fill are null (``host_processor_name``) or left out
+"summary.json"); DLIO fields we cannot fill are left out
 (``host_cpuinfo``, ``host_meminfo``, the ``eval_*`` figures: we run no evaluation).
 """
 
@@ -72,7 +72,8 @@ def _hosts(result: dict[str, Any]) -> dict[str, Any]:
     samples = int(dataset["num_samples_per_file"]) * int(dataset["num_files_train"])
     data_gib = per_node * samples // ranks * int(dataset["record_length_bytes"]) / GIB
     return {"host_cpu_count": [int(machine.get("cpus") or 0)] * hosts,
-            "host_processor_name": None,
+            # DLIO: platform.processor(), a string; ours names the CPU (/proc/cpuinfo)
+            "host_processor_name": machine.get("cpu_model") or "",
             "potential_caching": [1 if memory_gib > data_gib else 0] * hosts,
             "host_memory_GB": [memory_gib] * hosts,
             "data_size_per_host_GB": data_gib}

@@ -18,7 +18,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from dliobench.results.schema_checkpoint import Checkpoint
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 10  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 11  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
@@ -27,6 +27,7 @@ SCHEMA_MINOR = 10  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv count
 # metrics.straggler_nodes; staging.nodes; honesty.host_memory_bytes adds every machine once
 # 1.9: kvcache (a KV-cache run's figures under upstream's names, its tiers and verdict)
 # 1.10: kvcache.autoscaling (--enable-autoscaling: the users' timeline, final and peak users)
+# 1.11: machine.cpu_model; honesty.page_cache_possible from the one rule (results.storage_reads)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -165,6 +166,7 @@ class Machine(TypedDict, total=False):
     host: str
     cpus: int | None
     memory_bytes: int
+    cpu_model: str  # 1.11: /proc/cpuinfo's model name (summary.json's host_processor_name)
     platform: str
     python: str
 

@@ -23,9 +23,26 @@ def machine() -> dict[str, Any]:
         "host": socket.gethostname(),
         "cpus": os.cpu_count(),
         "memory_bytes": host_memory_bytes(),
+        "cpu_model": cpu_model(),
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's name as the kernel gives it (``model name`` in /proc/cpuinfo, or on some
+    architectures ``Processor``/``cpu model``), else ``platform.processor()`` (DLIO's source for
+    ``host_processor_name``, often empty on Linux)."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip().lower() in ("model name", "processor", "cpu model") and \
+                value.strip() and not value.strip().isdigit():
+            return value.strip()
+    return platform.processor()
 
 
 def commit() -> str | None:

@@ -87,6 +87,7 @@ def _before_training(config: Config, warnings: list[str], asked: Asked,
     from dliobench.run.planning import precheck
 
     preflight.check_device(config)
+    preflight.check_dataset_present(config)
     precheck(config, world, generating=False)
     reads = preflight.reads_from_storage(config)
     for sentence in reads.warnings:

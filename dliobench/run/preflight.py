@@ -12,6 +12,7 @@ nor writes gigabytes unasked, nor finds a folder it cannot write after the work 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass, replace
 
@@ -45,6 +46,21 @@ def check_outputs(config: Config, generating: bool) -> None:
     from dliobench.dataset.existing import wanted
 
     check_writable(write_places(config, generating, existing=wanted(config.dataset)))
+
+
+def check_dataset_present(config: Config) -> None:
+    """A training run that may not generate (``workflow.generate_data=false``) needs its data
+    folder: refuse a missing one in one sentence, before any line about its reads and before
+    anything (its lock, its manifest) would create it."""
+    folder = config.dataset.data_folder
+    if not config.workflow.train or config.workflow.generate_data or is_url(folder):
+        return
+    if not os.path.isdir(folder):
+        what = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise ConfigError(f"dataset.data_folder {folder} {what} and workflow.generate_data is "
+                          "false, so there is nothing to read; generate the dataset first "
+                          "(`dliobench generate` with the same workload and overrides) or set "
+                          "workflow.generate_data=true")
 
 
 @dataclass(frozen=True)
