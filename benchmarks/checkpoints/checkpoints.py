@@ -1,7 +1,7 @@
 """dliobench's checkpoint-only workflow (llama3_8b scaled down) against fio and dd writing and
 reading the same bytes on the same disk.
 
-Usage: python benchmarks/checkpoints.py [--scale 0.02] [--reps 7] [--ranks 1 8]
+Usage: python -m benchmarks.checkpoints.checkpoints [--scale 0.02] [--reps 7] [--ranks 1 8]
            [--formats torch raw] [--root /work/bench-ckpt] [--src DIR]
 
 For each launched rank count R and file format: ``mpiexec -n R dliobench run
@@ -42,11 +42,11 @@ import sys
 import time
 from pathlib import Path
 
-import benchinfo
-import dlio_peer
-from benchinfo import run
+from benchmarks.harness import machine
+from benchmarks.harness.machine import run
+from benchmarks.peers import dlio_peer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from dliobench.run.checkpoint.files import READ_BYTES, WRITE_BYTES  # noqa: E402
 
@@ -66,7 +66,7 @@ def fresh_memory() -> None:
     was not enough either: 8 plain Python writer processes, starting 1.3 s after fio would,
     took 2.2-2.5 s where fio's 8 jobs took 1.2-2.0 s; 20 s after the drop both took 3.7-3.9
     s. Waiting puts every contender in one state."""
-    benchinfo.drop_caches()
+    machine.drop_caches()
     time.sleep(SETTLE_S[0])
 
 
@@ -348,11 +348,11 @@ def main() -> None:
             lines += ["", *against_dlio(args, commands)]
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
-    code = list(dict.fromkeys(line for src in args.src for line in benchinfo.code_lines(src)))
-    print("\n".join([*benchinfo.machine_lines(), *code, "",
+    code = list(dict.fromkeys(line for src in args.src for line in machine.code_lines(src)))
+    print("\n".join([*machine.machine_lines(), *code, "",
                      *lines, "", *details, "", "Commands (one repetition each):", "",
                      *[f"    {c}" for c in commands], "", planning_line(),
-                     benchinfo.load_line()]))
+                     machine.load_line()]))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Where a torch-format checkpoint write spends its time: one rank's shard files of
 llama3_8b (scaled), written by dliobench's checkpoint writer in one process, phase by phase.
 
-Usage: python benchmarks/torch_save_phases.py [--scale 0.02] [--reps 3] [--root DIR]
+Usage: python -m benchmarks.checkpoints.torch_save_phases [--scale 0.02] [--reps 3] [--root DIR]
            [--settle 20]
 
 Phases, interleaved in ``--reps`` rounds (the order reversed every other round, so other load
@@ -34,9 +34,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import benchinfo
+from benchmarks.harness import machine
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from dliobench.config.load import load  # noqa: E402
 from dliobench.run.checkpoint.files import ShardWriter  # noqa: E402
@@ -110,7 +110,7 @@ def phases(scale: float, root: Path) -> tuple[int, dict[str, Callable[[], None]]
 
 def timed(go: Callable[[], None], settle: float) -> tuple[float, float, float]:
     """(wall, user CPU, system CPU) seconds of ``go`` after a cache drop and ``settle``."""
-    benchinfo.drop_caches()
+    machine.drop_caches()
     time.sleep(settle)
     before, start = os.times(), time.perf_counter()
     go()
@@ -143,8 +143,8 @@ def main() -> None:
         rounds = ", ".join(f"{gb / r[0]:.2f} at {r[3]:.1f}" for r in rows)
         lines.append(f"| {name} | {gb / med[0]:.3f} | {med[1] / gb:.2f} | {med[2] / gb:.2f} "
                      f"| {rounds} |")
-    print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(str(REPO)), "", *lines,
-                     "", benchinfo.load_line()]))
+    print("\n".join([*machine.machine_lines(), *machine.code_lines(str(REPO)), "", *lines,
+                     "", machine.load_line()]))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Before/after: the same `dliobench run` from two or more source trees, alternating.
 
-Usage: python benchmarks/ab.py --src NAME=DIR [NAME=DIR ...] [--reps 5]
+Usage: python -m benchmarks.compare.ab --src NAME=DIR [NAME=DIR ...] [--reps 5]
        [--shape small|large] [--loaders native pytorch] [--task read|generate]
        [--root /work/bench-ab]
 
@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-import benchinfo
+from benchmarks.harness import machine
 
 SHAPES = {  # bytes per sample, files, batch, epochs
     "small": (65536, 8192, 8, 2),
@@ -42,7 +42,7 @@ def overrides(shape: str, folder: Path, out: Path, loader: str) -> list[str]:
 def run_once(src: str, shape: str, folder: Path, out: Path, loader: str) -> float:
     """samples/s of one run of ``src``'s dliobench."""
     shutil.rmtree(out, ignore_errors=True)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
+    machine.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
                    *overrides(shape, folder, out, loader), "reader.odirect=false"], src=src)
     result = next(out.glob("*/result.json"))
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
@@ -54,10 +54,10 @@ def generate_once(src: str, shape: str, folder: Path) -> float:
     import time
 
     shutil.rmtree(folder, ignore_errors=True)
-    benchinfo.drop_caches()
+    machine.drop_caches()
     size, files, _, _ = SHAPES[shape]
     start = time.perf_counter()
-    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes", "workloads/default.yaml",
+    machine.run([sys.executable, "-m", "dliobench", "generate", "--yes", "workloads/default.yaml",
                    f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
                    f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
                    "--no-progress"], src=src)
@@ -98,7 +98,7 @@ def main() -> None:
         shutil.rmtree(args.root, ignore_errors=True)
     size = SHAPES[args.shape][0]
     print(f"# before/after, {args.shape} samples ({size:,} B), {args.reps} alternating reps\n")
-    print(*benchinfo.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
+    print(*machine.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
           *(f"- {name}: {src}" for name, src in trees.items()), sep="\n")
     unit = "GB/s" if args.task == "generate" else "samples/s"
     print(f"\n| task | tree | {unit} median | range | vs first |")
@@ -111,7 +111,7 @@ def main() -> None:
             med = statistics.median(got)
             print(f"| {loader} | {name} | {med:,.3f} | {min(got):,.3f}-{max(got):,.3f} | "
                   f"{med / base:.3f} |")
-    print("\n" + benchinfo.load_line())
+    print("\n" + machine.load_line())
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Feed the real CLI bad input of every kind and count how it ends.
 
-Usage: python benchmarks/bad_inputs.py [--jobs N] [--timeout S] [--only TEXT] [--keep]
+Usage: python -m benchmarks.faults.bad_inputs [--jobs N] [--timeout S] [--only TEXT] [--keep]
 Each case runs ``python -m dliobench ...`` as a subprocess in a folder of its own under a
 temporary folder: every numeric key negative, of the wrong type and beyond int64, every
 string key with a NUL byte, folder keys empty, defective workload and sweep YAML (syntax,
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from dliobench.config.load import FIELDS, INT64_MAX
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = b"train: {epochs: 1}\n"
 HUGE = str(INT64_MAX * 1000)
 

@@ -7,7 +7,7 @@ manifests) and runs the real CLI as a subprocess with a timeout. Counts per case
 traceback ("Traceback" on stderr), hang (timeout), false success (exit 0 where the case must
 fail). Exits 1 on any traceback, hang or false success.
 
-    .venv/bin/python benchmarks/odd_filesystems.py [-k SUBSTRING] [--timeout S]
+    .venv/bin/python -m benchmarks.faults.odd_filesystems [-k SUBSTRING] [--timeout S]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 LOADERS = ("native", "pytorch", "dali")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # the cases run in their own folders: the CLI is this checkout's
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}

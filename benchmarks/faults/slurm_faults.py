@@ -1,11 +1,13 @@
-"""benchmarks/faults.py's Slurm cases, on the test cluster of tests/slurm/cluster.py (slurmctld
-and two slurmd on 127.0.0.1, started for each case): a job cancelled with ``scancel`` (Slurm
-sends SIGTERM to every task: a time limit does the same), a task SIGKILLed, and ``srun``
-started without a PMI. faults.py lists them where ``slurmctld`` is installed (as root)."""
+"""benchmarks/faults/faults.py's Slurm cases, on the test cluster of tests/slurm/cluster.py
+(slurmctld and two slurmd on 127.0.0.1, started for each case): a job cancelled with
+``scancel`` (Slurm sends SIGTERM to every task: a time limit does the same), a task SIGKILLed,
+and ``srun`` started without a PMI. faults.py lists them where ``slurmctld`` is installed
+(as root)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from faults import Case, Outcome, count, recovered, until, watch_processes
+from benchmarks.faults.case import Case, Outcome, count, recovered, until, watch_processes
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.slurm.cluster import Cluster, running  # the tests' own cluster
 
 SRUN = ["srun", "-n", "2", "--mpi=pmi2", sys.executable, "-m", "dliobench"]
@@ -23,7 +25,7 @@ LONG_RUN = {"train": {"epochs": 2000, "computation_time": 0.005}}
 
 
 def _start(case: Case, cluster: Cluster, argv: list[str]) -> subprocess.Popen[str]:
-    env = {**cluster.env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**cluster.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return subprocess.Popen(argv, cwd=case.dir, env=env, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
 
@@ -111,7 +113,10 @@ def cases(root: Path) -> list[tuple[str, Callable[[], Outcome]]]:
             ("srun without PMI", lambda: without_pmi(root))]
 
 
-if __name__ == "__main__":  # the Slurm cases alone: python benchmarks/slurm_faults.py
+if __name__ == "__main__":  # the Slurm cases alone: python -m benchmarks.faults.slurm_faults
+    if not shutil.which("slurmctld") or os.geteuid() != 0:
+        sys.exit("The Slurm cases need Slurm's slurmctld and slurmd (apt-get install slurm-wlm) "
+                 "and root: run this as root where Slurm is installed.")
     start = time.monotonic()
     for name, run in cases(Path("/tmp/dliobench-slurm-faults")):
         outcome = run()

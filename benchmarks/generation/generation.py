@@ -1,7 +1,7 @@
 """Measure dataset generation throughput against `dd` and DLIO 2.0.0 on one file system.
 
 Usage:
-    python benchmarks/generation.py [--root /work/bench-gen] [--shape unet3d|small|all]
+    python -m benchmarks.generation.generation [--root /work/bench-gen] [--shape unet3d|small|all]
         [--reps 3] [--np 1 2] [--dlio-np 1 2] [--no-dlio] [--quiet-below 0.15] [--json FILE]
         [--src DIR]    # DIR: a `git clone` of the commit to measure (default: installed)
 
@@ -39,11 +39,12 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
-import benchinfo
-import dlio_peer
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.harness import machine
+from benchmarks.peers import dlio_peer
+
+REPO = Path(__file__).resolve().parents[2]
 DD_ARGS = ["bs=4M", "count=512", "oflag=direct"]
 RANDOM_SOURCE = Path(f"/dev/shm/dliobench-gen-random-{os.getpid()}.bin")  # dd random: from RAM
 DLIO_STAMP = r"\[INFO\] (\S+) {}"
@@ -309,7 +310,7 @@ def measure(args: argparse.Namespace, shape: Shape) -> list[Sample]:
             work = Path(args.root) / f"{shape.name}-{name.replace(' ', '').replace('=', '')}-{rep}"
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
-            benchinfo.drop_caches()
+            machine.drop_caches()
             if args.quiet_below < 1:
                 wait_quiet(args.quiet_below, args.quiet_timeout)
             try:
@@ -329,9 +330,9 @@ def measure(args: argparse.Namespace, shape: Shape) -> list[Sample]:
 def machine_info(args: argparse.Namespace, root: Path) -> list[str]:
     """Markdown lines: date, machine, file system, code, load."""
     df = run(["df", "-T", str(root)]).stdout.splitlines()[-1].split()
-    return [*benchinfo.machine_lines(),
+    return [*machine.machine_lines(),
             f"- file system: {root} on {df[0]} ({df[1]}), mounted at {df[-1]}",
-            *benchinfo.code_lines(args.src or REPO), benchinfo.load_line()]
+            *machine.code_lines(args.src or REPO), machine.load_line()]
 
 
 def table(samples: list[Sample]) -> list[str]:

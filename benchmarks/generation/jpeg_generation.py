@@ -1,8 +1,8 @@
 """Measure JPEG generation for retinanet-sized files (322,957 bytes): files/s and MB/s.
 
 Usage:
-    python benchmarks/jpeg_generation.py [--root /tmp/bench-jpeg] [--files 2000] [--reps 3]
-        [--size 322957] [--np 1] [--json FILE]
+    python -m benchmarks.generation.jpeg_generation [--root /tmp/bench-jpeg] [--files 2000]
+        [--reps 3] [--size 322957] [--np 1] [--json FILE]
 
 Per repetition it runs `dliobench generate workloads/retinanet.yaml` into a fresh folder
 (dataset.num_files_train=--files, as one process or under `mpiexec -n N`), times the command
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def encode_rate(size: int, count: int = 50) -> float:

@@ -1,7 +1,7 @@
 """Small-file generation against fio creating and writing the same files on the same disk.
 
 Usage:
-    python benchmarks/small_files.py [--root /work/bench-smallgen] [--files 100000]
+    python -m benchmarks.generation.small_files [--root /work/bench-smallgen] [--files 100000]
         [--reps 3] [--np 1 2] [--fio-jobs 1 2] [--subfolders 0] [--src DIR [DIR ...]]
 
 Per repetition, in a rotating order, it runs (a) `dliobench generate` of ``--files`` npy
@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import benchinfo
-import generation as gen
+from benchmarks.generation import generation as gen
+from benchmarks.harness import machine
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FILE_BYTES = 4096
 SAMPLE_BYTES = FILE_BYTES - 128  # an npy header of a (1, n) uint8 array is 128 bytes
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -83,7 +83,7 @@ def run_dliobench(args: argparse.Namespace, work: Path, ranks: int,
     """(files, wall + sync seconds, logged generation seconds) of one generation."""
     folder = work / "data"
     t0 = time.perf_counter()
-    proc = benchinfo.run(dliobench_cmd(args, folder, ranks), src)
+    proc = machine.run(dliobench_cmd(args, folder, ranks), src)
     seconds = time.perf_counter() - t0 + gen.timed_sync()
     files, nbytes = gen.manifest_totals(folder)
     if files != args.files or nbytes != files * FILE_BYTES:
@@ -119,7 +119,7 @@ def measure(args: argparse.Namespace) -> list[Run]:
             work = Path(args.root) / "run"
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
-            benchinfo.drop_caches()
+            machine.drop_caches()
             busy0, ours0, load = gen.busy_cpu_s(), gen.children_cpu_s(), gen.load1()
             t0 = time.perf_counter()
             try:
@@ -146,10 +146,10 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
     med = {t: statistics.median(r.rate for r in rs) for t, rs in by.items()}
     own = {t: statistics.median(r.files / r.own_s for r in rs) for t, rs in by.items()}
     df = gen.run(["df", "-T", str(args.root)]).stdout.splitlines()[-1].split()
-    out = ["## Small-file generation against fio", "", *benchinfo.machine_lines(),
+    out = ["## Small-file generation against fio", "", *machine.machine_lines(),
            f"- file system: {args.root} on {df[0]} ({df[1]})",
-           *[line for src in args.src for line in benchinfo.code_lines(src)],
-           benchinfo.load_line(), "",
+           *[line for src in args.src for line in machine.code_lines(src)],
+           machine.load_line(), "",
            f"{args.files:,} files of {FILE_BYTES:,} bytes, {args.reps} repetitions; files/s = "
            "files / (wall time of the command + a trailing `sync`); *own figure*: fio's "
            "reported run time, dliobench's logged generation time.", "",

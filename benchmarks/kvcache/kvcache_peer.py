@@ -1,9 +1,10 @@
 """`dliobench kvcache` side by side with upstream's kv-cache.py on two read-capped tiers.
 
 Usage (root; loop devices and the cgroup-v1 blkio controller, see slowdisk.sh):
-  python benchmarks/kvcache_peer.py --upstream /tmp/kvpeer/upstream [--ours /work/wt/kvcache]
-      [--rates 50 200] [--trials 3] [--users 8] [--duration 20] [--cpu-mem-gb 0]
-      [--generation-mode none] [--seed 42] [--root /tmp/kvpeer-bench] [--json OUT.json]
+  python -m benchmarks.kvcache.kvcache_peer --upstream /tmp/kvpeer/upstream
+      [--ours /work/wt/kvcache] [--rates 50 200] [--trials 3] [--users 8] [--duration 20]
+      [--cpu-mem-gb 0] [--generation-mode none] [--seed 42] [--root /tmp/kvpeer-bench]
+      [--json OUT.json]
 
 Upstream is mlcommons/storage kv_cache_benchmark/kv-cache.py at commit
 17335a710fd8d39a2c42fb02bea528fdd9da9669 (the single-file version: every class in one file,
@@ -47,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SLOWDISK = next((p for p in (REPO.parent / "shared" / "tools" / "slowdisk.sh",
                              REPO.parent.parent / "shared" / "tools" / "slowdisk.sh")
                  if p.exists()), REPO.parent / "shared" / "tools" / "slowdisk.sh")

@@ -1,6 +1,6 @@
 """Where the first touch of a run's in-flight memory lands: inside or before the counted window.
 
-Usage: python benchmarks/first_touch.py --src TREE [TREE ...] [--reps 5] [--files 96]
+Usage: python -m benchmarks.loaders.first_touch --src TREE [TREE ...] [--reps 5] [--files 96]
        [--format npz] [--root /tmp/bench-first-touch] [--align]
 
 One dataset of 16 MiB samples (one per file), page-cached; per repetition each tree in turn

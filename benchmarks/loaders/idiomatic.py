@@ -1,8 +1,8 @@
 """The pipelines a user would write with PyTorch, DALI or tf.data on the same files (no
 dliobench).
 
-Usage: python benchmarks/idiomatic.py pytorch|pytorch-floor|dali|tensorflow FOLDER [--batch 8]
-       [--workers 4] [--prefetch 4] [--epochs 2] [--seed 0]
+Usage: python -m benchmarks.loaders.idiomatic pytorch|pytorch-floor|dali|tensorflow FOLDER
+       [--batch 8] [--workers 4] [--prefetch 4] [--epochs 2] [--seed 0]
 
 Run by ``loaders.py`` beside each ``dliobench run``, with the settings dliobench's loaders
 derive from the same workload, so the two differ only in what dliobench adds:

@@ -2,7 +2,7 @@
 for RetinaNet, on our generated 323 KB files.
 
 Usage:
-    python benchmarks/jpeg_decoders.py [--root /tmp/bench-jpegdec] [--files 200] [--reps 3]
+    python -m benchmarks.loaders.jpeg_decoders [--root /tmp/bench-jpegdec] [--files 200] [--reps 3]
         [--seconds 2] [--core 1] [--dali-batch 24]
 
 Generates ``--files`` files of workloads/retinanet.yaml with ``dliobench generate`` (unless
@@ -36,7 +36,7 @@ from dliobench.config.names import DECODER_NAMES
 from dliobench.formats._decoders import decoder_for
 from dliobench.formats.decode_rates import DecodeRate, load_average, measure_all
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 B200_DEMAND = 24 / 0.04755  # images/s: retinanet_b200.yaml@11460d0 (see the docstring)
 
 

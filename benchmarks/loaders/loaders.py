@@ -1,6 +1,6 @@
 """Each loader against a compiled ceiling on the same page-cached dataset (compute 0).
 
-Usage: python benchmarks/loaders.py [--reps 3] [--threads 4] [--root /work/bench-loaders]
+Usage: python -m benchmarks.loaders.loaders [--reps 3] [--threads 4] [--root /work/bench-loaders]
        [--epochs 2] [--shapes "64 KiB" "16 MiB"] [--fresh] [--vm-state as-is|fresh]
        [--format npz|npy|tfrecord] [--loaders native pytorch idiomatic-pytorch dali ...]
 
@@ -43,11 +43,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the tree this script belongs to
+ROOT = Path(__file__).resolve().parents[2]  # the tree this script belongs to
 sys.path.insert(0, str(ROOT))  # its dliobench, not the one an editable install points at
 
-import ceilings  # noqa: E402  # benchmarks/ceilings.py, beside this script
-import vmstate  # noqa: E402
+from benchmarks.loaders import ceilings, vmstate  # noqa: E402
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
 ONLY: list[str] = []
@@ -237,7 +236,7 @@ def main() -> None:
                         help="also the compiled ceiling reading into fresh memory per item")
     parser.add_argument("--vm-state", choices=("as-is", "fresh"), default="as-is",
                         help="fresh: before each contender, give the host back every page the "
-                        "guest can free and wait for it (benchmarks/vmstate.py), so the run "
+                        "guest can free and wait for it (vmstate.py), so the run "
                         "touches memory as on a freshly booted VM (root only)")
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--loaders", nargs="+", choices=LOADERS,

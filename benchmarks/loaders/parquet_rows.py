@@ -1,6 +1,6 @@
 """DLRM rows/s: dliobench's parquet reads against pyarrow's own best scan of the same files.
 
-Usage: python benchmarks/parquet_rows.py [--files 8] [--rows 524288] [--reps 3]
+Usage: python -m benchmarks.loaders.parquet_rows [--files 8] [--rows 524288] [--reps 3]
        [--np 1 2] [--root /work/bench-parquet] [--src DIR [DIR ...]]
 
 One DLRM-shaped dataset (workloads/dlrm.yaml: 160-byte rows of 40 float32 in 3 columns, row
@@ -25,8 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import benchinfo
-import pyarrow.parquet as pq
+from benchmarks.harness import machine
 
 B200_ROWS_PER_S = 16_384 / 0.0005  # dlrm_b200.yaml @ 8349485: batch 16,384, 0.0005 s
 COLUMNS = ["label", "numerical_features", "categorical_features"]
@@ -46,13 +45,14 @@ def ours(folder: Path, out: Path, files: int, rows: int, loader: str, ranks: int
            *shape(folder, files, rows), f"reader.data_loader={loader}", "--output", str(out)]
     if ranks > 1:
         cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), *cmd]
-    benchinfo.run(cmd, src)
+    machine.run(cmd, src)
     result = json.loads(next(out.glob("*/result.json")).read_text())
     return float(result["metrics"]["samples_per_s"])
 
 
 def pyarrow_scan(paths: list[Path], threads: int, how: str, use_threads: bool) -> float:
     """rows/s of pyarrow reading every row of ``paths`` (the three columns)."""
+    import pyarrow.parquet as pq  # the parquet extra: imported when used
 
     def read(path: Path) -> int:
         handle = pq.ParquetFile(path)
@@ -76,14 +76,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--np", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-parquet"))
-    parser.add_argument("--src", nargs="+", default=[str(benchinfo.REPO)],
+    parser.add_argument("--src", nargs="+", default=[str(machine.REPO)],
                         help="dliobench source trees to run (alternating within each rep)")
     args = parser.parse_args()
     shutil.rmtree(args.root, ignore_errors=True)
     data, out = args.root / "data", args.root / "out"
     results: dict[str, list[float]] = {}
     try:
-        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "-y", "workloads/dlrm.yaml",
+        machine.run([sys.executable, "-m", "dliobench", "generate", "-y", "workloads/dlrm.yaml",
                        *shape(data, args.files, args.rows)])
         paths = sorted((data / "train").rglob("*.parquet"))
         nbytes = sum(p.stat().st_size for p in paths)
@@ -107,8 +107,8 @@ def main() -> None:
     best = max(statistics.median(v) for k, v in results.items() if k.startswith("pyarrow"))
     print(f"# DLRM parquet rows/s: {args.files} files x {args.rows:,} rows "
           f"({nbytes / 1e6:,.0f} MB), page-cached, {args.reps} reps\n")
-    code = dict.fromkeys(line for src in args.src for line in benchinfo.code_lines(src))
-    print(*benchinfo.machine_lines(), *code, sep="\n")
+    code = dict.fromkeys(line for src in args.src for line in machine.code_lines(src))
+    print(*machine.machine_lines(), *code, sep="\n")
     print("\n| reader | rows/s median | range | vs pyarrow's best | B200s fed at AU 1 |")
     print("|---|---|---|---|---|")
     for name, got in results.items():
@@ -116,7 +116,7 @@ def main() -> None:
         print(f"| {name} | {med:,.0f} | {min(got):,.0f}-{max(got):,.0f} | {med / best:.2f} | "
               f"{med / B200_ROWS_PER_S:.3f} |")
     print(f"\nOne B200 needs {B200_ROWS_PER_S:,.0f} rows/s (batch 16,384 per 0.0005 s).")
-    print("\n" + benchinfo.load_line())
+    print("\n" + machine.load_line())
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """tf.data's own cost per batch, with no reading: one batch per element against several.
 
-Usage: python benchmarks/tfdata_elements.py [--batches 2048] [--sample 65812] [--reps 2]
+Usage: python -m benchmarks.loaders.tfdata_elements [--batches 2048] [--sample 65812] [--reps 2]
        [--per-element 1 4 16]
 
 The tf.data loader hands TensorFlow one element per batch: a ``map`` over batch numbers
@@ -23,8 +23,12 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
-import tensorflow as tf
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 BATCH = 8
 
@@ -37,13 +41,15 @@ def cpu_seconds() -> float:
 
 def pipeline(batches: int, per_element: int, memory: np.ndarray) -> tf.data.Dataset:
     """``batches`` batches, ``per_element`` of them per numpy_function call."""
+    import tensorflow as tf  # the tensorflow extra: imported when used
+
     def read(number: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.arange(per_element * BATCH, dtype=np.int64) + int(number) * BATCH
         if per_element == 1:
             return memory[0], ids
         return memory[:per_element], ids.reshape(per_element, BATCH)
 
-    def one(number: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def one(number: Any) -> tuple[Any, Any]:
         samples, ids = tf.numpy_function(read, [number], (tf.uint8, tf.int64))
         return samples, ids
 

@@ -1,6 +1,6 @@
 """Cost of `reader.verify_samples` (every sample read checked against its recorded CRC-32C).
 
-Usage: python benchmarks/verify_cost.py [--shape small|large] [--reps 5]
+Usage: python -m benchmarks.loaders.verify_cost [--shape small|large] [--reps 5]
        [--loaders native pytorch] [--root /work/bench-verify]
 
 One dataset generated with `dataset.sample_checksums=true`, read page-cached at compute 0
@@ -17,14 +17,14 @@ import statistics
 import sys
 from pathlib import Path
 
-import benchinfo
-from ab import SHAPES, overrides
+from benchmarks.compare.ab import SHAPES, overrides
+from benchmarks.harness import machine
 
 
 def run_once(shape: str, folder: Path, out: Path, loader: str, verify: bool) -> float:
     """samples/s of one run with the check on or off."""
     shutil.rmtree(out, ignore_errors=True)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
+    machine.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
                    *overrides(shape, folder, out, loader), "dataset.sample_checksums=true",
                    f"reader.verify_samples={str(verify).lower()}", "reader.odirect=false"])
     result = next(out.glob("*/result.json"))
@@ -54,7 +54,7 @@ def main() -> None:
     size = SHAPES[args.shape][0]
     print(f"# reader.verify_samples off/on, {args.shape} samples ({size:,} B), "
           f"{args.reps} alternating reps\n")
-    print(*benchinfo.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
+    print(*machine.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
           sep="\n")
     print("\n| loader | verify | samples/s median | range | on/off |")
     print("|---|---|---|---|---|")
@@ -65,7 +65,7 @@ def main() -> None:
             med = statistics.median(got)
             print(f"| {loader} | {'on' if verify else 'off'} | {med:,.1f} | "
                   f"{min(got):,.1f}-{max(got):,.1f} | {med / off:.3f} |")
-    print("\n" + benchinfo.load_line())
+    print("\n" + machine.load_line())
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Measure how closely the accelerator emulation holds the configured compute time.
 
-Usage: python benchmarks/compute_precision.py [--steps N]
+Usage: python -m benchmarks.loop.compute_precision [--steps N]
 Prints, per configured duration, the median and p99 of (measured - configured) and the
 relative median error; record the output in benchmarks/RESULTS.md with the date and machine.
 """

@@ -1,6 +1,6 @@
 """The harness's own time per step: step wall minus wait, compute, comm and checkpoint.
 
-Usage: python benchmarks/step_overhead.py [--steps 2000] [--reps 3] [--ranks 1 2]
+Usage: python -m benchmarks.loop.step_overhead [--steps 2000] [--reps 3] [--ranks 1 2]
            [--compute 0.002 0] [--allreduce-bytes 0 4096] [--files 1024] [--batch 4]
            [--threads 2] [--root /work/bench-step] [--src DIR] [--baseline DIR] [--progress]
 
@@ -42,11 +42,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import benchinfo
 import numpy as np
-from benchinfo import run
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.harness import machine
+from benchmarks.harness.machine import run
+
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE_BYTES = 65536
 SPANS = ("wait_s", "compute_s", "comm_s", "ckpt_s")
 
@@ -181,11 +182,11 @@ def table(configs: list[Config]) -> list[str]:
 
 def machine_info(args: argparse.Namespace) -> list[str]:
     """Markdown lines: date, machine, code, load, workload shape."""
-    return [*benchinfo.machine_lines(), *benchinfo.code_lines(args.src or REPO),
+    return [*machine.machine_lines(), *machine.code_lines(args.src or REPO),
             f"- dataset: {args.files} npz files x {SAMPLE_BYTES:,} bytes, page-cached; batch "
             f"{args.batch}, {args.threads} read threads, {args.steps} steps per run, "
             f"{args.reps} repetitions",
-            benchinfo.load_line()]
+            machine.load_line()]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -13,7 +13,7 @@ one. Then the cost of indexing itself: ``--index-files`` small npz files with DL
 (written here with ``np.savez``, as DLIO's npz generator does), a one-step run that indexes
 them, and the same run again reading the index.
 
-    python benchmarks/dlio_dataset.py [--formats npz jpeg] [--files 256] [--record-bytes N]
+    python -m benchmarks.peers.dlio_dataset [--formats npz jpeg] [--files 256] [--record-bytes N]
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-import benchinfo
-import dlio_peer
+from benchmarks.harness import machine
+from benchmarks.peers import dlio_peer
 
 
 def workload(fmt: str) -> str:
@@ -66,11 +66,11 @@ def timed(cmd: list[str], cwd: Path | None = None) -> float:
     """Run ``cmd`` (failing loudly) and return its wall seconds."""
     start = time.perf_counter()
     if cwd is None:
-        benchinfo.run(cmd, str(benchinfo.REPO))
+        machine.run(cmd, str(machine.REPO))
     else:
         # DLIO's tfrecord generator calls DALI's tfrecord2idx: ours, found last on PATH
         tools = Path(sys.executable).parent
-        benchinfo.run(["sh", "-c", f"cd {cwd} && PATH=$PATH:{tools} exec \"$@\"", "sh", *cmd])
+        machine.run(["sh", "-c", f"cd {cwd} && PATH=$PATH:{tools} exec \"$@\"", "sh", *cmd])
     return time.perf_counter() - start
 
 
@@ -99,7 +99,7 @@ def one_format(args: argparse.Namespace, fmt: str, root: Path) -> list[str]:
     for label, loader in (("dliobench native, indexing run", "native"),
                           ("dliobench native, indexed", "native"),
                           ("dliobench pytorch", "pytorch")):
-        benchinfo.drop_caches()
+        machine.drop_caches()
         wall = timed(ours(fmt, overrides, loader, work / "ours"))
         result = newest(work / "ours")
         m, d = result["metrics"], result["config"]["dataset"]  # type: ignore[index]
@@ -108,7 +108,7 @@ def one_format(args: argparse.Namespace, fmt: str, root: Path) -> list[str]:
                     f"{m['samples_per_s']:,.1f} | {m['bytes_per_s'] / 1e6:,.1f} | "
                     f"{'yes' if m['exactly_once'] else 'NO'} | {wall:.1f} |")
     if not args.no_dlio_train:
-        benchinfo.drop_caches()
+        machine.drop_caches()
         cmd = dlio_cmd(args, fmt, 1, {**overrides, "output.folder": work / "dlio-train"})
         wall = timed(cmd, work)
         rate = dlio_peer_rate(work / "dlio-train")
@@ -137,7 +137,7 @@ def index_cost(args: argparse.Namespace, root: Path) -> list[str]:
            "--output", str(root / "many-out"), "--no-progress"]
     rows = []
     for label in ("indexing run", "indexed run"):
-        benchinfo.drop_caches()
+        machine.drop_caches()
         rows.append(f"| {n:,} DLIO npz files of 4 KiB | {label} (2 steps) | {timed(cmd):.2f} |")
     shutil.rmtree(data, ignore_errors=True)
     return rows
@@ -177,7 +177,7 @@ def main() -> None:
           f"{args.tfrecord_record_bytes // 4:,} (DLIO's record_length), {args.subfolders} "
           f"subfolders, batch {args.batch}, {args.threads} read threads, "
           f"{args.epochs} epochs, compute 0, page cache dropped before each run\n")
-    print("\n".join([*benchinfo.machine_lines(), *benchinfo.code_lines(benchinfo.REPO)]) + "\n")
+    print("\n".join([*machine.machine_lines(), *machine.code_lines(machine.REPO)]) + "\n")
     print("| format | who | dataset seen | samples/s | MB/s | exactly once | wall s |")
     print("|---|---|---|---|---|---|---|")
     try:
@@ -190,7 +190,7 @@ def main() -> None:
                 print(row, flush=True)
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
-    print("\n" + benchinfo.load_line())
+    print("\n" + machine.load_line())
 
 
 if __name__ == "__main__":

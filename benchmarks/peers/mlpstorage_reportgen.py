@@ -1,7 +1,7 @@
 """Run mlpstorage's own report tool on a results folder that dliobench made, and count what it
 found and what it concluded.
 
-Usage: python benchmarks/mlpstorage_reportgen.py --upstream DIR [--python PY] [--keep]
+Usage: python -m benchmarks.peers.mlpstorage_reportgen --upstream DIR [--python PY] [--keep]
 
 DIR is a checkout of mlcommons/storage (docs/benchmarks.md says which commit and how): its
 package ``mlpstorage`` (v2.0) or ``mlpstorage_py`` (v3.0) is run as is, with PY (a Python that
@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRAIN = ["training", "run", "--hosts", "127.0.0.1", "--num-client-hosts", "1",
          "--client-host-memory-in-gb", "64", "--num-accelerators", "1", "--accelerator-type",
          "b200", "--model", "unet3d", "--data-dir", "d", "--results-dir", "R", "--loops", "6",

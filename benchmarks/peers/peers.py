@@ -1,6 +1,6 @@
 """dliobench against DLIO 2.0.0 on the same dataset shape, same machine, same run.
 
-Usage: python benchmarks/peers.py [--shape small|large|all] [--reps 3] [--ranks 1 2]
+Usage: python -m benchmarks.peers.peers [--shape small|large|all] [--reps 3] [--ranks 1 2]
            [--resize BYTES] [--dlio-venv /work/dlio-venv] [--root /work/bench-peers]
 
 Each tool reads the files it generated (same format, sizes and layout: npz, one sample per
@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import dlio_peer
+from benchmarks.peers import dlio_peer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # Reads peak RSS of the largest descendant (mpirun's ranks included) after the command ends.
 RSS_WRAPPER = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
                "print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "

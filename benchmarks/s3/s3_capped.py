@@ -1,6 +1,6 @@
 """A capped S3 endpoint: AU against ranks when the object store is the bottleneck.
 
-Usage: python benchmarks/s3_capped.py [--cap-mbps 40] [--files 480] [--sample-mib 1]
+Usage: python -m benchmarks.s3.s3_capped [--cap-mbps 40] [--files 480] [--sample-mib 1]
        [--batch 4] [--headroom 1.3] [--ranks 1 2]
 
 Starts the tests' S3 server (``tests/s3server.py``) with the bodies of its answers capped
@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import benchinfo
-from s3_read import BUCKET, client, start_server
+from benchmarks.harness import machine
+from benchmarks.s3.s3_read import BUCKET, client, start_server
 
 
 def main() -> None:
@@ -53,14 +53,14 @@ def main() -> None:
                   "storage.s3.region=us-east-1", "storage.s3.addressing_style=path",
                   f"reader.batch_size={a.batch}", "reader.read_threads=4",
                   "train.epochs=1", f"train.computation_time={compute:.6f}"]
-        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes", *common,
-                       "--no-progress"], src=str(benchinfo.REPO))
+        machine.run([sys.executable, "-m", "dliobench", "generate", "--yes", *common,
+                       "--no-progress"], src=str(machine.REPO))
         rows = []
         for n in a.ranks:
             out = work / f"ranks-{n}"
             launch = [mpiexec, "-n", str(n)] if n > 1 else []
-            benchinfo.run([*launch, sys.executable, "-m", "dliobench", "run", "--yes", *common,
-                           f"output.folder={out}", "--no-progress"], src=str(benchinfo.REPO))
+            machine.run([*launch, sys.executable, "-m", "dliobench", "run", "--yes", *common,
+                           f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
             result = json.loads(next(out.glob("*/result.json")).read_text())
             m = result["metrics"]
             model = min(1.0, compute * cap / (n * batch_bytes))
@@ -69,9 +69,9 @@ def main() -> None:
         print("\n".join([
             f"## Capped S3 endpoint: AU against ranks ({a.cap_mbps:g} MB/s cap, {a.files} "
             f"objects of {a.sample_mib:g} MiB, batch {a.batch}, c = {compute:.3f} s)", "",
-            *benchinfo.machine_lines(), *benchinfo.code_lines(benchinfo.REPO), "",
+            *machine.machine_lines(), *machine.code_lines(machine.REPO), "",
             "| ranks | AU measured | AU model min(1, c·B/(n·s)) | difference | MB/s read | "
-            "counted steps |", "|---|---|---|---|---|---|", *rows, "", benchinfo.load_line()]))
+            "counted steps |", "|---|---|---|---|---|---|", *rows, "", machine.load_line()]))
     finally:
         server.terminate()
         server.wait(timeout=10)

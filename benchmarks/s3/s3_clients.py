@@ -1,6 +1,6 @@
 """S3 clients compared on a compiled server, and dliobench against the best of them.
 
-Usage: python benchmarks/s3_clients.py [--sets 1MiB:400 64KiB:2000] [--threads 4] [--reps 3]
+Usage: python -m benchmarks.s3.s3_clients [--sets 1MiB:400 64KiB:2000] [--threads 4] [--reps 3]
        [--clients boto3 obstore s3torchconnector s3dlio] [--ours obstore boto3]
 
 Needs the ``bench`` extra (s3torchconnector, obstore, s3dlio and SeaweedFS's ``weed``). Starts
@@ -31,9 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import benchinfo
-from seaweed import Server, boto3_client, cpu_seconds, seaweed
-
+from benchmarks.harness import machine
+from benchmarks.s3.seaweed import Server, boto3_client, cpu_seconds, seaweed
 from dliobench.config.values import to_size
 
 Reader = Callable[[list[str]], int]
@@ -125,8 +124,8 @@ def ours(server: Server, args: list[str], out: Path) -> tuple[float, float, floa
     seconds and client CPU seconds per byte read in training)."""
     shutil.rmtree(out, ignore_errors=True)
     cpu = cpu_seconds(server.pid)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", *args, f"output.folder={out}",
-                   "--no-progress"], src=str(benchinfo.REPO))
+    machine.run([sys.executable, "-m", "dliobench", "run", "--yes", *args, f"output.folder={out}",
+                   "--no-progress"], src=str(machine.REPO))
     server_cpu = cpu_seconds(server.pid) - cpu
     result = json.loads(next(out.glob("*/result.json")).read_text())
     total = sum(r["bytes"] for r in result["ranks"]) or 1
@@ -139,9 +138,9 @@ def measure_set(server: Server, size: str, count: int, a: argparse.Namespace,
                 work: Path) -> list[str]:
     """Generate one set, read it with every client and dliobench; its report lines."""
     prefix = f"ds-{size.lower()}-{count}"
-    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes",
+    machine.run([sys.executable, "-m", "dliobench", "generate", "--yes",
                    *overrides(server, prefix, size, count, a.threads), "--no-progress"],
-                  src=str(benchinfo.REPO))
+                  src=str(machine.REPO))
     s3 = boto3_client(server.endpoint)
     pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
         Bucket=server.bucket, Prefix=f"{prefix}/train/")
@@ -205,9 +204,9 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     print("\n".join([
         "## S3 clients on a compiled server (SeaweedFS 4.48 on 127.0.0.1)", "",
-        *benchinfo.machine_lines(), *benchinfo.code_lines(benchinfo.REPO),
+        *machine.machine_lines(), *machine.code_lines(machine.REPO),
         f"- load average (1, 5, 15 min) at the start: {load0[0]:.2f}, {load0[1]:.2f}, "
-        f"{load0[2]:.2f}", benchinfo.load_line(), "", *body]))
+        f"{load0[2]:.2f}", machine.load_line(), "", *body]))
 
 
 def _split(spec: str) -> tuple[str, int]:

@@ -1,6 +1,6 @@
 """dliobench reading an S3 dataset against the raw client reading the same objects.
 
-Usage: python benchmarks/s3_read.py [--files 300] [--size 1MiB] [--threads 4] [--reps 3]
+Usage: python -m benchmarks.s3.s3_read [--files 300] [--size 1MiB] [--threads 4] [--reps 3]
 
 Starts the tests' S3 server (moto's, ``tests/s3server.py``) on 127.0.0.1 in its own process,
 generates one dataset of one-sample npy objects with ``dliobench generate``, then alternates,
@@ -27,9 +27,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import benchinfo
+from benchmarks.harness import machine
 
-SERVER = benchinfo.REPO / "tests" / "s3server.py"
+SERVER = machine.REPO / "tests" / "s3server.py"
 BUCKET = "bench"
 
 
@@ -88,8 +88,8 @@ def overrides(args: argparse.Namespace, endpoint: str) -> list[str]:
 def dliobench_read(args: argparse.Namespace, endpoint: str, out: Path) -> float:
     """bytes/s of one dliobench run over the dataset (its counted window)."""
     shutil.rmtree(out, ignore_errors=True)
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "--yes", *overrides(args, endpoint),
-                   f"output.folder={out}", "--no-progress"], src=str(benchinfo.REPO))
+    machine.run([sys.executable, "-m", "dliobench", "run", "--yes", *overrides(args, endpoint),
+                   f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
     result = json.loads(next(out.glob("*/result.json")).read_text())
     return float(result["metrics"]["bytes_per_s"])
 
@@ -109,8 +109,8 @@ def main() -> None:
     try:
         s3 = client(endpoint)
         s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
-        benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes",
-                       *overrides(args, endpoint), "--no-progress"], src=str(benchinfo.REPO))
+        machine.run([sys.executable, "-m", "dliobench", "generate", "--yes",
+                       *overrides(args, endpoint), "--no-progress"], src=str(machine.REPO))
         pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
             Bucket=BUCKET, Prefix="ds/train/")
         keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
@@ -124,7 +124,7 @@ def main() -> None:
         r, o = statistics.median(raw), statistics.median(ours)
         lines = [f"## S3 reads: dliobench against boto3 ({len(keys)} objects of {args.size}, "
                  f"{args.threads} threads, moto's server on 127.0.0.1)", "",
-                 *benchinfo.machine_lines(), *benchinfo.code_lines(benchinfo.REPO), "",
+                 *machine.machine_lines(), *machine.code_lines(machine.REPO), "",
                  "| reader | GB/s median | runs |", "|---|---|---|",
                  f"| boto3 GETs, {args.threads} threads | {r / 1e9:.3f} | "
                  + ", ".join(f"{x / 1e9:.3f}" for x in raw) + " |",
@@ -132,7 +132,7 @@ def main() -> None:
                  + ", ".join(f"{x / 1e9:.3f}" for x in ours) + " |", "",
                  f"- ratio dliobench / boto3: {o / r:.2f} (goal >= 0.9)",
                  f"- server CPU while boto3 read: {statistics.median(shares):.2f} cores "
-                 f"of {os.cpu_count()} (median)", benchinfo.load_line()]
+                 f"of {os.cpu_count()} (median)", machine.load_line()]
         print("\n".join(lines))
     finally:
         server.terminate()

@@ -1,6 +1,6 @@
 """Start-up of a run over 100,000 S3 objects: from the command to the first step.
 
-Usage: python benchmarks/s3_startup.py [--counts 1000 100000] [--size 1KiB] [--reps 3]
+Usage: python -m benchmarks.s3.s3_startup [--counts 1000 100000] [--size 1KiB] [--reps 3]
 
 Needs the ``bench`` extra (SeaweedFS's ``weed``). Starts SeaweedFS on 127.0.0.1
 (``seaweed.py``), generates one dataset per ``--counts`` entry (one-sample npy objects of
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import benchinfo
-from seaweed import Server, seaweed
+from benchmarks.harness import machine
+from benchmarks.s3.seaweed import Server, seaweed
 
 
 def overrides(server: Server, count: int, size: str) -> list[str]:
@@ -41,8 +41,8 @@ def overrides(server: Server, count: int, size: str) -> list[str]:
 def generate(server: Server, count: int, size: str) -> float:
     """Seconds to generate the dataset."""
     start = time.perf_counter()
-    benchinfo.run([sys.executable, "-m", "dliobench", "generate", "--yes",
-                   *overrides(server, count, size), "--no-progress"], src=str(benchinfo.REPO))
+    machine.run([sys.executable, "-m", "dliobench", "generate", "--yes",
+                   *overrides(server, count, size), "--no-progress"], src=str(machine.REPO))
     return time.perf_counter() - start
 
 
@@ -50,8 +50,8 @@ def start_up(server: Server, count: int, size: str, out: Path) -> tuple[float, f
     """(seconds from the command to its exit, the first step's seconds) of one run."""
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    benchinfo.run([sys.executable, "-m", "dliobench", "run", "-y", *overrides(server, count, size),
-                   f"output.folder={out}", "--no-progress"], src=str(benchinfo.REPO))
+    machine.run([sys.executable, "-m", "dliobench", "run", "-y", *overrides(server, count, size),
+                   f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
     wall = time.perf_counter() - start
     result = json.loads(next(out.glob("*/result.json")).read_text())
     return wall, float(result["metrics"]["first_step_s"])
@@ -85,9 +85,9 @@ def main() -> None:
             "objects/s) |" for c in a.counts]
     print("\n".join([
         f"## Start-up of a run over many S3 objects (SeaweedFS 4.48 on 127.0.0.1, objects of "
-        f"{a.size})", "", *benchinfo.machine_lines(), *benchinfo.code_lines(benchinfo.REPO),
+        f"{a.size})", "", *machine.machine_lines(), *machine.code_lines(machine.REPO),
         f"- load average (1, 5, 15 min) at the start: {load0[0]:.2f}, {load0[1]:.2f}, "
-        f"{load0[2]:.2f}", benchinfo.load_line(), "",
+        f"{load0[2]:.2f}", machine.load_line(), "",
         "| objects | command to exit after step 1, s (median) | runs (s) | first step, s "
         "(median) | generation |", "|---|---|---|---|---|", *rows]))
 

@@ -1,6 +1,6 @@
 """A 100 M-file manifest: how long a rank of 1,024 takes to plan its shard, and its memory.
 
-Usage: python benchmarks/manifest_scale.py [--files 100000000] [--ranks 1024]
+Usage: python -m benchmarks.scale.manifest_scale [--files 100000000] [--ranks 1024]
        [--probe 0 511 1023] [--root /work/bench-manifest] [--keep]
 
 Writes real (not sparse) schema-2 columns for ``--files`` files of random sizes, streamed in
@@ -21,10 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-import benchinfo
 import numpy as np
 
-sys.path.insert(0, str(benchinfo.REPO))
+from benchmarks.harness import machine
+
+sys.path.insert(0, str(machine.REPO))
 from tests.unit.test_manifest_scale import PLAN_ONE_RANK  # the test's probe
 
 
@@ -77,17 +78,17 @@ def main() -> None:
         on_disk = sum(p.stat().st_size for p in (args.root / "dliobench-manifest").iterdir())
         rows = []
         for rank in args.probe:
-            benchinfo.drop_caches()
+            machine.drop_caches()
             done = subprocess.run([sys.executable, "-c", PLAN_ONE_RANK, str(args.root), str(rank),
                                    str(args.ranks), *overrides(args.files)],
                                   capture_output=True, text=True, check=True,
-                                  cwd=benchinfo.REPO)
+                                  cwd=machine.REPO)
             rows.append((rank, json.loads(done.stdout)))
     finally:
         if not args.keep:
             shutil.rmtree(args.root, ignore_errors=True)
     print(f"# 100 M-file manifest: one rank's plan, {args.files:,} files, {args.ranks} ranks\n")
-    print(*benchinfo.machine_lines(), *benchinfo.code_lines(benchinfo.REPO), sep="\n")
+    print(*machine.machine_lines(), *machine.code_lines(machine.REPO), sep="\n")
     print(f"- columns written (streamed in 1 M-row chunks): {write_s:.1f} s, "
           f"{on_disk / 1e9:.2f} GB on disk\n")
     print("| rank | files it reads (2 epochs) | plan + sizes, cold cache (s) | tracemalloc "
@@ -96,7 +97,7 @@ def main() -> None:
     for rank, got in rows:
         print(f"| {rank} | {got['files']:,} | {got['seconds']:.2f} | {got['traced'] / 1e6:.1f} "
               f"| {got['rss_growth'] / 1e6:.1f} |")
-    print("\n" + benchinfo.load_line())
+    print("\n" + machine.load_line())
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ UNet3D from one read-capped file system (the "parallel file system"), and each n
 bytes are set against the analytic figures.
 
 Usage (root: namespaces, loop devices and the cgroup-v1 blkio controller, see slowdisk.sh):
-    python benchmarks/nodes.py [--nodes 4] [--ranks-per-node 2] [--cap-mbps 40]
+    python -m benchmarks.scale.nodes [--nodes 4] [--ranks-per-node 2] [--cap-mbps 40]
         [--files 96] [--sample-mb 1] [--batch 1] [--compute 0.1] [--epochs 2]
         [--tier /tmp/nodes-tier]
 
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SLOWDISK = next((p / "shared" / "tools" / "slowdisk.sh" for p in REPO.parents
                  if (p / "shared" / "tools" / "slowdisk.sh").exists()), Path("slowdisk.sh"))
 DLIOBENCH = [sys.executable, "-m", "dliobench"]

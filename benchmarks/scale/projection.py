@@ -2,9 +2,9 @@
 run them, compare.
 
 Usage (root; loop devices and the cgroup-v1 blkio controller, see slowdisk.sh):
-    python benchmarks/projection.py [--cap-mbps 140] [--fit-ranks 1 2] [--check-ranks 4 8]
+    python -m benchmarks.scale.projection [--cap-mbps 140] [--fit-ranks 1 2] [--check-ranks 4 8]
         [--unet-files 672] [--unet-sample-mib 4] [--unet-compute 0.323] [--epochs 3]
-        [--tier /work/slowtier-predict] [--out benchmarks/projection-report]
+        [--tier /work/slowtier-predict] [--out benchmarks/scale/projection-report]
 
 It reuses tiers.py's capped tier (`slowdisk.sh up`, all ranks' reads capped together), its
 scaled-down UNet3D (npz, batch 7, H100 compute per batch, samples of --unet-sample-mib) and
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import tiers
+from benchmarks.scale import tiers
 
 GOAL = 0.05  # |AU measured - AU projected| the issue asks for
 
@@ -46,7 +46,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, argpa
     p.add_argument("--unet-compute", type=float, default=0.323)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--timeout", type=float, default=900, help="per sweep point, s")
-    p.add_argument("--out", type=Path, default=tiers.REPO / "benchmarks" / "projection-report")
+    p.add_argument("--out", type=Path,
+                   default=tiers.REPO / "benchmarks" / "scale" / "projection-report")
     p.add_argument("--work-dir", type=Path, default=None)
     mine = p.parse_args(argv)
     shared = tiers.parse_args([

@@ -1,11 +1,11 @@
 """A slow storage tier on one machine: AU against ranks on a read-capped disk, and staging.
 
 Usage (root; needs loop devices and the cgroup-v1 blkio controller, see slowdisk.sh):
-    /tmp/venvtest/bin/python benchmarks/tiers.py [--cap-mbps 280] [--ranks 1 2 4]
+    /tmp/venvtest/bin/python -m benchmarks.scale.tiers [--cap-mbps 280] [--ranks 1 2 4]
         [--unet-files 336] [--unet-sample-mib 8] [--unet-compute 0.323] [--epochs 3]
         [--bert-steps 20] [--layout-compute 0.05 0] [--no-layouts] [--no-staging]
         [--loader native|pytorch|dali|tensorflow]
-        [--tier /work/slowtier] [--local /work/localstage] [--out benchmarks/tiers-report]
+        [--tier /work/slowtier] [--local /work/localstage] [--out benchmarks/scale/tiers-report]
 
 It makes an ext4 file system whose reads the kernel caps at --cap-mbps MB/s
 (`slowdisk.sh up`), generates a scaled-down UNet3D, a scaled-down BERT and the three
@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SLOWDISK = REPO.parent / "shared" / "tools" / "slowdisk.sh"
 DLIOBENCH = [sys.executable, "-m", "dliobench"]
 HTML_LIMIT = 1_000_000
@@ -84,7 +84,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "read-bound, throughput only)")
     p.add_argument("--timeout", type=float, default=900, help="per sweep point, s")
     p.add_argument("--slowdisk", type=Path, default=SLOWDISK, help="path of slowdisk.sh")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "tiers-report")
+    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "scale" / "tiers-report")
     p.add_argument("--work-dir", type=Path, default=None,
                    help="sweep files and sweep folders (default: a new /tmp folder)")
     return p.parse_args(argv)

@@ -1,6 +1,6 @@
 """dliobench's O_DIRECT reads of UNet3D-sized npz files against fio on the same files.
 
-Usage: python benchmarks/fio_read.py [--files 32] [--reps 3] [--threads 1 4] [--ranks 1 2]
+Usage: python -m benchmarks.storage.fio_read [--files 32] [--reps 3] [--threads 1 4] [--ranks 1 2]
            [--fio-bs 4M 139M] [--batch 4] [--rand-seconds 3] [--root /work/bench-fio]
            [--src DIR]
 
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import benchinfo
-from benchinfo import run
+from benchmarks.harness import machine
+from benchmarks.harness.machine import run
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RECORD_BYTES = 146_600_628  # workloads/unet3d.yaml, MLPerf Storage's mean sample size
 DD_RATE = re.compile(r"(\d+) bytes .* copied, ([\d.e+-]+) s")
 
@@ -117,7 +117,7 @@ def run_dliobench(args: argparse.Namespace, series: Series) -> None:
     """One dliobench run: record metrics.bytes_per_s and the default-window rate."""
     out = args.root / "runs"
     cmd = dliobench_cmd(args, series.ranks, series.threads, out)
-    benchinfo.drop_caches()
+    machine.drop_caches()
     run(cmd, args.src)
     newest = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
     result = json.loads((newest / "result.json").read_text())
@@ -153,7 +153,7 @@ def fio_cmd(folder: Path, files: list[Path], jobs: int, rw: str, bs: str,
 
 def run_fio(series: Series, cmd: list[str]) -> None:
     """One fio run: record bw_bytes, bytes, IOPS and completion-latency percentiles."""
-    benchinfo.drop_caches()
+    machine.drop_caches()
     out = run(cmd).stdout
     job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
     pct = job["clat_ns"].get("percentile", {})
@@ -167,7 +167,7 @@ def run_fio(series: Series, cmd: list[str]) -> None:
 
 def run_dd(series: Series, files: list[Path]) -> None:
     """dd each page-cached file to /dev/null in turn; rate from dd's own bytes and seconds."""
-    benchinfo.drop_caches()
+    machine.drop_caches()
     for path in files:  # warm: the measured pass reads from the page cache
         run(["dd", f"if={path}", "of=/dev/null", "bs=4M"])
     nbytes = seconds = 0.0
@@ -265,13 +265,13 @@ def machine_info(args: argparse.Namespace) -> list[str]:
     queue = Path("/sys/block") / dev / "queue"
     qinfo = ", ".join(f"{k} {(queue / k).read_text().strip()}" for k in
                       ("max_sectors_kb", "nr_requests", "scheduler") if (queue / k).exists())
-    return [*benchinfo.machine_lines(),
+    return [*machine.machine_lines(),
             f"- file system: {args.root} on {df[0]} ({df[1]}); {dev}: {qinfo}",
             f"- {run(['fio', '--version']).stdout.strip()}",
-            *benchinfo.code_lines(args.src or REPO),
+            *machine.code_lines(args.src or REPO),
             f"- dataset: {args.files} npz files x {RECORD_BYTES:,} bytes "
             f"({args.files * RECORD_BYTES / 1e9:.2f} GB), {args.reps} repetitions",
-            benchinfo.load_line()]
+            machine.load_line()]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,6 +1,6 @@
 """Metadata rates of this machine's disk: ``dliobench metadata`` on 1 and 2 ranks.
 
-Usage: python benchmarks/metadata_rates.py [--files 100000] [--subfolders 100]
+Usage: python -m benchmarks.storage.metadata_rates [--files 100000] [--subfolders 100]
            [--ranks 1 2] [--reps 2] [--cold] [--root /work/bench-md] [--src DIR]
 
 Generates a file-per-sample dataset of ``--files`` npy files of 4 KiB in ``--subfolders``
@@ -23,10 +23,10 @@ import statistics
 import sys
 from pathlib import Path
 
-import benchinfo
-from benchinfo import run
+from benchmarks.harness import machine
+from benchmarks.harness.machine import run
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 OPS = ("stat", "open", "close", "create", "unlink")
 
 
@@ -103,9 +103,9 @@ def _report(args: argparse.Namespace, figures: dict[tuple[int, str], dict[str, l
               f"{med(f['max']):,.0f} | {med(f['p50']):.1f} | {med(f['p99']):.1f} | "
               f"{med(f['pmax']):,.0f} |")
     print()
-    for line in [*benchinfo.machine_lines(), *benchinfo.code_lines(args.src),
+    for line in [*machine.machine_lines(), *machine.code_lines(args.src),
                  *(f"- {r} rank(s): `{c}`" for r, c in commands.items()),
-                 benchinfo.load_line()]:
+                 machine.load_line()]:
         print(line)
 
 

@@ -1,7 +1,7 @@
 """Trace a real PyTorch training job, import it, replay it, compare (docs/trace.md).
 
 Usage:
-    python benchmarks/trace_replay.py [--root /tmp/bench-trace] [--files 4000]
+    python -m benchmarks.trace.trace_replay [--root /tmp/bench-trace] [--files 4000]
         [--workers 2] [--batch 32] [--epochs 2] [--tracer strace|dftracer|dftracer-preload]
         [--keep]
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parents[2]
 TRAIN = HERE / "tests" / "data" / "trace_train.py"
 CLI = [sys.executable, "-m", "dliobench"]
 

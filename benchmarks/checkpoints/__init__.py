@@ -1,0 +1,1 @@
+"""Checkpoint writes and reads against fio and dd."""

@@ -1,0 +1,1 @@
+"""One dliobench command from two or more source trees, alternating (before/after)."""

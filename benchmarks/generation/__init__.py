@@ -1,0 +1,1 @@
+"""Dataset generation against dd, fio and DLIO."""

@@ -1,0 +1,1 @@
+"""The KV-cache benchmark against upstream's kv-cache.py."""

@@ -1,0 +1,1 @@
+"""The training loop's own cost: per-step overhead, accelerator emulation."""

@@ -1,0 +1,1 @@
+"""The disk itself: O_DIRECT reads against fio, metadata rates."""

@@ -1,0 +1,1 @@
+"""A real PyTorch job traced, imported and replayed."""
