@@ -6,11 +6,12 @@ Usage: python -m benchmarks.compare.ab --src NAME=DIR [NAME=DIR ...] [--reps 5]
 
 Each source tree (e.g. a `git clone` checked out at the commit to measure) generates its own
 copy of the dataset (manifest formats may differ between versions) and reads it page-cached
-with compute 0, the trees taking turns run by run, so a noisy machine disturbs them alike.
-``--task generate`` times `dliobench generate` of the shape into a fresh folder instead
-(GB/s = bytes on disk / wall time of the command plus a sync, after a cache drop). Prints
-the median, the range of the repetitions, and the median's ratio to the first tree's. Data
-is deleted afterwards.
+with compute 0, the trees taking turns run by run (the harness's ``interleave``: the order
+rotates each repetition), so a noisy machine disturbs them alike. ``--task generate`` times
+`dliobench generate` of the shape into a fresh folder instead (GB/s = bytes on disk / wall time
+of the command plus a sync, after a cache drop). Prints the median, the range of the
+repetitions, and the median's ratio to the first tree's, and writes the run's JSON record
+(``benchmarks/records/``). Data is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
+from benchmarks.harness.timing import interleave, spreads
 
 SHAPES = {  # bytes per sample, files, batch, epochs
     "small": (65536, 8192, 8, 2),
@@ -43,7 +45,7 @@ def run_once(src: str, shape: str, folder: Path, out: Path, loader: str) -> floa
     """samples/s of one run of ``src``'s dliobench."""
     shutil.rmtree(out, ignore_errors=True)
     machine.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
-                   *overrides(shape, folder, out, loader), "reader.odirect=false"], src=src)
+                 *overrides(shape, folder, out, loader), "reader.odirect=false"], src=src)
     result = next(out.glob("*/result.json"))
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
 
@@ -58,9 +60,9 @@ def generate_once(src: str, shape: str, folder: Path) -> float:
     size, files, _, _ = SHAPES[shape]
     start = time.perf_counter()
     machine.run([sys.executable, "-m", "dliobench", "generate", "--yes", "workloads/default.yaml",
-                   f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
-                   f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
-                   "--no-progress"], src=src)
+                 f"dataset.data_folder={folder}", f"dataset.num_files_train={files}",
+                 f"dataset.record_length_bytes={size}", "dataset.record_length_bytes_stdev=0",
+                 "--no-progress"], src=src)
     os.sync()
     seconds = time.perf_counter() - start
     nbytes = sum(p.stat().st_size for p in (folder / "train").rglob("*") if p.is_file())
@@ -81,19 +83,18 @@ def main() -> None:
     trees = dict(item.split("=", 1) for item in args.src)
     if args.task == "generate":
         args.loaders = ["generate"]
-    rates: dict[tuple[str, str], list[float]] = {(t, ld): [] for t in trees for ld in args.loaders}
+    record = Recorder("ab", src=next(iter(trees.values())))
     shutil.rmtree(args.root, ignore_errors=True)
     try:
         for name, src in trees.items():  # generate, then read once to warm the cache
             for loader in args.loaders if args.task == "read" else []:
                 run_once(src, args.shape, args.root / name, args.root / "out", loader)
-        for _ in range(args.reps):
-            for loader in args.loaders:
-                for name, src in trees.items():
-                    rate = (generate_once(src, args.shape, args.root / name)
-                            if args.task == "generate" else
-                            run_once(src, args.shape, args.root / name, args.root / "out", loader))
-                    rates[name, loader].append(rate)
+        contenders = {
+            (name, loader): (lambda s=src, n=name, ld=loader: generate_once(
+                s, args.shape, args.root / n) if args.task == "generate" else
+                run_once(s, args.shape, args.root / n, args.root / "out", ld))
+            for loader in args.loaders for name, src in trees.items()}
+        rates = interleave(contenders, args.reps)
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
     size = SHAPES[args.shape][0]
@@ -104,14 +105,17 @@ def main() -> None:
     print(f"\n| task | tree | {unit} median | range | vs first |")
     print("|---|---|---|---|---|")
     first = next(iter(trees))
+    spread = spreads(rates)
     for loader in args.loaders:
-        base = statistics.median(rates[first, loader])
+        base = spread[first, loader].median
         for name in trees:
-            got = rates[name, loader]
-            med = statistics.median(got)
-            print(f"| {loader} | {name} | {med:,.3f} | {min(got):,.3f}-{max(got):,.3f} | "
-                  f"{med / base:.3f} |")
+            got = spread[name, loader]
+            print(f"| {loader} | {name} | {got.median:,.3f} | {got.low:,.3f}-{got.high:,.3f} | "
+                  f"{got.median / base:.3f} |")
     print("\n" + machine.load_line())
+    path = record.write({f"{ld} {name} {unit}": v for (name, ld), v in rates.items()},
+                        trees=trees, shape=args.shape, task=args.task)
+    print(f"- record: {path}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""What every benchmark report states about itself, and the cache drop before each run."""
+"""What every benchmark report states about itself (the machine, the commit measured, the load),
+and the cache drop before each run."""
 
 from __future__ import annotations
 
@@ -27,18 +28,33 @@ def _out(cmd: list[str]) -> str:
     return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
 
 
+def machine_facts() -> dict[str, object]:
+    """The machine, as a JSON record and the report's line give it."""
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"node": platform.node(), "cpus": os.cpu_count(), "mem_gib": round(mem / 2**30, 1),
+            "platform": platform.platform(), "python": platform.python_version()}
+
+
 def machine_lines() -> list[str]:
     """Markdown lines: date and machine."""
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    m = machine_facts()
     return [f"- date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
-            f"- machine: {platform.node()}, {os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB RAM, "
-            f"{platform.platform()}, Python {platform.python_version()}"]
+            f"- machine: {m['node']}, {m['cpus']} CPUs, {m['mem_gib']:.1f} GiB RAM, "
+            f"{m['platform']}, Python {m['python']}"]
+
+
+def commit_of(src: str | Path) -> tuple[str, bool]:
+    """The commit checked out in ``src`` (empty outside git), and whether its dliobench/ has
+    uncommitted changes."""
+    commit = _out(["git", "-C", str(src), "rev-parse", "HEAD"])
+    dirty = _out(["git", "-C", str(src), "status", "--porcelain", "dliobench"])
+    return commit, bool(dirty)
 
 
 def code_lines(src: str | Path) -> list[str]:
     """Markdown lines: the command that ran, and the dliobench commit measured in ``src``."""
     commit = _out(["git", "-C", str(src), "log", "-1", "--format=%h (%cI)"])
-    dirty = _out(["git", "-C", str(src), "status", "--porcelain", "dliobench"])
+    dirty = commit_of(src)[1]
     return [f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
             f"- dliobench: {src}, commit {commit}"
             f"{' with uncommitted changes in dliobench/' if dirty else ''}"]

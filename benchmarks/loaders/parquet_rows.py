@@ -84,7 +84,7 @@ def main() -> None:
     results: dict[str, list[float]] = {}
     try:
         machine.run([sys.executable, "-m", "dliobench", "generate", "-y", "workloads/dlrm.yaml",
-                       *shape(data, args.files, args.rows)])
+                     *shape(data, args.files, args.rows)])
         paths = sorted((data / "train").rglob("*.parquet"))
         nbytes = sum(p.stat().st_size for p in paths)
         pyarrow_scan(paths, 2, "row_group", True)  # warm the page cache

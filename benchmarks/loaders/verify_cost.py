@@ -13,20 +13,22 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.compare.ab import SHAPES, overrides
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
+from benchmarks.harness.timing import interleave, spreads
 
 
 def run_once(shape: str, folder: Path, out: Path, loader: str, verify: bool) -> float:
     """samples/s of one run with the check on or off."""
     shutil.rmtree(out, ignore_errors=True)
     machine.run([sys.executable, "-m", "dliobench", "run", "--yes", "workloads/default.yaml",
-                   *overrides(shape, folder, out, loader), "dataset.sample_checksums=true",
-                   f"reader.verify_samples={str(verify).lower()}", "reader.odirect=false"])
+                 *overrides(shape, folder, out, loader), "dataset.sample_checksums=true",
+                 f"reader.verify_samples={str(verify).lower()}", "reader.odirect=false"])
     result = next(out.glob("*/result.json"))
     return float(json.loads(result.read_text())["metrics"]["samples_per_s"])
 
@@ -39,16 +41,17 @@ def main() -> None:
     parser.add_argument("--loaders", nargs="+", default=["native", "pytorch"])
     parser.add_argument("--root", type=Path, default=Path("/work/bench-verify"))
     args = parser.parse_args()
+    record = Recorder("verify_cost")
     rates: dict[tuple[str, bool], list[float]] = {}
     shutil.rmtree(args.root, ignore_errors=True)
     data, out = args.root / "data", args.root / "out"
     try:
         for loader in args.loaders:
             run_once(args.shape, data, out, loader, False)  # generate, warm the cache
-            for _ in range(args.reps):
-                for verify in (False, True):
-                    rates.setdefault((loader, verify), []).append(
-                        run_once(args.shape, data, out, loader, verify))
+            def one(verify: bool, loader: str = loader) -> Callable[[], float]:
+                return lambda: run_once(args.shape, data, out, loader, verify)
+
+            rates.update(interleave({(loader, v): one(v) for v in (False, True)}, args.reps))
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
     size = SHAPES[args.shape][0]
@@ -58,14 +61,17 @@ def main() -> None:
           sep="\n")
     print("\n| loader | verify | samples/s median | range | on/off |")
     print("|---|---|---|---|---|")
+    spread = spreads(rates)
     for loader in args.loaders:
-        off = statistics.median(rates[loader, False])
+        off = spread[loader, False].median
         for verify in (False, True):
-            got = rates[loader, verify]
-            med = statistics.median(got)
-            print(f"| {loader} | {'on' if verify else 'off'} | {med:,.1f} | "
-                  f"{min(got):,.1f}-{max(got):,.1f} | {med / off:.3f} |")
+            got = spread[loader, verify]
+            print(f"| {loader} | {'on' if verify else 'off'} | {got.median:,.1f} | "
+                  f"{got.low:,.1f}-{got.high:,.1f} | {got.median / off:.3f} |")
     print("\n" + machine.load_line())
+    path = record.write({f"{ld} verify {'on' if v else 'off'} samples/s": got
+                         for (ld, v), got in rates.items()}, shape=args.shape)
+    print(f"- record: {path}")
 
 
 if __name__ == "__main__":

@@ -54,13 +54,13 @@ def main() -> None:
                   f"reader.batch_size={a.batch}", "reader.read_threads=4",
                   "train.epochs=1", f"train.computation_time={compute:.6f}"]
         machine.run([sys.executable, "-m", "dliobench", "generate", "--yes", *common,
-                       "--no-progress"], src=str(machine.REPO))
+                     "--no-progress"], src=str(machine.REPO))
         rows = []
         for n in a.ranks:
             out = work / f"ranks-{n}"
             launch = [mpiexec, "-n", str(n)] if n > 1 else []
             machine.run([*launch, sys.executable, "-m", "dliobench", "run", "--yes", *common,
-                           f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
+                         f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
             result = json.loads(next(out.glob("*/result.json")).read_text())
             m = result["metrics"]
             model = min(1.0, compute * cap / (n * batch_bytes))

@@ -125,7 +125,7 @@ def ours(server: Server, args: list[str], out: Path) -> tuple[float, float, floa
     shutil.rmtree(out, ignore_errors=True)
     cpu = cpu_seconds(server.pid)
     machine.run([sys.executable, "-m", "dliobench", "run", "--yes", *args, f"output.folder={out}",
-                   "--no-progress"], src=str(machine.REPO))
+                 "--no-progress"], src=str(machine.REPO))
     server_cpu = cpu_seconds(server.pid) - cpu
     result = json.loads(next(out.glob("*/result.json")).read_text())
     total = sum(r["bytes"] for r in result["ranks"]) or 1
@@ -139,7 +139,7 @@ def measure_set(server: Server, size: str, count: int, a: argparse.Namespace,
     """Generate one set, read it with every client and dliobench; its report lines."""
     prefix = f"ds-{size.lower()}-{count}"
     machine.run([sys.executable, "-m", "dliobench", "generate", "--yes",
-                   *overrides(server, prefix, size, count, a.threads), "--no-progress"],
+                 *overrides(server, prefix, size, count, a.threads), "--no-progress"],
                   src=str(machine.REPO))
     s3 = boto3_client(server.endpoint)
     pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]

@@ -89,7 +89,7 @@ def dliobench_read(args: argparse.Namespace, endpoint: str, out: Path) -> float:
     """bytes/s of one dliobench run over the dataset (its counted window)."""
     shutil.rmtree(out, ignore_errors=True)
     machine.run([sys.executable, "-m", "dliobench", "run", "--yes", *overrides(args, endpoint),
-                   f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
+                 f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
     result = json.loads(next(out.glob("*/result.json")).read_text())
     return float(result["metrics"]["bytes_per_s"])
 
@@ -110,7 +110,7 @@ def main() -> None:
         s3 = client(endpoint)
         s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
         machine.run([sys.executable, "-m", "dliobench", "generate", "--yes",
-                       *overrides(args, endpoint), "--no-progress"], src=str(machine.REPO))
+                     *overrides(args, endpoint), "--no-progress"], src=str(machine.REPO))
         pages = s3.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
             Bucket=BUCKET, Prefix="ds/train/")
         keys = [o["Key"] for page in pages for o in page.get("Contents", [])]

@@ -42,7 +42,7 @@ def generate(server: Server, count: int, size: str) -> float:
     """Seconds to generate the dataset."""
     start = time.perf_counter()
     machine.run([sys.executable, "-m", "dliobench", "generate", "--yes",
-                   *overrides(server, count, size), "--no-progress"], src=str(machine.REPO))
+                 *overrides(server, count, size), "--no-progress"], src=str(machine.REPO))
     return time.perf_counter() - start
 
 
@@ -51,7 +51,7 @@ def start_up(server: Server, count: int, size: str, out: Path) -> tuple[float, f
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
     machine.run([sys.executable, "-m", "dliobench", "run", "-y", *overrides(server, count, size),
-                   f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
+                 f"output.folder={out}", "--no-progress"], src=str(machine.REPO))
     wall = time.perf_counter() - start
     result = json.loads(next(out.glob("*/result.json")).read_text())
     return wall, float(result["metrics"]["first_step_s"])
