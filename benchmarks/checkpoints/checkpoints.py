@@ -44,6 +44,7 @@ from pathlib import Path
 
 from benchmarks.harness import machine
 from benchmarks.harness.machine import run
+from benchmarks.harness.records import Recorder
 from benchmarks.peers import dlio_peer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -335,6 +336,7 @@ def main() -> None:
     args = parser.parse_args()
     SETTLE_S[0] = args.settle
     args.root.mkdir(parents=True, exist_ok=True)
+    record = Recorder(__file__, src=args.src[0])
     lines = ["| ranks | contender | write GB/s (median) | read GB/s (median) | dliobench / it "
              "per round: median (range), write; read |", "|---|---|---|---|---|"]
     commands: list[str] = []
@@ -353,6 +355,8 @@ def main() -> None:
                      *lines, "", *details, "", "Commands (one repetition each):", "",
                      *[f"    {c}" for c in commands], "", planning_line(),
                      machine.load_line()]))
+    # the rounds are kept in the table's rows and details, not yet as numbers of their own
+    print(f"- record: {record.write({'table': lines, 'details': details}, commands=commands)}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.harness.records import Recorder
 from dliobench.config.load import FIELDS, INT64_MAX
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -505,6 +506,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
+    record = Recorder(__file__)
     every = key_cases() + file_cases() + cli_cases() + trace_cases() + s3_cases() + slurm_cases()
     every += kvcache_cases()
     cases = [c for c in every + damaged_cases() if args.only in c.name]
@@ -529,6 +531,10 @@ def main() -> int:
     clean = sum(not o.flags() for o in outcomes)
     print(f"\n{len(outcomes)} cases: {clean} ended with the exit code expected and one error "
           "line; " + ", ".join(f"{k}: {v}" for k, v in totals.items()))
+    rows = [{"case": o.case.name, "code": o.code, "seconds": o.seconds, "flags": o.flags()}
+            for o in outcomes]
+    summary = {"cases": len(outcomes), "clean": clean, **totals}
+    print(f"- record: {record.write(summary, outcomes=rows)}")
     return 1 if totals["traceback"] or totals["hang"] or totals["false-success"] \
         or totals["vague"] else 0
 

@@ -39,6 +39,7 @@ from benchmarks.faults.case import (
     until,
     watch_processes,
 )
+from benchmarks.harness.records import Recorder
 
 # --- the cases --------------------------------------------------------------------------
 
@@ -594,6 +595,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write every outcome here")
     args = ap.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
+    record = Recorder(__file__)
     outcomes: list[Outcome] = []
     for name, run in cases(args.root):
         if args.only and args.only not in name:
@@ -617,6 +619,8 @@ def main() -> int:
           f"other problems {sum(bool(o.problems) for o in outcomes)}")
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    totals = {"cases": total, "ok": sum(o.ok for o in outcomes)}
+    print(f"- record: {record.write(totals, outcomes=[asdict(o) for o in outcomes])}")
     shutil.rmtree(args.root, ignore_errors=True)
     return 0 if all(o.ok for o in outcomes) else 1
 

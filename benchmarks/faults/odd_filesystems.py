@@ -28,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from benchmarks.harness.records import Recorder
+
 LOADERS = ("native", "pytorch", "dali")
 REPO = Path(__file__).resolve().parents[2]
 # the cases run in their own folders: the CLI is this checkout's
@@ -416,6 +418,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
+    record = Recorder(__file__)
     root = Path(tempfile.mkdtemp(prefix="dliobench-odd-"))
     rows = []
     try:
@@ -437,6 +440,7 @@ def main() -> int:
     print(f"\n{len(rows)} cases: {totals['traceback']} traceback(s), {totals['hang']} hang(s), "
           f"{totals['false_success']} false success(es), {totals['bad_code']} unexpected exit "
           f"code(s)")
+    print(f"- record: {record.write({'cases': len(rows), **totals}, outcomes=rows)}")
     return 1 if totals["traceback"] or totals["hang"] or totals["false_success"] else 0
 
 

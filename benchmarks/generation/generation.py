@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 from benchmarks.peers import dlio_peer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -453,6 +454,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.files:
         for name in names:
             SHAPES[name] = replace(SHAPES[name], files=args.files)
+    record = Recorder(__file__, src=args.src or REPO)
     make_random_source()
     try:
         results = {name: measure(args, SHAPES[name]) for name in names}
@@ -462,6 +464,12 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.json).write_text(json.dumps(
             {k: [asdict(s) for s in v] for k, v in results.items()}, indent=1))
     print(report(args, results))
+    rates: dict[str, list[float]] = {}
+    for name, samples in results.items():
+        for s in samples:
+            rates.setdefault(f"{name} {s.tool} GB/s", []).append(s.gbps)
+    runs = {k: [asdict(s) for s in v] for k, v in results.items()}
+    print(f"\n- record: {record.write(rates, runs=runs)}")
 
 
 if __name__ == "__main__":

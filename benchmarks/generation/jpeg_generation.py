@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.records import Recorder
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -67,6 +69,7 @@ def main() -> int:
     ap.add_argument("--np", type=int, default=1)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    record = Recorder(__file__)
     args.root.mkdir(parents=True, exist_ok=True)
     runs = [one_run(args.root, args.files, args.size, args.np) for _ in range(args.reps)]
     shutil.rmtree(args.root / "data", ignore_errors=True)
@@ -82,6 +85,9 @@ def main() -> int:
           "and sync)")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "encode_files_per_s": enc}, indent=1))
+    results = {"files/s": [r["files"] / r["seconds"] for r in runs],
+               "MB/s": [r["bytes"] / r["seconds"] / 1e6 for r in runs]}
+    print(f"- record: {record.write(results, runs=runs, encode_files_per_s=enc)}")
     return 0
 
 

@@ -26,11 +26,12 @@ import shutil
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks.generation import generation as gen
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
 FILE_BYTES = 4096
@@ -195,7 +196,13 @@ def main() -> None:
                    help="dliobench source trees to measure (default: this one)")
     args = p.parse_args()
     Path(args.root).mkdir(parents=True, exist_ok=True)
-    print(report(args, measure(args)))
+    record = Recorder(__file__, src=args.src[0])
+    runs = measure(args)
+    print(report(args, runs))
+    results: dict[str, list[float]] = {}
+    for r in runs:
+        results.setdefault(f"{r.tool} files/s", []).append(r.rate)
+    print(f"\n- record: {record.write(results, files=args.files, runs=[asdict(r) for r in runs])}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.harness.records import Recorder
+
 
 def run(tree: Path, args: list[str], out: Path) -> tuple[float, float, float, float]:
     """(samples/s, first step s, mean wait of steps 1-5 ms, of the later steps ms)."""
@@ -97,6 +99,7 @@ def main() -> None:
     p.add_argument("--align", action="store_true",
                    help="the kernel copy's CPU by where in a page the memory starts")
     a = p.parse_args()
+    record = Recorder(__file__, src=a.src[0])
     common = [f"dataset.data_folder={a.root / 'data'}", f"dataset.num_files_train={a.files}",
               "dataset.record_length_bytes=16777216", "dataset.record_length_bytes_stdev=0",
               f"dataset.format={a.format}", "reader.batch_size=8", "reader.read_threads=4",
@@ -132,6 +135,10 @@ def main() -> None:
     for tree, rows in got.items():
         med = [statistics.median(r[k] for r in rows) for k in range(4)]
         print(f"| {tree} | {med[0]:,.0f} | {med[1]:.3f} | {med[2]:.1f} | {med[3]:.1f} |")
+    columns = ("samples/s", "first step s", "wait steps 1-5 ms", "wait later steps ms")
+    results = {f"{tree} {c}": [r[k] for r in rows] for tree, rows in got.items()
+               for k, c in enumerate(columns)}
+    print(f"- record: {record.write(results, format=a.format, files=a.files)}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the tree this script belongs to
 sys.path.insert(0, str(ROOT))  # its dliobench, not the one an editable install points at
 
+from benchmarks.harness.records import Recorder  # noqa: E402
 from benchmarks.loaders import ceilings, vmstate  # noqa: E402
 
 SHAPES = {"64 KiB": (65536, 8192), "16 MiB": (16 << 20, 160)}
@@ -59,6 +60,7 @@ FRESH = [False]  # --fresh: the compiled ceiling into fresh memory too
 EPOCHS = [2]  # --epochs: passes over the files by every contender, the raw read too
 VM_FRESH = [False]  # --vm-state fresh: each contender starts in a freshly booted VM's memory
 NOTES: list[str] = []  # said under the table
+RAW: dict[str, list[float]] = {}  # every repetition's figure, for the JSON record
 IDIOMATIC = Path(__file__).resolve().parent / "idiomatic.py"
 
 
@@ -207,6 +209,9 @@ def measure(shape: str, root: Path, reps: int, threads: int) -> list[str]:
             results.setdefault(loader, []).append(got)
             faults.setdefault(loader, []).append(
                 (child_faults() - before) / delivered(folder / "train"))
+    for name, values in results.items():
+        RAW[f"{shape} {name} samples/s"] = [v[0] for v in values]
+        RAW[f"{shape} {name} CPU s/sample"] = [v[2] for v in values]
     medians = {name: tuple(statistics.median(v[k] for v in values) for k in range(3))
                for name, values in results.items()}
     top = max(medians[CEILING][0], medians.get("fio", (0.0,))[0])  # the faster compiled one
@@ -252,6 +257,7 @@ def main() -> None:
         or name == "idiomatic-tensorflow") and (
         name != "idiomatic-tensorflow" or args.format == "tfrecord")]
     args.root.mkdir(parents=True, exist_ok=True)
+    record = Recorder(__file__, src=ROOT)
     load = os.getloadavg()[0]
     print(f"# loaders vs the compiled ceiling, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{platform.node()}, tree {ROOT}, "
@@ -266,6 +272,9 @@ def main() -> None:
             for row in measure(shape, args.root, args.reps, args.threads):
                 print(row, flush=True)
         print("", *NOTES, sep="\n")
+        path = record.write(RAW, format=args.format, epochs=args.epochs, threads=args.threads,
+                            vm_state=args.vm_state, notes=NOTES)
+        print(f"- record: {path}")
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
 

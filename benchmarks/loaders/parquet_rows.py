@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 
 B200_ROWS_PER_S = 16_384 / 0.0005  # dlrm_b200.yaml @ 8349485: batch 16,384, 0.0005 s
 COLUMNS = ["label", "numerical_features", "categorical_features"]
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--src", nargs="+", default=[str(machine.REPO)],
                         help="dliobench source trees to run (alternating within each rep)")
     args = parser.parse_args()
+    record = Recorder(__file__, src=args.src[0])
     shutil.rmtree(args.root, ignore_errors=True)
     data, out = args.root / "data", args.root / "out"
     results: dict[str, list[float]] = {}
@@ -117,6 +119,7 @@ def main() -> None:
               f"{med / B200_ROWS_PER_S:.3f} |")
     print(f"\nOne B200 needs {B200_ROWS_PER_S:,.0f} rows/s (batch 16,384 per 0.0005 s).")
     print("\n" + machine.load_line())
+    print(f"- record: {record.write(results, files=args.files, rows=args.rows)}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from benchmarks.harness.records import Recorder
 from benchmarks.peers import dlio_peer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,6 +204,8 @@ def main() -> None:
                         help="record_length_resize for both tools, bytes (default 0: as read; "
                              "DLIO's unet3d_a100 workload sets 2097152)")
     args = parser.parse_args()
+    record = Recorder(__file__)
+    results: dict[str, list[float]] = {}
     shapes = list(SHAPES.values()) if args.shape == "all" else [SHAPES[args.shape]]
     shapes = [replace(s, resize=args.resize) for s in shapes]
     print(f"# dliobench vs DLIO 2.0.0, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, "
@@ -213,14 +216,20 @@ def main() -> None:
     try:
         for shape in shapes:
             args.root.mkdir(parents=True, exist_ok=True)
-            for row in table(shape, measure(args, shape, args.root)):
+            contenders = measure(args, shape, args.root)
+            for row in table(shape, contenders):
                 print(row, flush=True)
+            for c in contenders:
+                results[f"{shape.name} {c.name} {c.ranks} rank(s) samples/s"] = c.rates
+                results[f"{shape.name} {c.name} {c.ranks} rank(s) peak RSS"] = c.rss
             for who, wall in startup(args, shape, args.root):
+                results[f"{shape.name} {who} one-step run wall s"] = [wall]
                 print(f"| {shape.name} | one-step run | {who} | wall {wall:.2f} s "
                       "(start-up + first batch + results) | | | |", flush=True)
             shutil.rmtree(args.root, ignore_errors=True)
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
+    print(f"\n- record: {record.write(results, resize=args.resize)}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 
 SERVER = machine.REPO / "tests" / "s3server.py"
 BUCKET = "bench"
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
+    record = Recorder(__file__)
     os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                        "AWS_EC2_METADATA_DISABLED": "true"})
     server, endpoint = start_server()
@@ -134,6 +136,9 @@ def main() -> None:
                  f"- server CPU while boto3 read: {statistics.median(shares):.2f} cores "
                  f"of {os.cpu_count()} (median)", machine.load_line()]
         print("\n".join(lines))
+        results = {"boto3 GB/s": [x / 1e9 for x in raw], "dliobench GB/s": [x / 1e9 for x in ours],
+                   "server cores while boto3 read": shares}
+        print(f"- record: {record.write(results, objects=len(keys), size=args.size)}")
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from benchmarks.harness import machine
 from benchmarks.harness.machine import run
+from benchmarks.harness.records import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD_BYTES = 146_600_628  # workloads/unet3d.yaml, MLPerf Storage's mean sample size
@@ -307,6 +308,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"warning: {args.files} files do not split evenly over {jobs} fio jobs",
                   file=sys.stderr)
     args.root.mkdir(parents=True, exist_ok=True)
+    record = Recorder(__file__, src=args.src or REPO)
     try:
         files = generate(args)
         seq, ctx = measure(args, files)
@@ -315,6 +317,9 @@ def main(argv: list[str] | None = None) -> None:
                          *seq_table(seq), "", "### Hardware context", "", *ctx_table(ctx), "",
                          "### Commands (last repetition)", "", "```sh",
                          *[s.command for s in seq + ctx], "```"]))
+        results = {f"{s.tool} {s.ranks} rank(s) x {s.threads} thread(s) {s.setting} B/s": s.rates
+                   for s in seq + ctx}
+        print(f"\n- record: {record.write(results, files=args.files)}")
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from benchmarks.harness import machine
 from benchmarks.harness.machine import run
+from benchmarks.harness.records import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = ("stat", "open", "close", "create", "unlink")
@@ -55,6 +56,7 @@ def main() -> None:
     ap.add_argument("--root", default="/work/bench-md")
     ap.add_argument("--src", default=str(REPO))
     args = ap.parse_args()
+    record = Recorder(__file__, src=args.src)
     root = Path(args.root)
     overrides = [f"dataset.data_folder={root / 'data'}", f"dataset.num_files_train={args.files}",
                  f"dataset.num_subfolders_train={args.subfolders}", "dataset.format=npy",
@@ -85,6 +87,9 @@ def main() -> None:
                                        ("pmax", job["max_s"] * 1e6)):
                         slot.setdefault(key, []).append(value)
         _report(args, figures, commands)
+        results = {f"{r} rank(s) {op} {k}": v for (r, op), f in figures.items()
+                   for k, v in f.items()}
+        print(f"- record: {record.write(results, cold=args.cold, files=args.files)}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
