@@ -8,7 +8,7 @@ together at --cap-mbps MB/s, generates --files one-sample npy objects of --sampl
 (writes are not capped), and runs one epoch with 1 and 2 ranks (``mpiexec``) at a compute
 time c per batch chosen so one rank has --headroom times the bandwidth it needs and two
 ranks saturate the cap. Prints measured AU against the model AU = min(1, c x B / (n x s))
-(B the cap in bytes/s, n ranks, s bytes per batch; see benchmarks/TIERS.md); the goal is
+(B the cap in bytes/s, n ranks, s bytes per batch; see benchmarks/scale/TIERS.md); the goal is
 agreement within 0.02.
 """
 

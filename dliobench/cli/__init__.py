@@ -2,8 +2,9 @@
 
 numpy's OpenBLAS starts a thread per core that waits, spinning at times, for work dliobench
 never gives it (no linear algebra): one thread is enough. A 16 MiB npy native read on 2 cores
-(benchmarks/RESULTS.md, "OpenBLAS threads") ran at 540-611 samples/s with one thread against
-320-607 with the default. Set before numpy loads; a value the user set is kept.
+(benchmarks/history/RESULTS-2026-11-22-to-2026-11-25.md,
+"OpenBLAS threads") ran at 540-611 samples/s with one thread against 320-607 with the default.
+Set before numpy loads; a value the user set is kept.
 """
 
 import os

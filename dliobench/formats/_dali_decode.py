@@ -4,7 +4,7 @@ per reader thread; one pipeline for grayscale and one for colour, picked by the 
 header's component count, so grayscale comes back rows x columns as Pillow gives it.
 (DALI 2.4's ``output_type=ANY_DATA`` would keep the channels, but it corrupted the heap here
 now and then.) Costs one ``run()`` of the pipeline per sample on top of the decode (the
-``dali`` row of ``benchmarks/jpeg_decoders.py`` measures it).
+``dali`` row of ``benchmarks/loaders/jpeg_decoders.py`` measures it).
 """
 
 from __future__ import annotations

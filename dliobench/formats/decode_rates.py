@@ -1,7 +1,7 @@
 """Images one core decodes per second with each JPEG decoder (``reader.decoder``), and so the
 client cores an accelerator's demand needs: what ``dliobench ceiling`` shows for a JPEG
 workload (on files made as the generator makes them, ``sample_files``) and
-``benchmarks/jpeg_decoders.py`` records (on generated files).
+``benchmarks/loaders/jpeg_decoders.py`` records (on generated files).
 
 A rate is images per CPU-second of this process (``time.process_time``: DALI decodes in its
 own threads) over repeated decodes of files already in memory: reading is the ceiling's other

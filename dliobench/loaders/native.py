@@ -23,7 +23,8 @@ sleep. Files of one size below ``POOL_MIN_BYTES`` named by their index go as the
 only (``NamedBatch``: paths made in C, one reused page-aligned block per batch), and while
 reads come from the page cache no more threads serve than there are CPUs. On 64 KiB samples
 and 2 cores that took the loader from 0.43-0.46 to 0.81 (npz) and 0.88 (npy) of the compiled
-loop (RESULTS.md, "Speed, session 12" and "Speed, session 13").
+loop (benchmarks/history/RESULTS-2026-11-22-to-2026-11-25.md,
+"Speed, session 12" and "Speed, session 13").
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ rules checks' parameters) and ``overrides.yaml`` (``workload=<name>``, then one
 (``mlpstorage_py/rules/models.py``@be69aeb5dccb701ae207b27820b7ae7c7bcf80b1
 ``DLIOResultParser``, ``ResultFilesExtractor``; ``rules.py``@caa90c9 ``BenchmarkResult``.)
 
-The metadata file is named and filled as ``benchmarks/base.py`` names and fills it
+The metadata file is named and filled as ``mlpstorage_py/benchmarks/base.py`` names and fills it
 (``<benchmark_type>_<run_datetime>_metadata.json``; ``metadata``@be69aeb5: benchmark_type,
 model, command, run_datetime, num_processes, accelerator, result_dir, parameters,
 override_parameters, system_info, runtime, verification, executed_command,
@@ -84,8 +84,8 @@ def _dotted(config: dict[str, Any], key: str) -> Any:
 
 def overrides(config: dict[str, Any], given: tuple[str, ...], command: str = "run") -> list[str]:
     """DLIO's ``overrides.yaml``: the workload mlpstorage names (``<model>_<accelerator>`` for
-    training, ``<model>_datagen`` for datagen: ``benchmarks/dlio.py`` ``config_name``), then
-    each key the command line set,
+    training, ``<model>_datagen`` for datagen: ``mlpstorage_py/benchmarks/dlio.py``
+    ``config_name``), then each key the command line set,
     with its resolved value. Left out: our own ``output.*`` keys (mlpstorage sets Hydra's run
     folder there, not a workload key) and ``train.accelerator`` (the workload's name says it,
     as ``--accelerator-type`` picks mlpstorage's workload file)."""

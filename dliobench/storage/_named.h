@@ -3,7 +3,8 @@
  *
  * A batch of read_checked's per-file lists costs its consumer, in Python, a path string, a
  * buffer and a template per file, and their conversions in submit(): ~3.6 us of a 64 KiB
- * sample's ~19 us on 2 cores (RESULTS.md, "Speed, session 12"). When every file of a dataset
+ * sample's ~19 us on 2 cores (benchmarks/history/RESULTS-2026-11-22-to-2026-11-25.md,
+ * "Speed, session 12"). When every file of a dataset
  * has one size and its name is a pure function of its index (a generated dataset's layout,
  * dataset/layout.py: "{prefix}{i % folders:04d}/{stem}_{i:07d}.{ext}"), the consumer hands
  * over the indices and nothing else: each reader thread formats a file's path on its own

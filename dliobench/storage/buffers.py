@@ -111,7 +111,7 @@ def page_aligned(size: int) -> np.ndarray:
     ``np.empty`` of a large array starts 16 bytes into a page (glibc's header before an
     mmap-ed chunk), and the kernel's copy from the page cache into a destination not
     aligned to a cache line costs about 40 % more CPU: a 16 MiB read here took 3.1-3.2 ms of
-    CPU into such memory, 2.2-2.3 ms at offset 0 or 64 (``benchmarks/first_touch.py
+    CPU into such memory, 2.2-2.3 ms at offset 0 or 64 (``benchmarks/loaders/first_touch.py
     --align``). Over-allocated by a page and sliced, so numpy's allocator (and its huge-page
     advice for large arrays) still makes it."""
     raw = np.empty(size + mmap.PAGESIZE, dtype=np.uint8)

@@ -33,7 +33,7 @@ WRITEBACK_MIN_BYTES = 64 << 10
 # A buffered file's writeback starts every this many bytes written, so the device writes
 # while the writer fills the page cache and a final fsync waits only for the last piece: 8
 # processes writing 40 + 240 MB each with a fsync per file took 2.96-3.07 s with it, 3.35-3.93
-# s without (benchmarks/RESULTS.md, Checkpoints)
+# s without (benchmarks/RESULTS.md, "Checkpoints")
 WRITE_BEHIND_BYTES = 32 << 20
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW  # in place: never through a link
 

@@ -4,7 +4,7 @@ and receives, and the body lands in one buffer that is handed over without a cop
 
 obstore took 3x (1 MiB objects) to 7x (64 KiB) less client CPU per GB than boto3 from the
 same threads on the same server and objects, and as little as boto3 at 16 MiB
-(``benchmarks/s3_clients.py``, RESULTS.md); writes stay with boto3 (checksums, multipart,
+(``benchmarks/s3/s3_clients.py``, RESULTS.md); writes stay with boto3 (checksums, multipart,
 conditional PUTs). One obstore store per process and bucket, made after the boto3 client's
 HeadBucket has turned a missing bucket, a wrong endpoint or refused credentials into one
 sentence. Only a run's data reads use it (``S3Backend.read_range``): obstore's runtime hangs

@@ -1,5 +1,5 @@
 """A real, small PyTorch training job whose I/O the trace tests import (tests/integration/
-test_trace_replay.py, benchmarks/trace_replay.py): a ``Dataset`` reading one ``.npy`` file per
+test_trace_replay.py, benchmarks/trace/trace_replay.py): a ``Dataset`` reading one ``.npy`` file per
 sample with ``np.load``, a ``DataLoader`` with worker processes, a small ``nn.Module`` trained
 with SGD. Usage: ``python trace_train.py DATA_DIR [--epochs N] [--batch N] [--workers N]
 [--shuffle] [--context spawn] [--dftracer]``. Nothing here knows dliobench: it is the job a

@@ -1,7 +1,7 @@
 """A real Slurm cluster on 127.0.0.1: one ``slurmctld`` and two ``slurmd`` (nodes n1 and n2,
 one CPU each, on ports of their own; Debian's build runs several slurmd on one host), from a
 generated slurm.conf in a folder of the caller's, stopped when the ``with`` block ends. Used by
-tests/slurm's session fixture and by benchmarks/faults.py's Slurm cases.
+tests/slurm's session fixture and by benchmarks/faults/faults.py's Slurm cases.
 
 Authentication is ``auth/none`` (Slurm 22.05, Debian bookworm's, still ships it), so no munged
 is needed for a cluster that only 127.0.0.1 reaches.

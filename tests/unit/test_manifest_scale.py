@@ -3,7 +3,7 @@ O(files / ranks) memory (64 MB at most), never holding the whole namespace.
 
 The manifest is synthetic: sparse column files of 100 M entries with the entries of the
 ranks under test written; each rank plans in a fresh process, measured with tracemalloc and
-its peak RSS. Load times for real 100 M-entry columns are in ``benchmarks/manifest_scale.py``.
+its peak RSS. Load times for real 100 M-entry columns are in ``benchmarks/scale/manifest_scale.py``.
 """
 
 from __future__ import annotations

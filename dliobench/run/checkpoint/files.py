@@ -29,7 +29,8 @@ from dliobench.run.checkpoint.space import Room
 from dliobench.storage import Backend
 from dliobench.storage.backend import Writer
 
-WRITE_BYTES = 4 << 20  # one raw write, as fio's bs=4M (benchmarks/checkpoints.py uses both)
+# one raw write, as fio's bs=4M (benchmarks/checkpoints/checkpoints.py uses both)
+WRITE_BYTES = 4 << 20
 READ_BYTES = 4 << 20  # one read: 1.92-2.04 GB/s read back against 1.81-1.95 with 16 MiB
 TORCH_DTYPES = {"int8": "int8", "uint8": "uint8", "fp16": "float16", "bf16": "bfloat16",
                 "fp32": "float32", "fp64": "float64"}
@@ -116,7 +117,7 @@ class TorchStream:
     """A write-only file object over a storage ``Writer``, for ``torch.save`` (whose zip
     writer, given an object with ``write``, neither seeks nor tells): what it writes reaches
     the writer in whole ``WRITE_BYTES`` requests (the last one cut), as fio's ``bs`` in
-    benchmarks/checkpoints.py.
+    benchmarks/checkpoints/checkpoints.py.
 
     Tensor storages are handed over as views of their memory and go out from there, no copy;
     only what precedes them within a request (zip headers, padding, small tensors, the start
@@ -168,7 +169,7 @@ class StampedChunk:
     block number), the stamps ``dataset.fill`` puts in samples, so no 4 KiB of any file repeats
     (dedupe cannot flatter the result) while the source stays in the CPU cache, as fio's
     buffer does: the copy into the page cache, most of a buffered write's CPU, then reads
-    from the cache, not from memory (see benchmarks/RESULTS.md, Checkpoints).
+    from the cache, not from memory (see benchmarks/RESULTS.md, "Checkpoints").
     """
 
     def __init__(self, seed: int, size: int = WRITE_BYTES) -> None:
