@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -125,6 +126,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path("/work/bench-ckpt-phases"))
     parser.add_argument("--settle", type=float, default=20.0)
     args = parser.parse_args()
+    record = Recorder(__file__)
     nbytes, steps = phases(args.scale, args.root)
     seen: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in steps}
     try:
@@ -145,6 +147,8 @@ def main() -> None:
                      f"| {rounds} |")
     print("\n".join([*machine.machine_lines(), *machine.code_lines(str(REPO)), "", *lines,
                      "", machine.load_line()]))
+    results = {f"{name} GB/s": [gb / r[0] for r in rows] for name, rows in seen.items()}
+    print(f"\n- record: {record.write(results, rounds=seen)}")
 
 
 if __name__ == "__main__":

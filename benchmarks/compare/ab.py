@@ -99,7 +99,7 @@ def main() -> None:
         shutil.rmtree(args.root, ignore_errors=True)
     size = SHAPES[args.shape][0]
     print(f"# before/after, {args.shape} samples ({size:,} B), {args.reps} alternating reps\n")
-    print(*machine.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
+    print(*machine.machine_lines(), f"- measured with: `{' '.join(machine.command())}`",
           *(f"- {name}: {src}" for name, src in trees.items()), sep="\n")
     unit = "GB/s" if args.task == "generate" else "samples/s"
     print(f"\n| task | tree | {unit} median | range | vs first |")

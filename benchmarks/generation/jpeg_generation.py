@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.machine import command
 from benchmarks.harness.records import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def main() -> int:
           f"|---|---|---|---|---|---|---|\n"
           f"| {args.files} | {args.size:,} | {mean:,.0f} | {args.np} | {fps:,.0f} | "
           f"{mbps:,.1f} | {enc:,.0f} files/s ({enc * args.size / 1e6:,.0f} MB/s) |")
-    print(f"\ncommand: {' '.join(sys.argv)}  (medians of {args.reps}; wall time with start-up "
+    print(f"\ncommand: {' '.join(command())}  (medians of {args.reps}; wall time with start-up "
           "and sync)")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "encode_files_per_s": enc}, indent=1))

@@ -51,11 +51,22 @@ def commit_of(src: str | Path) -> tuple[str, bool]:
     return commit, bool(dirty)
 
 
+def command() -> list[str]:
+    """This process's command line as one reruns it: ``python -m benchmarks.<folder>.<script>``
+    for a benchmark started as a module (``sys.argv[0]`` is then its file's path)."""
+    script = Path(sys.argv[0]).resolve()
+    bench = REPO / "benchmarks"
+    if script.suffix == ".py" and bench in script.parents:
+        module = ".".join(script.relative_to(REPO).with_suffix("").parts)
+        return [Path(sys.executable).name, "-m", module, *sys.argv[1:]]
+    return [Path(sys.executable).name, *sys.argv]
+
+
 def code_lines(src: str | Path) -> list[str]:
     """Markdown lines: the command that ran, and the dliobench commit measured in ``src``."""
     commit = _out(["git", "-C", str(src), "log", "-1", "--format=%h (%cI)"])
     dirty = commit_of(src)[1]
-    return [f"- measured with: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+    return [f"- measured with: `{' '.join(command())}`",
             f"- dliobench: {src}, commit {commit}"
             f"{' with uncommitted changes in dliobench/' if dirty else ''}"]
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.machine import REPO, commit_of, machine_facts
+from benchmarks.harness.machine import REPO, command, commit_of, machine_facts
 from benchmarks.harness.timing import Spread
 
 RECORDS = REPO / "benchmarks" / "records"
@@ -51,9 +51,9 @@ class Recorder:
         self.script = Path(script).stem
         self.src = Path(src) if src else REPO
         self.folder = folder or RECORDS
-        self.command = [Path(sys.executable).name, *sys.argv]
+        self.command = command()
         self.started = dt.datetime.now(dt.timezone.utc)
-        self.load_start = list(os.getloadavg())
+        self.load_start = [round(x, 2) for x in os.getloadavg()]
 
     def record(self, results: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         """The record as written: command, commit, machine, load, results."""
@@ -63,7 +63,7 @@ class Recorder:
                 "ended": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "tree": str(self.src), "commit": commit, "dirty": dirty,
                 "machine": machine_facts(),
-                "load": {"start": self.load_start, "end": list(os.getloadavg())},
+                "load": {"start": self.load_start, "end": [round(x, 2) for x in os.getloadavg()]},
                 "results": _plain(results), **_plain(extra)}
 
     def write(self, results: Mapping[str, Any], **extra: Any) -> Path:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.records import Recorder
 from dliobench.config.names import DECODER_NAMES
 from dliobench.formats._decoders import decoder_for
 from dliobench.formats.decode_rates import DecodeRate, load_average, measure_all
@@ -115,6 +116,7 @@ def main() -> None:
     ap.add_argument("--core", type=int, default=1)
     ap.add_argument("--dali-batch", type=int, default=24)
     args = ap.parse_args()
+    record = Recorder(__file__)
     blobs = dataset(args.root, args.files)
     os.sched_setaffinity(0, {args.core})
     load_before = load_average() or 0.0
@@ -127,6 +129,10 @@ def main() -> None:
           f"average {load_before:.2f} before, {load_average() or 0.0:.2f} after; "
           f"{time.strftime('%Y-%m-%d %H:%M %Z')}")
     print("\n".join(table(rates, checks)))
+    results = {f"{r.decoder} images per CPU-s (median of {r.reps})": r.per_cpu_s
+               for r in rates if not r.missing}
+    path = record.write(results, missing={r.decoder: r.missing for r in rates if r.missing})
+    print(f"\n- record: {path}")
 
 
 if __name__ == "__main__":

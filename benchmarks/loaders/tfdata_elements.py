@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.harness.records import Recorder
+
 if TYPE_CHECKING:
     import tensorflow as tf
 
@@ -70,6 +72,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--per-element", type=int, nargs="+", default=[1, 4, 16])
     args = parser.parse_args()
+    record = Recorder(__file__)
+    results: dict[str, list[float]] = {}
     memory = np.zeros((max(args.per_element), BATCH, args.sample), np.uint8)
     print("| batches per element | batches/s | CPU us per batch |")
     print("|---|---|---|")
@@ -82,6 +86,10 @@ def main() -> None:
                 del rows
             wall, used = time.perf_counter() - start, cpu_seconds() - cpu
             print(f"| {k} | {count / wall:,.0f} | {used / count * 1e6:,.0f} |", flush=True)
+            results.setdefault(f"{k} per element batches/s", []).append(count / wall)
+            results.setdefault(f"{k} per element CPU us per batch", []).append(
+                used / count * 1e6)
+    print(f"\n- record: {record.write(results, batches=args.batches, sample=args.sample)}")
 
 
 if __name__ == "__main__":

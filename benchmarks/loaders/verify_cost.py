@@ -57,7 +57,7 @@ def main() -> None:
     size = SHAPES[args.shape][0]
     print(f"# reader.verify_samples off/on, {args.shape} samples ({size:,} B), "
           f"{args.reps} alternating reps\n")
-    print(*machine.machine_lines(), f"- measured with: `{' '.join(['python', *sys.argv])}`",
+    print(*machine.machine_lines(), f"- measured with: `{' '.join(machine.command())}`",
           sep="\n")
     print("\n| loader | verify | samples/s median | range | on/off |")
     print("|---|---|---|---|---|")

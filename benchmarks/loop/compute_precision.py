@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from benchmarks.harness.records import Recorder
 from dliobench.run.accelerator import busy_wait
 
 DURATIONS_S = (0.0005, 0.0035, 0.0055, 0.05, 0.224, 0.323)
@@ -23,6 +24,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200, help="steps per duration")
     args = parser.parse_args()
+    record = Recorder(__file__)
+    results: dict[str, list[float]] = {}
     print(f"# compute precision, {time.strftime('%Y-%m-%d')}, {platform.node()}, "
           f"{platform.processor() or platform.machine()}, {args.steps} steps each\n")
     print("| configured | median measured | median error | p99 error | relative median error |")
@@ -35,9 +38,11 @@ def main() -> None:
             busy_wait(d)
             measured[i] = time.perf_counter() - t0
         err = measured - d
+        results[f"{d * 1e3:.2f} ms error us"] = list(err * 1e6)
         print(f"| {d * 1e3:.2f} ms | {np.median(measured) * 1e3:.4f} ms | "
               f"{np.median(err) * 1e6:.1f} us | {np.percentile(err, 99) * 1e6:.1f} us | "
               f"{np.median(err) / d * 100:.3f} % |")
+    print(f"\n- record: {record.write(results, steps=args.steps)}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import numpy as np
 
 from benchmarks.harness import machine
 from benchmarks.harness.machine import run
+from benchmarks.harness.records import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_BYTES = 65536
@@ -218,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     """Generate, measure, print the report, delete the data."""
     args = parse_args(argv)
     args.root.mkdir(parents=True, exist_ok=True)
+    record = Recorder(__file__, src=args.src or REPO)
     try:
         generate(args)
         configs = measure(args)
@@ -227,6 +229,10 @@ def main(argv: list[str] | None = None) -> None:
                             f"{args.baseline}:", "", *added(configs, args.baseline), ""]
                            if args.baseline else []),
                          "```sh", *[c.command for c in configs], "```"]))
+        results = {f"{c.tree or 'installed'} {c.ranks} rank(s) compute {c.compute} allreduce "
+                   f"{c.allreduce} {key} us": values
+                   for c in configs for key, values in c.figures.items()}
+        print(f"\n- record: {record.write(results, steps=args.steps)}")
     finally:
         shutil.rmtree(args.root, ignore_errors=True)
 

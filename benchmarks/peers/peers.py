@@ -221,7 +221,8 @@ def main() -> None:
                 print(row, flush=True)
             for c in contenders:
                 results[f"{shape.name} {c.name} {c.ranks} rank(s) samples/s"] = c.rates
-                results[f"{shape.name} {c.name} {c.ranks} rank(s) peak RSS"] = c.rss
+                results[f"{shape.name} {c.name} {c.ranks} rank(s) peak RSS"] = [
+                    float(x) for x in c.rss]
             for who, wall in startup(args, shape, args.root):
                 results[f"{shape.name} {who} one-step run wall s"] = [wall]
                 print(f"| {shape.name} | one-step run | {who} | wall {wall:.2f} s "

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 from benchmarks.s3.s3_read import BUCKET, client, start_server
 
 
@@ -36,6 +37,8 @@ def main() -> None:
     parser.add_argument("--headroom", type=float, default=1.3)
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     a = parser.parse_args()
+    record = Recorder(__file__)
+    results: dict[str, float] = {}
     os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                        "AWS_EC2_METADATA_DISABLED": "true"})
     cap = a.cap_mbps * 1e6
@@ -64,6 +67,7 @@ def main() -> None:
             result = json.loads(next(out.glob("*/result.json")).read_text())
             m = result["metrics"]
             model = min(1.0, compute * cap / (n * batch_bytes))
+            results.update({f"{n} rank(s) AU": m["au"], f"{n} rank(s) AU model": model})
             rows.append(f"| {n} | {m['au']:.3f} | {model:.3f} | {m['au'] - model:+.3f} | "
                         f"{m['bytes_per_s'] / 1e6:.1f} | {m['steps']} |")
         print("\n".join([
@@ -72,6 +76,7 @@ def main() -> None:
             *machine.machine_lines(), *machine.code_lines(machine.REPO), "",
             "| ranks | AU measured | AU model min(1, c·B/(n·s)) | difference | MB/s read | "
             "counted steps |", "|---|---|---|---|---|---|", *rows, "", machine.load_line()]))
+        print(f"\n- record: {record.write(results, cap_mbps=a.cap_mbps, files=a.files)}")
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 from benchmarks.s3.seaweed import Server, boto3_client, cpu_seconds, seaweed
 from dliobench.config.values import to_size
 
@@ -194,6 +195,7 @@ def main() -> None:
                         default=["boto3", "obstore", "s3torchconnector", "s3dlio"])
     parser.add_argument("--ours", nargs="*", default=["obstore", "boto3"])
     a = parser.parse_args()
+    record = Recorder(__file__)
     work = Path(tempfile.mkdtemp(prefix="s3-clients-"))
     load0 = os.getloadavg()
     try:
@@ -207,6 +209,8 @@ def main() -> None:
         *machine.machine_lines(), *machine.code_lines(machine.REPO),
         f"- load average (1, 5, 15 min) at the start: {load0[0]:.2f}, {load0[1]:.2f}, "
         f"{load0[2]:.2f}", machine.load_line(), "", *body]))
+    # the per-client rates are in the tables' rows, not yet kept as numbers of their own
+    print(f"\n- record: {record.write({'tables': body}, sets=a.sets, threads=a.threads)}")
 
 
 def _split(spec: str) -> tuple[str, int]:

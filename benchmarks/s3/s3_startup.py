@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 from benchmarks.s3.seaweed import Server, seaweed
 
 
@@ -64,6 +65,7 @@ def main() -> None:
     parser.add_argument("--size", default="1KiB")
     parser.add_argument("--reps", type=int, default=3)
     a = parser.parse_args()
+    record = Recorder(__file__)
     work = Path(tempfile.mkdtemp(prefix="s3-startup-"))
     load0 = os.getloadavg()
     made: dict[int, float] = {}
@@ -90,6 +92,10 @@ def main() -> None:
         f"{load0[2]:.2f}", machine.load_line(), "",
         "| objects | command to exit after step 1, s (median) | runs (s) | first step, s "
         "(median) | generation |", "|---|---|---|---|---|", *rows]))
+    results = {**{f"{c} objects, command to exit s": [w for w, _ in runs[c]] for c in a.counts},
+               **{f"{c} objects, first step s": [f for _, f in runs[c]] for c in a.counts},
+               **{f"{c} objects, generation s": made[c] for c in a.counts}}
+    print(f"\n- record: {record.write(results, size=a.size)}")
 
 
 if __name__ == "__main__":

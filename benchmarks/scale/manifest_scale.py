@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import machine
+from benchmarks.harness.records import Recorder
 
 sys.path.insert(0, str(machine.REPO))
 from tests.unit.test_manifest_scale import PLAN_ONE_RANK  # the test's probe
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path("/work/bench-manifest"))
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    record = Recorder(__file__)
     shutil.rmtree(args.root, ignore_errors=True)
     args.root.mkdir(parents=True)
     try:
@@ -98,6 +100,10 @@ def main() -> None:
         print(f"| {rank} | {got['files']:,} | {got['seconds']:.2f} | {got['traced'] / 1e6:.1f} "
               f"| {got['rss_growth'] / 1e6:.1f} |")
     print("\n" + machine.load_line())
+    results = {f"rank {rank} {key}": value for rank, got in rows for key, value in got.items()}
+    path = record.write({**results, "write s": write_s, "bytes on disk": on_disk},
+                        files=args.files, ranks=args.ranks)
+    print(f"- record: {path}")
 
 
 if __name__ == "__main__":

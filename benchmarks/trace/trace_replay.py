@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.records import Recorder
+
 HERE = Path(__file__).resolve().parents[2]
 TRAIN = HERE / "tests" / "data" / "trace_train.py"
 CLI = [sys.executable, "-m", "dliobench"]
@@ -120,6 +122,7 @@ def main() -> None:
                     default="strace")
     ap.add_argument("--keep", action="store_true", help="keep the root folder")
     a = ap.parse_args()
+    record = Recorder(__file__)
     shutil.rmtree(a.root, ignore_errors=True)
     data = a.root / "data"
     make_files(data, a.files)
@@ -138,6 +141,10 @@ def main() -> None:
           f"{os.getloadavg()[0]:.1f}\n\nfrom-trace:\n{said}\ncompare:\n{table}\n"
           f"CPU per read of a cached 10,128-byte file: bare {bare:.1f} us, --trace-io {on:.1f} us "
           f"(+{on - bare:.1f}), read as the 5-request pattern {only:.1f} us, both {both:.1f} us")
+    results = {"job wall s untraced": plain, f"job wall s under {a.tracer}": under,
+               "read us bare": bare, "read us --trace-io": on, "read us 5-request pattern": only,
+               "read us both": both}
+    print(f"\n- record: {record.write(results, compare=table, from_trace=said)}")
     if not a.keep:
         shutil.rmtree(a.root, ignore_errors=True)
 
