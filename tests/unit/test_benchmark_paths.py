@@ -6,6 +6,7 @@ runs through benchmarks/."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -33,6 +34,7 @@ def citing_files() -> list[Path]:
     return found
 
 
+@functools.cache
 def headings(path: Path) -> list[str]:
     return [" ".join(m.group(1).split())
             for m in re.finditer(r"^#+ (.+)$", path.read_text(), re.M)]
