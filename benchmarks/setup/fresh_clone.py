@@ -2,7 +2,7 @@
 mpi extras, then the default workload), and whether the README's quick start runs right
 after it (`dliobench run unet3d` scaled down, with the bundled mpiexec).
 
-    python benchmarks/setup/fresh_clone.py [--repo .] [--keep]
+    python -m benchmarks.setup.fresh_clone [--repo .] [--keep]
 
 Clones the repository's HEAD into a temporary folder (pip takes the wheels from this
 machine's local wheel folders), times `make run` end to end and prints one JSON line: the
