@@ -151,8 +151,13 @@ def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
     overrides = _checkpoint_args(args)
     _ranks(args, args.num_processes, "--num-processes")
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides,
-                                              repeat=args.loops if args.loops > 1 else None))
+    ns = _ours(args, mlps.workload_of(args.model), overrides,
+               repeat=args.loops if args.loops > 1 else None)
+    if not args.what_if:  # a read-only invocation's checkpoints, before any rank starts
+        from dliobench.run.checkpoint.split import refuse_missing
+
+        refuse_missing(ns.workload, args.num_processes or launched_ranks())
+    return _run_or_show(commands, args, ns)
 
 
 def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:
