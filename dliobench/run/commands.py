@@ -140,9 +140,18 @@ def generate_dataset(config: Config, asked: Asked, verify: bool) -> Generated | 
     done = on_every_rank(world, comm, work, config.train.stall_timeout_s)
     if world.is_root and config.output.layout == "mlpstorage":
         record = write_datagen_record(config, {"ranks": world.size, "argv": sys.argv,
-                                               "runtime": time.time() - started})
+                                               "runtime": time.time() - started,
+                                               "started": _iso(started), "finished": _iso()})
         log.info("the generation's record (mlpstorage's datagen folder): %s", record)
     return done if world.is_root else None
+
+
+def _iso(seconds: float | None = None) -> str:
+    """An epoch time (now by default) as an ISO 8601 UTC time with microseconds."""
+    import datetime as dt
+
+    when = time.time() if seconds is None else seconds
+    return dt.datetime.fromtimestamp(when, dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def measure_ceiling(config: Config, asked: Asked) -> Ceiling | None:
