@@ -184,8 +184,13 @@ def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:
 
 
 def reportgen(commands: Commands, args: argparse.Namespace) -> int:
-    """``reports reportgen``: our report of every run under --results-dir."""
+    """``reports reportgen``: as mlpstorage's, each run's CLOSED/OPEN/INVALID and
+    ``results.json``/``results.csv`` in --results-dir (``report.mlpstorage_report``), then our
+    report of the same runs."""
+    from dliobench.report.mlpstorage_report import reportgen as upstream_reportgen
+
     _refuse(args)
+    upstream_reportgen(args.results_dir)
     return commands["report"](argparse.Namespace(runs=[args.results_dir], out=args.output_dir,
                                                  timeline_run=None, trace=False))
 

@@ -14,6 +14,7 @@ matched as its ``checks/directory_checks.py`` matches it, ``re.match`` on a file
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -56,10 +57,8 @@ def drop_caches() -> None:
     """The procedure's cache clear, as upstream's documents give it (root only); elsewhere
     the read-only invocation's own eviction (checkpoint.evict_before_read) stands in."""
     os.sync()
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError:
-        pass
 
 
 def test_split_checkpoint_procedure(run_cli: Callable[..., int], workdir: Path,
@@ -93,6 +92,31 @@ def test_split_checkpoint_procedure(run_cli: Callable[..., int], workdir: Path,
     stats = json.loads((read / "0_per_epoch_stats.json").read_text())
     assert stats["1"]["load_ckpt1"]["throughput"] == pytest.approx(
         loaded["load_checkpoint_io_mean_GB_per_second"])
+    reportgen_writes_upstreams_files_and_verdicts(run_cli, workdir, capsys, [write, read])
+
+
+def reportgen_writes_upstreams_files_and_verdicts(
+        run_cli: Callable[..., int], workdir: Path, capsys: pytest.CaptureFixture[str],
+        leaves: list[Path]) -> None:
+    """``reports reportgen --results-dir R`` (mlpstorage's form): each run's category on the
+    console, R/results.json and R/results.csv as upstream's ReportGenerator writes them
+    (mlpstorage_py/report_generator.py@dfe7b1f9), and our HTML report; ``validate`` is our
+    check of the same runs."""
+    assert run_cli("reports", "reportgen", "--results-dir", "R", "--output-dir", "rep") == 0
+    out = capsys.readouterr().out
+    ids = [f"checkpointing_run_llama3-8b_{leaf.name}" for leaf in leaves]
+    for run_id in ids:  # scaled down a ten-thousandth: not CLOSED (model: scaled)
+        assert re.search(rf"^(OPEN|INVALID) +{run_id} ", out, re.M), out
+    rows = json.loads((workdir / "R" / "results.json").read_text())
+    assert sorted(r["run_id"] for r in rows) == ids
+    assert {r["benchmark_type"] for r in rows} == {"checkpointing"}
+    assert all(r["num_processes"] == 1 and r["metrics"] for r in rows)
+    header = (workdir / "R" / "results.csv").read_text().splitlines()[0].split(",")
+    assert header == sorted(header) and "metrics.checkpoint_size_GB" in header
+    assert (workdir / "rep" / "report.html").is_file()
+    from dliobench.report.mlpstorage_report import validate
+
+    assert validate("R") == 1 and "model" in capsys.readouterr().out
 
 
 def test_datagen_and_run_leaves_hold_what_the_checker_reads(
