@@ -195,6 +195,27 @@ def reportgen(commands: Commands, args: argparse.Namespace) -> int:
                                                  timeline_run=None, trace=False))
 
 
+def validate(args: argparse.Namespace) -> int:
+    """``validate``: upstream runs its submission checker on a results folder; we run our
+    ``check`` of the runs under it (``report.mlpstorage_report.validate``)."""
+    from dliobench.report.mlpstorage_report import validate as check_folder
+
+    return check_folder(args.results_dir, args.division)
+
+
+def _add_validate(target: Any) -> None:
+    """``validate --results-dir DIR`` (``--input DIR``, the submission checker's flag),
+    unless a parser of that name is there already."""
+    if "validate" in (getattr(target, "choices", None) or {}):
+        return
+    p = target.add_parser("validate", help="MLPerf Storage's rules on the runs under a "
+                          "results folder (dliobench check)")
+    p.add_argument("--results-dir", "-rd", "--input", dest="results_dir", required=True,
+                   metavar="DIR", help="the folder the runs were written to")
+    p.add_argument("--division", choices=("closed", "open"), default="closed")
+    p.set_defaults(func=validate)
+
+
 HANDLERS = {"training run": training_run, "training datagen": training_datagen,
             "training datasize": training_datasize, "checkpointing run": checkpointing_run,
             "checkpointing datasize": checkpointing_datasize, "reports reportgen": reportgen}
@@ -227,3 +248,4 @@ def add_parsers(sub: Any, commands: Commands) -> None:
         mlpstorage_args.add_training(target, handlers)
         mlpstorage_args.add_checkpointing(target, handlers)
         mlpstorage_args.add_reports(target, handlers)
+        _add_validate(target)
