@@ -9,7 +9,8 @@ the files upstream's submission checker then finds in every leaf of the results 
 The required files are the submission checker's, mlcommons/storage
 ``mlpstorage_py/submission_checker/constants.py``@a815ef8a317e0b05a7cceea26fe0ae1a0eba2c94
 (``DATAGEN_``, ``RUN_``, ``CHECKPOINT_REQUIRED_FILES`` and ``_FOLDERS``, v3.0; each pattern is
-matched as its ``checks/directory_checks.py`` matches it, ``re.match`` on a file name).
+matched as ``checks/directory_checks.py`` and ``utils.py`` ``regex_matches_any``@a815ef8a match
+it, ``re.search`` over the leaf's file names).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def leaf_holds(leaf: Path, patterns: list[str]) -> None:
     """Every required pattern matches a file of the leaf, and dlio_config/ has its three."""
     names = [p.name for p in leaf.iterdir() if p.is_file()]
     for pattern in patterns:
-        assert any(re.match(pattern, n) for n in names), (pattern, names)
+        assert any(re.search(pattern, n) for n in names), (pattern, names)
     assert {p.name for p in (leaf / "dlio_config").iterdir()} == {
         "config.yaml", "hydra.yaml", "overrides.yaml"}
     summary = json.loads((leaf / "summary.json").read_text())
