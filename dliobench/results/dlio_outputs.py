@@ -18,7 +18,8 @@ mlcommons/DLIO_local_changes ``dlio_benchmark/utils/statscounter.py``
   samples/s are this rank's ``metrics.epoch_metrics`` (the same window as the result's).
 - ``<rank>_per_epoch_stats.json`` per rank (``start_train``/``end_train``, ``start_block``,
   ``end_save_ckpt``/``end_load_ckpt``): per epoch ``start``, ``end``, ``duration`` (a string,
-  ``'%.2f'`` seconds, as DLIO writes it) and ``block1``; a checkpoint-only run's epoch ``"1"``
+  ``'%.2f'`` seconds, as DLIO writes it), ``block1`` and the checkpoints taken in the epoch
+  (``save_ckpt<i>``); a checkpoint-only run's epoch ``"1"``
   holds ``save_ckpt<i>``/``load_ckpt<i>`` with ``duration`` (float seconds) and
   ``throughput`` (GiB/s: checkpoint size over duration, the figure summary.json averages).
 - ``dlio.log`` and the ``.stdout.log``: DLIO's closing ``[METRIC]`` block (``end_run``), its
@@ -99,7 +100,29 @@ def training_stats(result: dict[str, Any], timeline: Timeline) -> dict[str, Any]
         times = {"start": _clock(result.get("started_at"), first),
                  "end": _clock(result.get("started_at"), last),
                  "duration": _duration(first, last)}
-        out[str(epoch + 1)] = {**times, "block1": dict(times)}
+        out[str(epoch + 1)] = {**times, "block1": dict(times),
+                               **_training_checkpoints(result, epoch, cols)}
+    return out
+
+
+def _training_checkpoints(result: dict[str, Any], epoch: int,
+                          cols: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoints taken during training in ``epoch``, as v3.0's ``end_save_ckpt``
+    records them (``save_ckpt<i>``, i the checkpoint's number from 1): clock times from this
+    rank's step that took it, the duration and GiB/s of the checkpoint (all ranks' bytes over
+    the slowest rank's time, as summary.json's figures)."""
+    out: dict[str, Any] = {}
+    for row in (result.get("checkpoint") or {}).get("checkpoints") or []:
+        if row.get("epoch") != epoch or not row.get("write_s"):
+            continue
+        at = [i for i, step in enumerate(cols["step"]) if int(step) == int(row["step"])]
+        start = (float(cols["t_start_s"][at[0]] + cols["wait_s"][at[0]] + cols["compute_s"][at[0]]
+                       + cols["comm_s"][at[0]]) if at else None)
+        seconds = float(row["write_s"])
+        out[f"save_ckpt{int(row['index']) + 1}"] = {
+            "start": None if start is None else _clock(result.get("started_at"), start),
+            "end": None if start is None else _clock(result.get("started_at"), start + seconds),
+            "duration": seconds, "throughput": int(row["bytes"]) / GIB / seconds}
     return out
 
 

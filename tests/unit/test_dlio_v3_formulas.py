@@ -7,14 +7,20 @@ Facts only: the formulas are restated, no upstream code is copied."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import numpy as np
 import pytest
 
 from dliobench.results import metrics
-from dliobench.results.dlio_outputs import checkpoint_stats, metric_block, rank_output
-from dliobench.results.dlio_summary import GIB, dlio_summary
+from dliobench.results.dlio_outputs import (
+    checkpoint_stats,
+    metric_block,
+    rank_output,
+    training_stats,
+)
+from dliobench.results.dlio_summary import DLIO_TIME, GIB, dlio_summary
 from dliobench.results.timeline import Timeline
 
 BATCH = 4
@@ -136,3 +142,20 @@ def test_a_ranks_output_json_holds_its_steps_and_block_figures() -> None:
     assert any(line.startswith("[METRIC] Training Accelerator Utilization [AU] (%): "
                                f"{summary['metric']['train_au_mean_percentage']:.4f}")
                for line in lines)
+
+
+def test_per_epoch_stats_hold_each_epoch_and_its_training_checkpoints() -> None:
+    """``<rank>_per_epoch_stats.json`` of a training rank: epochs from 1 with their duration
+    as DLIO's ``'%.2f'`` string, ``block1``, and a checkpoint taken after step 2 of epoch 0
+    as ``save_ckpt1`` (float duration, GiB/s), starting when that step's work ended."""
+    result = {**_result(), "checkpoint": {"checkpoints": [
+        {"index": 0, "epoch": 0, "step": 2, "bytes": GIB, "write_s": 0.25}]}}
+    stats = training_stats(result, _timeline(0))
+    steps = STEPS[0][0]
+    assert stats["1"]["duration"] == f"{sum(w + c for w, c in steps):.2f}"
+    assert stats["1"]["block1"]["duration"] == stats["1"]["duration"]
+    assert stats["1"]["save_ckpt1"]["duration"] == 0.25
+    assert stats["1"]["save_ckpt1"]["throughput"] == 4.0
+    after_step_2 = dt.datetime.fromisoformat(result["started_at"]) + dt.timedelta(seconds=1.5)
+    assert stats["1"]["save_ckpt1"]["start"] == after_step_2.astimezone().strftime(DLIO_TIME)
+    assert "save_ckpt1" not in stats["2"]
