@@ -151,8 +151,13 @@ def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
     overrides = _checkpoint_args(args)
     _ranks(args, args.num_processes, "--num-processes")
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, mlps.workload_of(args.model), overrides,
-                                              repeat=args.loops if args.loops > 1 else None))
+    ns = _ours(args, mlps.workload_of(args.model), overrides,
+               repeat=args.loops if args.loops > 1 else None)
+    if not args.what_if:  # a read-only invocation's checkpoints, before any rank starts
+        from dliobench.run.checkpoint.split import refuse_missing
+
+        refuse_missing(ns.workload, args.num_processes or launched_ranks())
+    return _run_or_show(commands, args, ns)
 
 
 def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:
@@ -179,10 +184,36 @@ def checkpointing_datasize(commands: Commands, args: argparse.Namespace) -> int:
 
 
 def reportgen(commands: Commands, args: argparse.Namespace) -> int:
-    """``reports reportgen``: our report of every run under --results-dir."""
+    """``reports reportgen``: as mlpstorage's, each run's CLOSED/OPEN/INVALID and
+    ``results.json``/``results.csv`` in --results-dir (``report.mlpstorage_report``), then our
+    report of the same runs."""
+    from dliobench.report.mlpstorage_report import reportgen as upstream_reportgen
+
     _refuse(args)
+    upstream_reportgen(args.results_dir)
     return commands["report"](argparse.Namespace(runs=[args.results_dir], out=args.output_dir,
                                                  timeline_run=None, trace=False))
+
+
+def validate(args: argparse.Namespace) -> int:
+    """``validate``: upstream runs its submission checker on a results folder; we run our
+    ``check`` of the runs under it (``report.mlpstorage_report.validate``)."""
+    from dliobench.report.mlpstorage_report import validate as check_folder
+
+    return check_folder(args.results_dir, args.division)
+
+
+def _add_validate(target: Any) -> None:
+    """``validate --results-dir DIR`` (``--input DIR``, the submission checker's flag),
+    unless a parser of that name is there already."""
+    if "validate" in (getattr(target, "choices", None) or {}):
+        return
+    p = target.add_parser("validate", help="MLPerf Storage's rules on the runs under a "
+                          "results folder (dliobench check)")
+    p.add_argument("--results-dir", "-rd", "--input", dest="results_dir", required=True,
+                   metavar="DIR", help="the folder the runs were written to")
+    p.add_argument("--division", choices=("closed", "open"), default="closed")
+    p.set_defaults(func=validate)
 
 
 HANDLERS = {"training run": training_run, "training datagen": training_datagen,
@@ -217,3 +248,4 @@ def add_parsers(sub: Any, commands: Commands) -> None:
         mlpstorage_args.add_training(target, handlers)
         mlpstorage_args.add_checkpointing(target, handlers)
         mlpstorage_args.add_reports(target, handlers)
+        _add_validate(target)

@@ -65,7 +65,8 @@ class CheckpointConfig:
     fsync: bool = key(True, "bool", "fsync checkpoint files, so the time includes storage")
     read_after_write: bool = key(False, "bool", "read each checkpoint back after evicting it")
     keep: bool = key(False, "bool", "keep the checkpoint files after the run (by default "
-                     "they are deleted once measured)")
+                     "they are deleted once measured; a write-only checkpoint run keeps them "
+                     "for the read-only run unless this is set false)")
     optimizer_state_factor: float = key(
         0.0, "float", "optimizer state as a multiple of the model size (Adam in fp32: 2)",
         minimum=0, maximum=1000)

@@ -16,6 +16,14 @@ argonne-lcf/dlio_benchmark ``dlio_benchmark/utils/statscounter.py``:
   (``save_``/``load_checkpoint_io_mean_GB_per_second`` and stdev: checkpoint GiB over each
   checkpoint's time between barriers, ``_duration_mean_seconds`` and stdev,
   ``checkpoint_size_GB``).
+- mlcommons/DLIO_local_changes @2a9cf78b8361a936ab15fb54d00d08d6b4daf096 (v3.0.2, the engine
+  MLPerf Storage v3.0 ran: mlcommons/storage ``pyproject.toml``@dfe7b1f9 takes its ``main``;
+  its statscounter.py is the one of @9cef4fa4, v3.0.1), where it differs from the two above
+  the figures follow it (docs/results.md, "summary.json", lists every difference that moves a
+  figure): each epoch's AU and samples/s over the steps but the first
+  ``metric.exclude_start_steps`` and the last ``exclude_end_steps`` (``compute_metrics_train``),
+  an epoch whose window is empty counted as AU 0 and 0 samples/s (kept in the lists and in
+  ``epochs``), the checkpoint figures only for a direction that ran (``end_run``).
 - ``start``/``end``: ``utils/utility.py`` ``utcnow()`` at both commits, which despite its name
   is ``datetime.now().strftime("%Y-%m-%dT%H:%M:%S.%f")``: the host's local time, no zone.
 
@@ -81,12 +89,12 @@ def _hosts(result: dict[str, Any]) -> dict[str, Any]:
 
 def _per_epoch(result: dict[str, Any]) -> tuple[list[int], list[float], list[float],
                                                list[float]]:
-    """(epochs with figures, AU %, samples/s, measured bytes/s) of the epochs we could
-    count; an epoch with too few steps to count has no figures and is left out."""
-    rows = [e for e in result.get("epochs") or []
-            if e.get("au") is not None and e.get("samples_per_s") is not None]
-    return ([int(e["epoch"]) for e in rows], [100.0 * e["au"] for e in rows],
-            [float(e["samples_per_s"]) for e in rows],
+    """(epochs, AU %, samples/s, measured bytes/s) of every epoch; an epoch with too few
+    steps to count (no figures in result.json) is AU 0 and 0 samples/s, as v3.0's
+    ``compute_metrics_train`` makes an empty window (DLIO_local_changes@2a9cf78)."""
+    rows = result.get("epochs") or []
+    return ([int(e["epoch"]) for e in rows], [100.0 * float(e.get("au") or 0.0) for e in rows],
+            [float(e.get("samples_per_s") or 0.0) for e in rows],
             [float(e.get("bytes_per_s") or 0.0) for e in rows])
 
 
@@ -161,6 +169,8 @@ def ours(result: dict[str, Any]) -> dict[str, Any]:
         # console prints them, filled in from results.figures by the writer (files.py)
         out.update({
             "epochs_in_metric": epochs,
+            "epochs_without_counted_steps": [int(e["epoch"]) for e in result.get("epochs")
+                                             or [] if e.get("au") is None],
             "counted_steps": (f"each epoch's steps but its first "
                               f"{metric['exclude_start_steps']} and last "
                               f"{metric['exclude_end_steps']} (metric.exclude_*_steps); AU "
@@ -199,3 +209,19 @@ def dlio_summary(result: dict[str, Any]) -> dict[str, Any]:
         "end": dlio_time(result.get("finished_at")),
         "dliobench": ours(result),
     }
+
+
+def datagen_summary(config: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """The ``summary.json`` of a datagen leaf: DLIO's keys of a run that only generated
+    (``generate_only``: no ``metric`` figures, ``epochs`` 0), from the configuration (plain
+    data) and ``facts``: ``ranks``, ``started``/``finished`` (ISO times), ``machine``
+    (``results.sysinfo.machine``'s host, cpus, memory_bytes)."""
+    machine = {**facts.get("machine", {}), "hosts": [facts.get("machine", {}).get("host")]}
+    as_run: dict[str, Any] = {"machine": machine, "config": config,
+                              "ranks_count": facts.get("ranks"), "nodes": []}
+    return {"start": dlio_time(facts.get("started")), "num_accelerators": facts.get("ranks"),
+            "num_hosts": 1, "hostname": machine.get("host"), "metric": {},
+            "num_files_train": config["dataset"]["num_files_train"], "num_files_eval": 0,
+            "num_samples_per_file": config["dataset"]["num_samples_per_file"],
+            **_hosts(as_run), "epochs": 0, "end": dlio_time(facts.get("finished")),
+            "dliobench": {"command": "datagen", "run_id": facts.get("run_id")}}

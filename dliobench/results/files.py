@@ -17,17 +17,22 @@ from dliobench.base.errors import DlioBenchError, InputError
 from dliobench.config import mlpstorage
 from dliobench.config.schema import Config
 from dliobench.config.secrets import redact_config
-from dliobench.results.dlio_summary import SUMMARY_NAME, dlio_summary
+from dliobench.results.dlio_outputs import write_datagen_outputs, write_run_outputs
+from dliobench.results.dlio_summary import SUMMARY_NAME, datagen_summary, dlio_summary
 from dliobench.results.mlpstorage_files import (
+    HYDRA_SUBDIR,
+    benchmark_type,
     write_dlio_config,
     write_metadata,
     write_metadata_doc,
 )
 from dliobench.results.schema import SCHEMA_MAJOR, RunResult, parse_version
+from dliobench.results.sysinfo import machine
 from dliobench.results.typed import first_mismatch
 
 if TYPE_CHECKING:
     from dliobench.comm.world import Comm, World
+    from dliobench.results.timeline import Timeline
 from dliobench.storage.atomic import write_json_atomic
 from dliobench.storage.posix_io import read_text
 
@@ -111,6 +116,7 @@ def write_datagen_record(config: Config, facts: dict[str, Any]) -> Path:
         data = config_dict(config)
         write_dlio_config(run_dir, config, data, "datagen")
         write_metadata_doc(run_dir, data, "datagen", facts)
+        write_datagen_outputs(run_dir, datagen_summary(data, {**facts, "machine": machine()}))
     except OSError as exc:
         raise DlioBenchError(f"cannot write the datagen record in {run_dir}: {exc.strerror}; "
                              "free space or choose another output.folder") from None
@@ -143,6 +149,18 @@ def write_result(run_dir: Path, result: RunResult, replace: bool = True) -> bool
                                  f"{exc.strerror}; free space or choose another "
                                  "output.folder") from None
     return written
+
+
+def write_leaf_outputs(run_dir: Path, result: RunResult, timelines: list[Timeline]) -> None:
+    """Under mlpstorage's layout (a ``dlio_config`` record in the folder), a complete
+    training or checkpointing run's other files the submission checker asks for
+    (``results.dlio_outputs``); elsewhere, and for a KV-cache run, nothing."""
+    doc = cast(dict[str, Any], result)
+    if (doc.get("status") != "complete" or doc.get("kvcache") is not None
+            or not (run_dir / HYDRA_SUBDIR).is_dir()):
+        return
+    write_run_outputs(run_dir, doc, dlio_summary(doc), timelines,
+                      benchmark_type(doc.get("config", {})))
 
 
 def write_partial_result(run_dir: Path, result: RunResult, rank: int) -> Path:

@@ -17,7 +17,13 @@ from dliobench.base.errors import InputError
 from dliobench.config.load import layer_from_mapping, resolve
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
-from dliobench.results.files import RESULT_NAME, config_dict, write_json, write_result
+from dliobench.results.files import (
+    RESULT_NAME,
+    config_dict,
+    write_json,
+    write_leaf_outputs,
+    write_result,
+)
 from dliobench.results.journal import FOLDER, HEADER, RankJournal, read_journals
 from dliobench.results.kv_recover import add_section
 from dliobench.results.schema import RunResult
@@ -154,4 +160,5 @@ def recover(run_dir: Path) -> tuple[Path, RunResult]:
               metric.get("exclude_end_steps", 0))
     os.replace(tmp, run_dir / "timeline.csv")
     write_result(run_dir, result)
+    write_leaf_outputs(run_dir, result, timelines)  # a complete one, under mlpstorage's layout
     return run_dir / RESULT_NAME, result

@@ -60,6 +60,7 @@ def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.
         from dliobench.run.checkpoint import run as ckpt_run
         from dliobench.run.checkpoint import session as ckpt_session
 
+        config = _split_checkpoint(config, world, asked)
         ckpt_run.precheck(config, world)
         return on_every_rank(world, comm, lambda: session.RunOutcome(*ckpt_session.run(
             config, world, comm, warnings, session.save)), config.train.stall_timeout_s)
@@ -67,6 +68,20 @@ def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.
     return on_every_rank(world, comm, lambda: session.run(
         config, world, comm, warnings, show_progress=asked.show_progress),
         config.train.stall_timeout_s)
+
+
+def _split_checkpoint(config: Config, world: World, asked: Asked) -> Config:
+    """A write-only invocation keeps its checkpoints, a read-only one finds them or is refused
+    in one sentence; rank 0 says what becomes of them (``run.checkpoint.split``)."""
+    from dliobench.run.checkpoint import split
+
+    config, said = split.settle(config)
+    sentence = split.missing(config, world.size)
+    if sentence:
+        raise ConfigError(sentence)
+    if said and world.is_root:
+        asked.say(said)
+    return config
 
 
 def run_benchmark_set(config: Config, warnings: list[str], asked: Asked, set_asked: SetAsked,
@@ -125,9 +140,18 @@ def generate_dataset(config: Config, asked: Asked, verify: bool) -> Generated | 
     done = on_every_rank(world, comm, work, config.train.stall_timeout_s)
     if world.is_root and config.output.layout == "mlpstorage":
         record = write_datagen_record(config, {"ranks": world.size, "argv": sys.argv,
-                                               "runtime": time.time() - started})
+                                               "runtime": time.time() - started,
+                                               "started": _iso(started), "finished": _iso()})
         log.info("the generation's record (mlpstorage's datagen folder): %s", record)
     return done if world.is_root else None
+
+
+def _iso(seconds: float | None = None) -> str:
+    """An epoch time (now by default) as an ISO 8601 UTC time with microseconds."""
+    import datetime as dt
+
+    when = time.time() if seconds is None else seconds
+    return dt.datetime.fromtimestamp(when, dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def measure_ceiling(config: Config, asked: Asked) -> Ceiling | None:

@@ -22,6 +22,7 @@ from dliobench.results.assemble import build_result
 from dliobench.results.files import (
     RESULT_NAME,
     open_run_folder,
+    write_leaf_outputs,
     write_partial_result,
     write_result,
 )
@@ -53,7 +54,7 @@ class RunOutcome:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def run(config: Config, world: World, comm: Comm, warnings: list[str],
@@ -176,6 +177,7 @@ def save(run_dir: Path, result: RunResult, timelines: list[Timeline],
     try:
         write_result(run_dir, result)
         write_csv(run_dir / "timeline.csv", timelines, m.exclude_start_steps, m.exclude_end_steps)
+        write_leaf_outputs(run_dir, result, timelines)  # mlpstorage's layout: DLIO's files
         return run_dir, None
     except (DlioBenchError, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)

@@ -127,9 +127,11 @@ def test_a_partial_result_gets_no_summary(tmp_path: Path) -> None:
     assert (tmp_path / "result.json").exists() and not (tmp_path / SUMMARY_NAME).exists()
 
 
-def test_epochs_without_figures_are_left_out_of_the_lists_and_said() -> None:
-    """An epoch too short to count has no AU: DLIO's lists hold numbers only, so it is left
-    out, and our section names the epochs the lists hold."""
+def test_an_epoch_without_counted_steps_counts_as_au_0_as_v3_0_does() -> None:
+    """An epoch too short to count has no AU in result.json; v3.0's engine gives an empty
+    window AU 0 and 0 samples/s and keeps it in the lists and in ``epochs``
+    (mlcommons/DLIO_local_changes dlio_benchmark/utils/statscounter.py@2a9cf78
+    ``compute_metrics_train``, ``end_run``); our section names it."""
     epochs = [{"epoch": 0, "au": 0.5, "samples_per_s": 10.0, "bytes_per_s": 2.0**20},
               {"epoch": 1, "au": None, "samples_per_s": None, "bytes_per_s": None}]
     config = {"workflow": {"train": True, "checkpoint": False},
@@ -141,10 +143,12 @@ def test_epochs_without_figures_are_left_out_of_the_lists_and_said() -> None:
               "nodes": [{"host": "a", "ranks": [0]}, {"host": "b", "ranks": [1]}],
               "started_at": "2026-01-02T03:04:05+00:00", "finished_at": "not a time"}
     summary = dlio_summary(result)
-    assert summary["metric"]["train_au_percentage"] == [50.0]
+    assert summary["metric"]["train_au_percentage"] == [50.0, 0.0]
+    assert summary["metric"]["train_au_mean_percentage"] == 25.0
     assert summary["metric"]["train_au_meet_expectation"] == "fail"
-    assert summary["metric"]["train_io_mean_MB_per_second"] == 10.0
-    assert summary["dliobench"]["epochs_in_metric"] == [0] and summary["epochs"] == 1
+    assert summary["metric"]["train_io_mean_MB_per_second"] == 5.0
+    assert summary["dliobench"]["epochs_without_counted_steps"] == [1]
+    assert summary["epochs"] == 2
     assert summary["host_cpu_count"] == [4, 4] and summary["num_hosts"] == 2
     assert summary["data_size_per_host_GB"] == 4 / 1024  # 1 rank per node of 2: 4 MiB
     assert DLIO_TIME.match(summary["start"]) and summary["end"] is None

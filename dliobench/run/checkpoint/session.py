@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def layout_summary(config: Config, layout: Layout, launched: int) -> dict[str, Any]:
