@@ -30,6 +30,7 @@ from dliobench import __version__
 from dliobench.base.errors import ConfigError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
+from dliobench.results.hostcpu import jiffies
 from dliobench.results.schema import RunResult
 from dliobench.storage.atomic import write_json_atomic
 
@@ -58,20 +59,6 @@ def key_of(config: Config, world: World) -> str:
     return json.dumps(parts, default=str)
 
 
-def _busy_jiffies(cpus: set[int]) -> tuple[int, int]:
-    """(busy, total) jiffies so far of the CPUs ``cpus``, from /proc/stat."""
-    busy = total = 0
-    with open("/proc/stat") as handle:
-        for line in handle:
-            name, *fields = line.split()
-            if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
-                continue
-            ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
-            total += sum(ticks)
-            busy += sum(ticks) - ticks[3] - ticks[4]
-    return busy, total
-
-
 def host_load(seconds: float = LOAD_SAMPLE_S) -> dict[str, float] | None:
     """The cores this rank may use and how many of them other work keeps busy now (sampled
     over ``seconds`` while this run reads nothing); None where /proc/stat is missing."""
@@ -79,9 +66,9 @@ def host_load(seconds: float = LOAD_SAMPLE_S) -> dict[str, float] | None:
 
     cpus = os.sched_getaffinity(0)
     try:
-        busy0, total0 = _busy_jiffies(cpus)
+        busy0, total0 = jiffies(cpus)
         time.sleep(seconds)
-        busy1, total1 = _busy_jiffies(cpus)
+        busy1, total1 = jiffies(cpus)
     except (OSError, ValueError):
         return None
     share = (busy1 - busy0) / (total1 - total0) if total1 > total0 else 0.0
