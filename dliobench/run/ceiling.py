@@ -91,27 +91,34 @@ def cache_path() -> Path:
     return root / "dliobench" / "ceiling.json"
 
 
+def entry(config: Config, world: World) -> dict[str, Any] | None:
+    """The cached measurement for these settings on this host (None: none, or unreadable)."""
+    try:
+        found = json.loads(cache_path().read_text()).get(key_of(config, world))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def cached(config: Config, world: World, field: str = "samples_per_s_per_rank",
            load: dict[str, float] | None = None) -> float | None:
     """A ceiling measured before for these settings on this host, if any (or another
     figure of that measurement: ``field``); given the host's ``load`` now, only one measured
     under a load that matches it (``load_matches``)."""
-    try:
-        entries = json.loads(cache_path().read_text())
-        entry = entries.get(key_of(config, world), {})
-        value = entry.get(field)
-    except (OSError, ValueError, AttributeError):
-        return None
-    if load is not None and value is not None and not load_matches(entry.get("load") or {}, load):
+    found = entry(config, world) or {}
+    value = found.get(field)
+    if load is not None and value is not None and not load_matches(found.get("load") or {}, load):
         log.info("the cached client ceiling was measured under another load (%s, now %s): "
-                 "measuring it again", entry.get("load"), load)
+                 "measuring it again", found.get("load"), load)
         return None
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def cached_cpu(config: Config, world: World) -> float | None:
-    """CPU seconds (ranks and loader workers) per sample the ceiling measurement spent."""
-    return cached(config, world, "cpu_s_per_sample")
+def cached_cpu(config: Config, world: World,
+               load: dict[str, float] | None = None) -> float | None:
+    """CPU seconds (ranks and loader workers) per sample the ceiling measurement spent
+    (under a load matching ``load`` when given)."""
+    return cached(config, world, "cpu_s_per_sample", load)
 
 
 def _remember(config: Config, world: World, value: float, detail: dict[str, Any]) -> None:
