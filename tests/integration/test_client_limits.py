@@ -14,15 +14,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from dliobench.comm.world import LocalComm, ThreadGroup, World
 from dliobench.config.load import load
 from dliobench.config.schema import Config
 from dliobench.results.schema import RunResult
 from dliobench.run import preflight, session
-from dliobench.run.judge import judge_client
+from dliobench.run.judge import delivered_per_rank, judge_client
 
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 BURN = "while True: pass"
 
 
@@ -60,7 +59,8 @@ def run_threads(config: Config, size: int) -> RunResult:
         return session.run(config, world, comms[rank], [], show_progress=False)
 
     with ThreadPoolExecutor(size) as pool:
-        result = list(pool.map(one, range(size)))[0].result
+        outcomes = list(pool.map(one, range(size)))
+    result = outcomes[0].result
     assert result is not None
     return result
 
@@ -99,3 +99,40 @@ def test_readers_within_the_cores_are_not_said() -> None:
     crowded = preflight.oversubscribed(replace(config, reader=replace(
         config.reader, read_threads=cores + 1, data_loader="pytorch")), 1)
     assert crowded is not None and f"x {cores + 1} PyTorch worker process(es)" in crowded
+
+
+def test_a_dlrm_ceiling_below_what_the_run_delivered_is_not_used(tmp_path: Path) -> None:
+    """The shipped DLRM workload scaled down by keys, read from the device (evicted), judged
+    with metric.client_ceiling: auto. The ceiling is measured by the real probe run, held to
+    4/5 of what the run delivered by a compute time (as a ceiling measured while something
+    else held the client would be): below what the run delivered, it is measured once more,
+    still below, and then not used: the verdict stays the storage's and says why."""
+    config, _ = load(WORKLOADS / "dlrm.yaml", [
+        f"dataset.data_folder={tmp_path / 'd'}", f"output.folder={tmp_path / 'r'}",
+        "dataset.num_files_train=2", "dataset.num_samples_per_file=32768",
+        "reader.read_threads=0", "storage.drop_cache=true", "metric.client_ceiling=off",
+        "metric.client_cpu_busy=off"])  # the CPU rule apart: this is the ceiling's test
+    world, comm = World.single(), LocalComm()
+    result = session.run(config, world, comm, [], show_progress=False).result
+    assert result is not None and result["verdict"]["limiter"] == "storage", result["verdict"]
+    delivered = delivered_per_rank(result)
+    assert delivered is not None
+    probes: list[float] = []
+
+    def held_probe(probe: Config) -> RunResult | None:
+        compute = probe.reader.batch_size / (delivered / 1.25)
+        probes.append(compute)
+        held = replace(probe, train=replace(probe.train, computation_time=compute))
+        return session.run(held, world, comm, [], show_progress=False).result
+
+    auto = replace(config, metric=replace(config.metric, client_ceiling="auto"))
+    judge_client(auto, world, comm, result, held_probe)
+    verdict = result["verdict"]
+    assert len(probes) == 2  # measured, below what was delivered: measured once more
+    unused = verdict["client_ceiling_unused"]
+    ceiling = unused["samples_per_s_per_rank"]
+    assert 0 < ceiling < delivered and unused["delivered_samples_per_s_per_rank"] == delivered
+    assert verdict["limiter"] == "storage" and verdict["client_ceiling_source"] == "re-measured"
+    assert verdict["client_ceiling_samples_per_s_per_rank"] is None
+    assert verdict["reason"].endswith(f"(client ceiling {ceiling:,.1f} < delivered "
+                                      f"{delivered:,.1f} samples/s per rank: not used)")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dliobench.report import maxaccel
-from dliobench.run import preflight
 from dliobench.report.sweep import PointOutcome, SweepSpec
+from dliobench.run import preflight
 
 
 def fake_storage(capacity: int, calls: list[int], limiter: str = "storage",
