@@ -53,6 +53,11 @@ class MaxSearch:
         return self.error is None and self.first_failure is None and self.best is not None
 
     @property
+    def kind(self) -> str:
+        """The accelerator's name and a space, for sentences ("" when emulated unnamed)."""
+        return f"{self.accelerator} " if self.accelerator else ""
+
+    @property
     def stopped_by(self) -> str:
         """What stopped the count: ``client`` or ``storage`` (or another limiter) as the
         first failure's verdict says, ``cap`` when none failed, ``error``."""
@@ -78,27 +83,27 @@ class MaxSearch:
         search)."""
         if self.error is not None:
             so_far = f" ({self.best.ranks} sustained before it)" if self.best else ""
-            return (f"the probe at {self.error.ranks} {self.accelerator} accelerator(s) failed, "
+            return (f"the probe at {self.error.ranks} {self.kind}accelerator(s) failed, "
                     f"so the search stopped with no storage result{so_far}: {self.error.error}")
         fail, alone = self.first_failure, _alone_words(self.storage)
         if self.best is None or self.best.result is None:
             why = _why(fail) if fail else "no run"
             who = "this client" if self.stopped_by == "client" else "this storage"
-            return (f"{who} cannot sustain even one {self.accelerator} accelerator for "
+            return (f"{who} cannot sustain even one {self.kind}accelerator for "
                     f"{workload} at its AU floor ({why}){alone}")
         m = self.best.result["metrics"]
         figures = (f"{_figure(m['samples_per_s'], 1, ' samples/s')}, "
                    f"{_figure(m['bytes_per_s'], 1e-9, ' GB/s', 3)} "
                    f"(AU {_figure(m['au'], 100, ' %')})")
         if fail is None:
-            return (f"this storage sustains at least {self.best.ranks} {self.accelerator} "
+            return (f"this storage sustains at least {self.best.ranks} {self.kind}"
                     f"accelerator(s) for {workload} (cap reached: --max-accelerators "
                     f"{self.cap}; raise it to find the limit): {figures}{alone}")
         if self.stopped_by == "client":
-            return (f"this client sustains {self.best.ranks} {self.accelerator} accelerator(s) "
+            return (f"this client sustains {self.best.ranks} {self.kind}accelerator(s) "
                     f"for {workload}: {figures}; at {fail.ranks} the client was the limit, not "
                     f"the storage ({_why(fail)}){alone}")
-        return (f"this storage sustains {self.best.ranks} {self.accelerator} accelerator(s) for "
+        return (f"this storage sustains {self.best.ranks} {self.kind}accelerator(s) for "
                 f"{workload}: {figures}; at {fail.ranks} the run was {_limiter(fail)}-limited "
                 f"({_why(fail)}){alone}")
 
