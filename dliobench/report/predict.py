@@ -97,10 +97,11 @@ def _client(config: Config, scale: Scale, per_accel: float) -> dict[str, Any]:
     r, d = config.reader, config.dataset
     prefetched = ranks_per_host * r.prefetch_size * r.batch_size * d.record_length_bytes
     world = World(local_size=ranks_per_host)
-    load = ceiling.host_load()
-    measured = ceiling.cached(config, world, load=load)
-    cpu = ceiling.cached_cpu(config, world, load)
-    then = (ceiling.entry(config, world) or {}).get("load")
+    found = ceiling.entry(config, world)
+    load = ceiling.host_load() if found is not None else None  # (sampled only when needed)
+    measured = ceiling.cached(config, world, load=load) if found is not None else None
+    cpu = ceiling.cached_cpu(config, world, load) if found is not None else None
+    then = (found or {}).get("load")
     return {
         "ranks_per_host": ranks_per_host,
         "prefetched_bytes_per_host": prefetched,
