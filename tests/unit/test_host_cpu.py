@@ -42,5 +42,5 @@ def test_the_busy_host_judges_a_run_that_waited_and_an_old_result_still_reads() 
     assert verdict(bar, metrics, shares, None, {"n1": 0.89})["limiter"] == "storage"
     assert verdict(Bar(0.9, 100.0, cpu_busy=None), metrics, shares, None,
                    {"n1": 1.0})["limiter"] == "storage"  # metric.client_cpu_busy: off
-    old = verdict(bar, metrics, shares, None, {})  # a result before 1.11: no host figure
+    old = verdict(bar, metrics, shares, None, {})  # a result before 1.12: no host figure
     assert old["limiter"] == "storage" and old["host_cpu_busy_share"] is None

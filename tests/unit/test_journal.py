@@ -111,7 +111,7 @@ def test_object_store_latencies_and_figures_survive_the_journal(tmp_path: Path) 
     t = back.trace
     assert (t.host, t.cpu_s, t.cpu_wall_s, t.cpu_cores) == ("node7", 3.0, 4.0, 0.5)
     assert t.device_reads == DeviceReads(8192, "device", 42)
-    assert t.host_cpu == HostCpu(180, 200, (0, 1))  # the host's CPUs, counted windows (1.11)
+    assert t.host_cpu == HostCpu(180, 200, (0, 1))  # the host's CPUs, counted windows (1.12)
     assert t.deviations == ["deviation 2"] and back.end is not None and back.damaged == 0
 
 
