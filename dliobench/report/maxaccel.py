@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dliobench.report.sweep import PointOutcome, SweepSpec, run_point, save_summary, sweep_folder
+from dliobench.results import figures
 from dliobench.run.preflight import ranks_that_fit
 
 log = logging.getLogger(__name__)
@@ -91,20 +92,19 @@ class MaxSearch:
             who = "this client" if self.stopped_by == "client" else "this storage"
             return (f"{who} cannot sustain even one {self.kind}accelerator for "
                     f"{workload} at its AU floor ({why}){alone}")
-        m = self.best.result["metrics"]
-        figures = (f"{_figure(m['samples_per_s'], 1, ' samples/s')}, "
-                   f"{_figure(m['bytes_per_s'], 1e-9, ' GB/s', 3)} "
-                   f"(AU {_figure(m['au'], 100, ' %')})")
+        result = self.best.result
+        rates = f"{figures.text('samples_per_s', result)}, {figures.text('read_MB_per_s', result)}"
+        shown = f"{rates} (AU {figures.text('au', result)})"
         if fail is None:
             return (f"this storage sustains at least {self.best.ranks} {self.kind}"
                     f"accelerator(s) for {workload} (cap reached: --max-accelerators "
-                    f"{self.cap}; raise it to find the limit): {figures}{alone}")
+                    f"{self.cap}; raise it to find the limit): {shown}{alone}")
         if self.stopped_by == "client":
             return (f"this client sustains {self.best.ranks} {self.kind}accelerator(s) "
-                    f"for {workload}: {figures}; at {fail.ranks} the client was the limit, not "
+                    f"for {workload}: {shown}; at {fail.ranks} the client was the limit, not "
                     f"the storage ({_why(fail)}){alone}")
         return (f"this storage sustains {self.best.ranks} {self.kind}accelerator(s) for "
-                f"{workload}: {figures}; at {fail.ranks} the run was {_limiter(fail)}-limited "
+                f"{workload}: {shown}; at {fail.ranks} the run was {_limiter(fail)}-limited "
                 f"({_why(fail)}){alone}")
 
 
@@ -138,18 +138,13 @@ def _alone_words(outcome: PointOutcome | None) -> str:
         return ""
     if outcome.result is None:
         return f"; the run with compute 0 failed: {outcome.error}"
-    m, busy = outcome.result["metrics"], _busy(outcome)
+    busy = _busy(outcome)
     bound = _verdict_figure(outcome, "host_cpu_busy_min")
     lower = ("" if busy is None or bound is None or busy < bound else
              f"; a lower bound: the host's CPUs were {busy:.0%} busy")
     return (f"; the storage alone, compute 0 on {outcome.ranks} rank(s): "
-            f"{_figure(m['bytes_per_s'], 1e-9, ' GB/s', 3)}, "
-            f"{_figure(m['samples_per_s'], 1, ' samples/s')}{lower}")
-
-
-def _figure(value: float | None, scale: float, unit: str, digits: int = 1) -> str:
-    """A measured figure for a sentence ("n/a" when the run could not count it)."""
-    return "n/a" if value is None else f"{value * scale:,.{digits}f}{unit}"
+            f"{figures.text('read_MB_per_s', outcome.result)}, "
+            f"{figures.text('samples_per_s', outcome.result)}{lower}")
 
 
 def _limiter(outcome: PointOutcome) -> str:

@@ -85,17 +85,17 @@ def _say_point(n: int, of: int, label: str, outcome: PointOutcome | str | None) 
 
 def point_status(outcome: PointOutcome) -> str:
     """A point's outcome in a few words: its error, or its AU (none with compute 0) with the
-    rates it read at and what limited it."""
+    rates it read at (as the run's console prints them) and what limited it."""
+    from dliobench.results import figures
+
     if outcome.error or outcome.result is None:
         return f"error: {outcome.error}"
-    m = outcome.result["metrics"]
-    verdict = outcome.result.get("verdict") or {}
-    rate, nbytes = m["samples_per_s"] or 0.0, m["bytes_per_s"] or 0.0
-    rates = f"{rate:,.1f} samples/s, {nbytes / 1e6:,.1f} MB/s"
+    result = outcome.result
+    verdict = result.get("verdict") or {}
+    rates = f"{figures.text('samples_per_s', result)}, {figures.text('read_MB_per_s', result)}"
     if verdict.get("limiter") == "not applicable":
         return f"{rates} (compute 0: no AU)"
-    au = m["au"]
-    return f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}, {rates}" + (
+    return f"AU {figures.text('au', result)}, {rates}" + (
         f" ({verdict['limiter']}-limited)" if verdict.get("meets_floor") is False else "")
 
 

@@ -69,7 +69,7 @@ def test_search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capacity: int, 
     fit = preflight.ranks_that_fit(1)
     alone = summary["storage_alone"]
     assert alone["ranks"] == min(best or 1, fit) and alone["bytes_per_s"] == 2e9
-    assert f"the storage alone, compute 0 on {alone['ranks']} rank(s): 2.000 GB/s" in text
+    assert f"the storage alone, compute 0 on {alone['ranks']} rank(s): 2,000.0 MB/s" in text
     assert summary["stopped_by"] == ("cap" if best is not None and capacity >= limit
                                      else "storage")
 
@@ -88,7 +88,7 @@ def test_a_client_that_stops_the_count_is_named(monkeypatch: pytest.MonkeyPatch,
     text = search.sentence("default")
     assert text.startswith("this client sustains 2 h100 accelerator(s) for default")
     assert "at 3 the client was the limit, not the storage (AU 50%)" in text
-    assert "2.000 GB/s" in text and "a lower bound: the host's CPUs were 97% busy" in text
+    assert "2,000.0 MB/s" in text and "a lower bound: the host's CPUs were 97% busy" in text
     summary = json.loads((search.folder / "sweep.json").read_text())["search"]
     assert summary["stopped_by"] == "client" and summary["best"] == 2
     assert summary["storage_alone"]["host_cpu_busy_share"] == 0.97
