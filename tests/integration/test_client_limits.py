@@ -28,10 +28,10 @@ BURN = "while True: pass"
 @contextlib.contextmanager
 def busy_cores(cores: set[int]) -> Iterator[None]:
     """One CPU burner process per core of ``cores``, each pinned to them, for the block."""
-    burners = [subprocess.Popen([sys.executable, "-c", BURN],
-                                preexec_fn=lambda: os.sched_setaffinity(0, cores))
-               for _ in cores]
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in cores]
     try:
+        for burner in burners:
+            os.sched_setaffinity(burner.pid, cores)
         yield
     finally:
         for burner in burners:
