@@ -46,7 +46,7 @@ class Bar:
     au_floor: float
     demand: float | None
     ceiling: float | None = None
-    cpu_busy: float | None = 0.9
+    cpu_busy: float | None = None
 
     @classmethod
     def of(cls, config: Config) -> Bar:

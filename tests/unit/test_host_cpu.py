@@ -35,12 +35,12 @@ def test_ranks_that_shared_cpus_count_once_and_bound_ranks_add_up() -> None:
 def test_the_busy_host_judges_a_run_that_waited_and_an_old_result_still_reads() -> None:
     metrics = {"au": 0.4}
     shares = {"compute": 0.4, "wait": 0.55, "comm": 0.0, "checkpoint": 0.0, "other": 0.05}
-    bar = Bar(0.9, 100.0)
+    bar = Bar(0.9, 100.0, cpu_busy=0.9)  # metric.client_cpu_busy at its default
     busy = verdict(bar, metrics, shares, None, {"n1": 0.5, "n2": 0.93})
     assert busy["limiter"] == "client" and busy["host_cpu_busy_host"] == "n2"
     assert "the CPUs of n2 were 93% busy over the counted window" in busy["reason"]
     assert verdict(bar, metrics, shares, None, {"n1": 0.89})["limiter"] == "storage"
-    assert verdict(Bar(0.9, 100.0, cpu_busy=None), metrics, shares, None,
+    assert verdict(Bar(0.9, 100.0), metrics, shares, None,
                    {"n1": 1.0})["limiter"] == "storage"  # metric.client_cpu_busy: off
     old = verdict(bar, metrics, shares, None, {})  # a result before 1.12: no host figure
     assert old["limiter"] == "storage" and old["host_cpu_busy_share"] is None
