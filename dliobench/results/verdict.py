@@ -77,7 +77,7 @@ def time_shares(metrics: dict[str, Any]) -> dict[str, float] | None:
 
 def busy_hosts(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
     """Each host's CPU busy share over the counted windows, from a result's ``nodes``
-    (results before 1.11 have none: an empty mapping)."""
+    (results before 1.12 have none: an empty mapping)."""
     return {str(n["host"]): n["host_cpu_busy_share"] for n in nodes
             if "host_cpu_busy_share" in n}
 
