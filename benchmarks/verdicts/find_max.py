@@ -1,8 +1,8 @@
 """The max-accelerator search on this host, as issue 49 ran it: who stops the count, the client
 or the storage, and the storage's own rate.
 
-Usage:
-    .venv/bin/python benchmarks/verdicts/find_max.py [--workload default]
+Usage (from the repository root):
+    .venv/bin/python -m benchmarks.verdicts.find_max [--workload default]
         [--max-accelerators 8] [--work-dir /tmp/find-max] [--src TREE] [--out REPORT.md]
         [-- KEY=VALUE ...]
 
