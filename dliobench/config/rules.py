@@ -43,6 +43,10 @@ def check(config: Config) -> None:
     if ceiling not in ("auto", "off") and not (cv.is_number(ceiling) and float(ceiling) > 0):
         raise ConfigError(f"metric.client_ceiling: {ceiling!r} is not 'auto', 'off' or a number "
                           "of samples/s per rank (such as 1250)")
+    busy = config.metric.client_cpu_busy
+    if busy != "off" and not (cv.is_number(busy) and 0 < float(busy) <= 1):
+        raise ConfigError(f"metric.client_cpu_busy: {busy!r} is not 'off' or a share of the "
+                          "host's CPU time above 0 and at most 1 (such as 0.9)")
     if config.reader.prefetch_size < 0 and config.reader.data_loader != "tensorflow":
         raise ConfigError("reader.prefetch_size: autotune is tf.data's AUTOTUNE and needs "
                           "reader.data_loader: tensorflow; give other loaders a number of batches")

@@ -225,6 +225,10 @@ class MetricConfig:
         "loader settings: a number, 'off', or 'auto' (measured with `dliobench ceiling` when a "
         "run misses its floor waiting, then cached); a run demanding more is client-limited",
         words=((False, "off"),))  # YAML reads a bare `off` as false
+    client_cpu_busy: str = key(
+        "0.9", "str", "a run that waited while its host's CPUs were at least this busy over "
+        "the counted window (a share, /proc/stat) is client-limited, whatever the storage did: "
+        "a share from 0 to 1, or 'off'", words=((False, "off"),))
     exclude_start_steps: int = key(1, "int", "warm-up steps left out of each epoch", minimum=0)
     exclude_end_steps: int = key(0, "int", "closing steps left out of each epoch", minimum=0)
 

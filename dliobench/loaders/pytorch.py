@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import os
 import warnings
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -195,12 +194,7 @@ class PyTorchLoader:
                  prefetch_size: int, drop_last: bool, multiprocessing_context: str,
                  persistent_workers: bool, pin_memory: bool) -> None:
         self._sampler = EpochSampler()
-        workers = read_threads
-        cores = len(os.sched_getaffinity(0))
-        if workers > cores:
-            log.warning("reader.read_threads=%d: the PyTorch DataLoader starts %d worker "
-                        "processes on %d CPU(s); they take turns on the cores", workers,
-                        workers, cores)
+        workers = read_threads  # more than the cores: said before the run (run.preflight)
         extra: dict[str, Any] = {}
         if workers > 0:
             extra = {"prefetch_factor": max(1, math.ceil(prefetch_size / workers)),

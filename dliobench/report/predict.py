@@ -5,7 +5,8 @@ per batch and AU floor, the batch size, the sample size and layout, the model si
 scale asked for; nothing here is a constant of its own. At the AU floor a step lasts
 ``compute / floor``, so an accelerator consumes ``batch * floor / compute`` samples/s. The
 dataset size follows MLPerf Storage's rule (``dataset.datasize``); client CPU comes from this
-host's measured client ceiling when one is cached (``run.ceiling``), else it is unknown.
+host's measured client ceiling when one is cached (``run.ceiling``) under a load matching the
+host's now (``load_matches``, the match ``run`` requires), else it is unknown.
 """
 
 from __future__ import annotations
@@ -96,13 +97,18 @@ def _client(config: Config, scale: Scale, per_accel: float) -> dict[str, Any]:
     r, d = config.reader, config.dataset
     prefetched = ranks_per_host * r.prefetch_size * r.batch_size * d.record_length_bytes
     world = World(local_size=ranks_per_host)
-    measured = ceiling.cached(config, world)
-    cpu = ceiling.cached_cpu(config, world)
+    found = ceiling.entry(config, world)
+    load = ceiling.host_load() if found is not None else None  # (sampled only when needed)
+    measured = ceiling.cached(config, world, load=load) if found is not None else None
+    cpu = ceiling.cached_cpu(config, world, load) if found is not None else None
+    then = (found or {}).get("load")
     return {
         "ranks_per_host": ranks_per_host,
         "prefetched_bytes_per_host": prefetched,
         "host_memory_bytes": scale.host_memory_bytes,
         "ceiling_samples_per_s_per_rank": measured,
+        "ceiling_load": load,  # the host's load now, which a cached ceiling must match
+        "ceiling_stale_load": then if measured is None and isinstance(then, dict) else None,
         "client_keeps_up": None if measured is None else measured >= per_accel,
         "cpu_s_per_sample": cpu,
         "cpu_cores_per_host": None if cpu is None else cpu * per_accel * ranks_per_host,
@@ -161,6 +167,12 @@ def table(p: dict[str, Any]) -> str:
 
 
 def _cpu_text(cl: dict[str, Any]) -> str:
+    stale, now = cl.get("ceiling_stale_load"), cl.get("ceiling_load")
+    if cl["ceiling_samples_per_s_per_rank"] is None and stale and now:
+        return (f"unknown: the client ceiling cached for these settings was measured with "
+                f"{stale.get('busy_cores')} of {stale.get('cores')} cores busy with other work, "
+                f"now {now['busy_cores']} of {now['cores']}: not used; run `dliobench ceiling` "
+                "(under mpiexec -n RANKS_PER_HOST) again")
     if cl["ceiling_samples_per_s_per_rank"] is None:
         return ("unknown: no client ceiling cached for these settings and ranks per host; "
                 "run `dliobench ceiling` (under mpiexec -n RANKS_PER_HOST) first")

@@ -7,6 +7,7 @@ rank), so a failing point is reported and the sweep goes on.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import logging
 import shlex
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dliobench.base.errors import ConfigError
+from dliobench.base.errors import ConfigError, DlioBenchError
+from dliobench.config.schema import Config
 from dliobench.config.secrets import REDACTED, is_secret, redact_argv
 from dliobench.report.pointrun import run_streaming
 from dliobench.results.files import read_result, write_json
@@ -185,6 +187,23 @@ def check_points(spec: SweepSpec) -> list[tuple[int, dict[str, Any], Any]]:
             raise ConfigError(f"point {point_name(ranks, settings)}: {exc}") from None
         out.append((ranks, settings, config))
     return out
+
+
+def lacking(config: Config) -> str | None:
+    """What this machine lacks to run a point of ``config`` (its loader's or its format's
+    library does not import: the one sentence saying how to install it), or None. The
+    modules are imported as the run would import them, so a broken install shows too."""
+    from dliobench.formats import format_for
+    from dliobench.loaders import REGISTRY
+
+    try:
+        importlib.import_module(REGISTRY[config.reader.data_loader])
+        format_for(config.dataset, config.reader.decoder)
+    except DlioBenchError as exc:
+        return str(exc)
+    except ImportError as exc:  # a library that imports but breaks underneath
+        return f"{config.reader.data_loader} or {config.dataset.format} does not load ({exc})"
+    return None
 
 
 def point_name(ranks: int, settings: dict[str, Any]) -> str:

@@ -84,36 +84,46 @@ def _say_point(n: int, of: int, label: str, outcome: PointOutcome | str | None) 
 
 
 def point_status(outcome: PointOutcome) -> str:
-    """A point's outcome in a few words: its error, its AU, or (compute 0, no AU) its rates."""
+    """A point's outcome in a few words: its error, or its AU (none with compute 0) with the
+    rates it read at (as the run's console prints them) and what limited it."""
+    from dliobench.results import figures
+
     if outcome.error or outcome.result is None:
         return f"error: {outcome.error}"
-    m = outcome.result["metrics"]
-    verdict = outcome.result.get("verdict") or {}
+    result = outcome.result
+    verdict = result.get("verdict") or {}
+    rates = f"{figures.text('samples_per_s', result)}, {figures.text('read_MB_per_s', result)}"
     if verdict.get("limiter") == "not applicable":
-        rate, nbytes = m["samples_per_s"] or 0.0, m["bytes_per_s"] or 0.0
-        return f"{rate:,.1f} samples/s, {nbytes / 1e6:,.0f} MB/s (compute 0: no AU)"
-    au = m["au"]
-    return f"AU {'n/a' if au is None else f'{100 * au:.1f} %'}" + (
+        return f"{rates} (compute 0: no AU)"
+    return f"AU {figures.text('au', result)}, {rates}" + (
         f" ({verdict['limiter']}-limited)" if verdict.get("meets_floor") is False else "")
 
 
 def _dry_run(spec: SweepSpec) -> int:
     """List every point with the settings that differ between points, all checked."""
     from dliobench.config.secrets import redact_argv
-    from dliobench.report.sweep import check_points, command, point_name, shown_settings
+    from dliobench.report.sweep import check_points, command, lacking, point_name, shown_settings
 
     checked = check_points(spec)
     print(f"sweep {spec.name}: {len(checked)} point(s), workload {spec.workload}, fixed "
           f"overrides: {shlex.join(redact_argv(spec.overrides)) or 'none'}")
+    missing = 0
     for ranks, settings, config in checked:
         shown = ", ".join(f"{k}={v}" for k, v in shown_settings(settings).items()) or \
             "(the workload as is)"
+        lacks = lacking(config)
+        missing += lacks is not None
         print(f"  {point_name(ranks, settings)}: {ranks} rank(s); {shown}; "
               f"{config.dataset.num_files_train} {config.dataset.format} files in "
-              f"{config.dataset.data_folder}, {config.train.computation_time:g} s/batch")
+              f"{config.dataset.data_folder}, {config.train.computation_time:g} s/batch"
+              + (f"; cannot run here: {lacks}" if lacks else ""))
     ranks, settings, _ = checked[0]
     out = spec.output / "<sweep>" / point_name(ranks, settings)
     print(f"first command: {shlex.join(redact_argv(command(spec, ranks, settings, out)))}")
+    if missing:
+        print(f"{missing} of {len(checked)} point(s) cannot run here (what each lacks is said "
+              "above); nothing was run")
+        return 1
     print("all points load; nothing was run (drop --dry-run to run them)")
     return 0
 

@@ -24,7 +24,7 @@ from dliobench.results.schema import (
     RunResult,
 )
 from dliobench.results.storage_reads import dataset_origin
-from dliobench.results.verdict import Bar, time_shares, verdict
+from dliobench.results.verdict import Bar, busy_hosts, time_shares, verdict
 from dliobench.storage.latency import LatencyLog
 from dliobench.storage.location import is_url
 
@@ -213,7 +213,7 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     }
     shares = time_shares(run)
     doc["time_shares"] = shares
-    doc["verdict"] = verdict(Bar.of(config), run, shares, doc["honesty"])
+    doc["verdict"] = verdict(Bar.of(config), run, shares, doc["honesty"], busy_hosts(nodes))
     doc["provenance"] = facts["provenance"]
     if errors:
         doc["errors"] = errors

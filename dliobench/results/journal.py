@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dliobench.results.hostcpu import HostCpu
 from dliobench.results.measured import CheckpointEvent, EpochCheck, RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.storage.devreads import DeviceReads
@@ -98,13 +99,16 @@ class Journal:
             self._notes.append({"k": kind, **fields})
 
     def progress(self, cpu: tuple[float, float, float], requests: LatencyLog | None,
-                 reads: DeviceReads | None, deviations: list[str]) -> None:
+                 reads: DeviceReads | None, deviations: list[str],
+                 host_cpu: HostCpu | None = None) -> None:
         """The rank's figures so far: CPU use (seconds, over wall seconds, cores), its
-        object-store requests since the last call, its device-read counter."""
+        object-store requests since the last call, its device-read counter, its host's CPUs
+        over the counted windows."""
         self.note("rank", cpu_s=cpu[0], cpu_wall_s=cpu[1], cpu_cores=cpu[2],
                   requests=requests.as_ints() if requests is not None else None,
                   device_reads=dataclasses.asdict(reads) if reads is not None else None,
-                  deviations=list(deviations))
+                  deviations=list(deviations),
+                  host_cpu=dataclasses.asdict(host_cpu) if host_cpu is not None else None)
 
     def _run(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
@@ -225,6 +229,8 @@ def _apply(out: RankJournal, record: dict[str, Any], requests: LatencyLog) -> No
             requests.merge(LatencyLog.from_ints(record["requests"]))
         reads = record["device_reads"]
         trace.device_reads = DeviceReads(**reads) if reads else None
+        cpu = record.get("host_cpu")  # journals before 1.12 have none
+        trace.host_cpu = HostCpu(cpu["busy"], cpu["total"], tuple(cpu["cpus"])) if cpu else None
     elif kind == "end":
         out.end = record
         trace.error = record["error"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dliobench.results.hostcpu import HostCpu
 from dliobench.results.timeline import Timeline
 from dliobench.storage.devreads import DeviceReads
 from dliobench.storage.latency import LatencyLog
@@ -71,3 +72,4 @@ class RankTrace:
     device_reads: DeviceReads | None = None  # device bytes, epoch starts to window ends
     machine_id: str = ""  # the kernel's boot id: emulated nodes of one machine share it
     memory_bytes: int = 0  # its machine's memory (the page-cache rule adds machines')
+    host_cpu: HostCpu | None = None  # its host's CPUs over the counted windows (1.12)

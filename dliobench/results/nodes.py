@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.results.hostcpu import host_busy
 from dliobench.results.measured import RankTrace
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -45,8 +46,10 @@ def _mean(values: list[float | None]) -> float | None:
 def per_node(per_rank: list[dict[str, Any]], traces: list[RankTrace],
              staging: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Figures per host: its ranks' samples, bytes and rates summed, AU and CPU share
-    averaged, the share of its ranks' wall time spent waiting, its staging, its memory."""
+    averaged, the share of its ranks' wall time spent waiting, how busy its CPUs were over
+    the counted windows (``results.hostcpu``), its staging, its memory."""
     memory = {t.host: (t.machine_id, t.memory_bytes) for t in traces}
+    busy = host_busy((t.host, t.host_cpu) for t in traces)
     staged = {s["host"]: s for s in (staging or {}).get("nodes", [])}
     hosts: dict[str, list[dict[str, Any]]] = {}
     for r in per_rank:
@@ -65,6 +68,7 @@ def per_node(per_rank: list[dict[str, Any]], traces: list[RankTrace],
             "wait_s": sum(r["wait_s"] for r in ranks),
             "wait_share": sum(r["wait_s"] for r in ranks) / wall if wall > 0 else None,
             "cpu_share": _mean([r.get("cpu_share") for r in ranks]),
+            "host_cpu_busy_share": busy.get(host),
             "staging_s": staged[host]["seconds"] if host in staged else None,
             "staging_bytes": staged[host]["bytes"] if host in staged else None,
             "machine_id": machine, "memory_bytes": mem})

@@ -18,7 +18,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from dliobench.results.schema_checkpoint import Checkpoint
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 11  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 12  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
@@ -28,6 +28,8 @@ SCHEMA_MINOR = 11  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv count
 # 1.9: kvcache (a KV-cache run's figures under upstream's names, its tiers and verdict)
 # 1.10: kvcache.autoscaling (--enable-autoscaling: the users' timeline, final and peak users)
 # 1.11: machine.cpu_model; honesty.page_cache_possible from the one rule (results.storage_reads)
+# 1.12: nodes[].host_cpu_busy_share (the host's CPUs over the counted windows) and the
+# verdict's host_cpu_busy_* and client_ceiling_unused (the client rules, docs/results.md)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -137,6 +139,7 @@ class NodeMetrics(TypedDict):
     staging_bytes: NotRequired[int | None]
     machine_id: NotRequired[str]
     memory_bytes: NotRequired[int]
+    host_cpu_busy_share: NotRequired[float | None]  # 1.12: /proc/stat, counted windows
 
 
 class Honesty(TypedDict):
@@ -184,6 +187,10 @@ class Verdict(TypedDict, total=False):
     client_ceiling_source: str | None
     client_ceiling_load: dict[str, float] | None
     device_read_share: float | None
+    host_cpu_busy_share: float | None  # 1.12: the busiest host's, over the counted windows
+    host_cpu_busy_host: str | None
+    host_cpu_busy_min: float | None  # the share at which a run that waited is the client's
+    client_ceiling_unused: dict[str, float]  # a ceiling below what the run delivered
 
 
 class TimeShares(TypedDict, total=False):

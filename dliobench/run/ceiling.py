@@ -30,6 +30,7 @@ from dliobench import __version__
 from dliobench.base.errors import ConfigError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
+from dliobench.results.hostcpu import jiffies
 from dliobench.results.schema import RunResult
 from dliobench.storage.atomic import write_json_atomic
 
@@ -58,20 +59,6 @@ def key_of(config: Config, world: World) -> str:
     return json.dumps(parts, default=str)
 
 
-def _busy_jiffies(cpus: set[int]) -> tuple[int, int]:
-    """(busy, total) jiffies so far of the CPUs ``cpus``, from /proc/stat."""
-    busy = total = 0
-    with open("/proc/stat") as handle:
-        for line in handle:
-            name, *fields = line.split()
-            if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
-                continue
-            ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
-            total += sum(ticks)
-            busy += sum(ticks) - ticks[3] - ticks[4]
-    return busy, total
-
-
 def host_load(seconds: float = LOAD_SAMPLE_S) -> dict[str, float] | None:
     """The cores this rank may use and how many of them other work keeps busy now (sampled
     over ``seconds`` while this run reads nothing); None where /proc/stat is missing."""
@@ -79,9 +66,9 @@ def host_load(seconds: float = LOAD_SAMPLE_S) -> dict[str, float] | None:
 
     cpus = os.sched_getaffinity(0)
     try:
-        busy0, total0 = _busy_jiffies(cpus)
+        busy0, total0 = jiffies(cpus)
         time.sleep(seconds)
-        busy1, total1 = _busy_jiffies(cpus)
+        busy1, total1 = jiffies(cpus)
     except (OSError, ValueError):
         return None
     share = (busy1 - busy0) / (total1 - total0) if total1 > total0 else 0.0
@@ -104,27 +91,34 @@ def cache_path() -> Path:
     return root / "dliobench" / "ceiling.json"
 
 
+def entry(config: Config, world: World) -> dict[str, Any] | None:
+    """The cached measurement for these settings on this host (None: none, or unreadable)."""
+    try:
+        found = json.loads(cache_path().read_text()).get(key_of(config, world))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def cached(config: Config, world: World, field: str = "samples_per_s_per_rank",
            load: dict[str, float] | None = None) -> float | None:
     """A ceiling measured before for these settings on this host, if any (or another
     figure of that measurement: ``field``); given the host's ``load`` now, only one measured
     under a load that matches it (``load_matches``)."""
-    try:
-        entries = json.loads(cache_path().read_text())
-        entry = entries.get(key_of(config, world), {})
-        value = entry.get(field)
-    except (OSError, ValueError, AttributeError):
-        return None
-    if load is not None and value is not None and not load_matches(entry.get("load") or {}, load):
+    found = entry(config, world) or {}
+    value = found.get(field)
+    if load is not None and value is not None and not load_matches(found.get("load") or {}, load):
         log.info("the cached client ceiling was measured under another load (%s, now %s): "
-                 "measuring it again", entry.get("load"), load)
+                 "measuring it again", found.get("load"), load)
         return None
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def cached_cpu(config: Config, world: World) -> float | None:
-    """CPU seconds (ranks and loader workers) per sample the ceiling measurement spent."""
-    return cached(config, world, "cpu_s_per_sample")
+def cached_cpu(config: Config, world: World,
+               load: dict[str, float] | None = None) -> float | None:
+    """CPU seconds (ranks and loader workers) per sample the ceiling measurement spent
+    (under a load matching ``load`` when given)."""
+    return cached(config, world, "cpu_s_per_sample", load)
 
 
 def _remember(config: Config, world: World, value: float, detail: dict[str, Any]) -> None:

@@ -98,19 +98,21 @@ def run_benchmark_set(config: Config, warnings: list[str], asked: Asked, set_ask
 def _before_training(config: Config, warnings: list[str], asked: Asked,
                      world: World) -> tuple[Config, list[str]]:
     """The configuration fits the ranks, its reads reach storage (the configuration it reads
-    with, said once), a large generation is confirmed."""
+    with, said once), more readers than cores is said, a large generation is confirmed."""
     from dliobench.run.planning import precheck
 
     preflight.check_device(config)
     preflight.check_dataset_present(config)
     precheck(config, world, generating=False)
     reads = preflight.reads_from_storage(config)
-    for sentence in reads.warnings:
+    crowded = preflight.oversubscribed(config, world.local_size)
+    said = [*reads.warnings, *([crowded] if crowded else [])]
+    for sentence in said:
         log.warning("%s", sentence)
     if reads.said and world.is_root:
         asked.say(reads.said)
     preflight.confirm_generation(reads.config, asked.yes, world)
-    return reads.config, [*warnings, *reads.warnings]
+    return reads.config, [*warnings, *said]
 
 
 def generate_dataset(config: Config, asked: Asked, verify: bool) -> Generated | None:

@@ -3,8 +3,12 @@
 
 With ``metric.client_ceiling: auto`` the ceiling is taken from the cache (``run.ceiling``,
 measured under the load the host has now) or measured now by every rank, and the verdict is
-judged again against it. Measuring runs a probe run; the session hands its own ``run`` in
-(``run_probe``), so neither the ceiling nor this module imports the session.
+judged again against it. A ceiling below what the run itself delivered per rank is no
+ceiling (the loader did better from the storage than "from memory"): it is measured once
+more, and if still below, the verdict is judged without it and says
+``ceiling X < delivered Y: not used`` (the result keeps both in
+``verdict.client_ceiling_unused``). Measuring runs a probe run; the session hands its own
+``run`` in (``run_probe``), so neither the ceiling nor this module imports the session.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import replace
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.schema import RunResult
-from dliobench.results.verdict import Bar, verdict
+from dliobench.results.verdict import Bar, busy_hosts, verdict
 from dliobench.run import ceiling
 
 log = logging.getLogger(__name__)
@@ -28,6 +32,7 @@ def judge_client(config: Config, world: World, comm: Comm, result: RunResult | N
     waited = result is not None and result["verdict"]["limiter"] == "storage"
     if not comm.bcast(waited and config.metric.client_ceiling == "auto"):
         return
+    delivered: float | None = comm.bcast(delivered_per_rank(result) if world.is_root else None)
     source = "cached"
     if world.node_count > 1:
         value, load = _slowest_node(config, world, comm)
@@ -38,11 +43,35 @@ def judge_client(config: Config, world: World, comm: Comm, result: RunResult | N
         value = comm.bcast(ceiling.cached(config, world, load=load) if world.is_root else None)
         if value is None:
             value, source = ceiling.measure(config, world, comm, run_probe, load), "measured"
-    if result is not None and value > 0:
-        bar = replace(Bar.of(config), ceiling=value)
-        result["verdict"] = {**verdict(bar, dict(result["metrics"]), result["time_shares"],
-                                       result["honesty"]),
-                             "client_ceiling_source": source, "client_ceiling_load": load}
+        if below(value, delivered):
+            log.info("the client ceiling (%.1f samples/s per rank) is below what the run "
+                     "delivered (%.1f): measuring it once more", value, delivered)
+            value, source = ceiling.measure(config, world, comm, run_probe, load), "re-measured"
+    if result is None or value <= 0:
+        return
+    bar, busy = Bar.of(config), busy_hosts(result["nodes"])
+    unused = below(value, delivered)
+    judged = verdict(bar if unused else replace(bar, ceiling=value), dict(result["metrics"]),
+                     result["time_shares"], result["honesty"], busy)
+    if unused and delivered is not None:
+        judged["reason"] += (f" (client ceiling {value:,.1f} < delivered {delivered:,.1f} "
+                             "samples/s per rank: not used)")
+        judged["client_ceiling_unused"] = {"samples_per_s_per_rank": value,
+                                           "delivered_samples_per_s_per_rank": delivered}
+    result["verdict"] = {**judged, "client_ceiling_source": source,
+                         "client_ceiling_load": load}
+
+
+def delivered_per_rank(result: RunResult | None) -> float | None:
+    """Samples/s per rank the run delivered over its counted steps (None: not counted)."""
+    if result is None or not result["metrics"]["samples_per_s"]:
+        return None
+    return float(result["metrics"]["samples_per_s"]) / max(1, result["ranks_count"])
+
+
+def below(value: float, delivered: float | None) -> bool:
+    """Whether a measured ceiling is below what the run delivered: then it is no ceiling."""
+    return delivered is not None and 0 < value < delivered
 
 
 def _slowest_node(config: Config, world: World,

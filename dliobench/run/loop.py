@@ -24,6 +24,7 @@ from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
 from dliobench.loaders import Loader, make_loader
 from dliobench.results import live
+from dliobench.results.hostcpu import CpuMeter
 from dliobench.results.journal import Journal, journal_path
 from dliobench.results.lost import lost
 from dliobench.results.measured import EpochCheck, RankTrace
@@ -74,6 +75,7 @@ class _Step:
     timeline: Timeline
     t0: float
     meter: DeviceMeter
+    cpu: CpuMeter
     global_step: int = 0
 
 
@@ -96,11 +98,11 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
     checkpointer = Checkpointer(config, world, comm, run_id)
     trace.checkpoints = checkpointer.events
     loader = make_loader(plan)
-    meter = DeviceMeter(config.dataset.data_folder)
+    meter, cpu = DeviceMeter(config.dataset.data_folder), CpuMeter()
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     watchdog = Watchdog(config.train.stall_timeout_s, world, comm)
     journal: Journal | None = None
-    figures, how = _Figures(trace, meter, loader, world, cpu0, t0), "complete"
+    figures, how = _Figures(trace, meter, cpu, loader, world, cpu0, t0), "complete"
     try:
         watchdog.beat("waiting for the other ranks to start training")
         comm.barrier()  # rank 0 has made the run folder
@@ -111,7 +113,7 @@ def train(plan: Plan, world: World, comm: Comm, show_progress: bool,
         after_epoch = figures.journal_to(journal)
         with _live(plan, world, comm, trace, show_progress) as wake:
             ctx = _Step(config, plan.spec, loader, accel, comm, gradients, checkpointer,
-                        watchdog, trace.timeline, t0, meter)
+                        watchdog, trace.timeline, t0, meter, cpu)
             _epochs(plan, world, ctx, trace, lambda: (after_epoch(), wake()))
         checkpointer.finish()
     except BaseException as exc:
@@ -167,11 +169,12 @@ def _how(exc: BaseException) -> str:
 
 @dataclass
 class _Figures:
-    """A rank's figures beside its steps (CPU, requests, device reads, deviations), taken
-    into its trace at the end and journaled after each epoch."""
+    """A rank's figures beside its steps (CPU, requests, device reads, the host's CPUs,
+    deviations), taken into its trace at the end and journaled after each epoch."""
 
     trace: RankTrace
     meter: DeviceMeter
+    cpu: CpuMeter
     loader: Loader
     world: World
     cpu0: float = 0.0
@@ -191,6 +194,7 @@ class _Figures:
             else:
                 trace.requests.merge(requests)
         trace.device_reads = self.meter.result()
+        trace.host_cpu = self.cpu.result()
         return requests
 
     def journal_to(self, journal: Journal | None) -> Callable[[], None]:
@@ -201,7 +205,7 @@ class _Figures:
         """Take the figures and journal them (requests: those since the last time)."""
         fresh, t = self.take(), self.trace
         journal.progress((t.cpu_s, t.cpu_wall_s, t.cpu_cores), fresh, t.device_reads,
-                         t.deviations)
+                         t.deviations, t.host_cpu)
 
 
 def _open_journal(run_dir: Path | None, trace: RankTrace, watchdog: Watchdog) -> Journal | None:
@@ -271,7 +275,8 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
 
     The device-read meter runs from the epoch's first read to the end of its counted steps,
     opened and closed between steps (never inside one): batches the loader read ahead before
-    the counted window opened count where they came from."""
+    the counted window opened count where they came from. The host's CPUs are metered over
+    the counted steps alone (``results.hostcpu``)."""
     ids = rank_samples(ctx.spec, epoch)
     plan = batches(ids, ctx.config.reader.batch_size, ctx.config.reader.drop_last)
     delivered: list[np.ndarray] = []
@@ -280,11 +285,15 @@ def _epoch(ctx: _Step, epoch: int, n_steps: int) -> EpochCheck:
     ctx.meter.open()
     batches_iter = ctx.loader.epoch(ids)
     try:
-        _steps(ctx, epoch, n_steps, range(counted.stop), batches_iter, delivered)
+        _steps(ctx, epoch, n_steps, range(counted.start), batches_iter, delivered)
+        ctx.cpu.open()
+        _steps(ctx, epoch, n_steps, range(counted.start, counted.stop), batches_iter, delivered)
         ctx.meter.close()
+        ctx.cpu.close()
         _steps(ctx, epoch, n_steps, range(counted.stop, n_steps), batches_iter, delivered)
     finally:
         ctx.meter.close()
+        ctx.cpu.close()
         batches_iter.close()
     out = np.concatenate(delivered) if delivered else np.empty(0, dtype=np.int64)
     expected = sum(b.size for b in plan[:n_steps])

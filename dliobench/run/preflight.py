@@ -6,7 +6,9 @@ nor writes gigabytes unasked, nor finds a folder it cannot write after the work 
   reads with the page cache dropped before every epoch, said in one sentence; a file system
   in memory (tmpfs) is named as such (``reads_from_storage``);
 - a large generation is confirmed: asked on a terminal, refused in one sentence naming
-  ``--yes`` without one (``confirm_generation``).
+  ``--yes`` without one (``confirm_generation``);
+- more readers on a host than it has cores is said in one sentence (``oversubscribed``):
+  such a run's verdict is likely the client's (docs/ARCHITECTURE.md, Verdicts).
 """
 
 from __future__ import annotations
@@ -119,6 +121,43 @@ def reads_from_storage(config: Config) -> Reads:
     return Reads(fallback, None, [f"{fs} at {folder} refuses O_DIRECT: reads are buffered "
                                   "instead, with the page cache dropped before every epoch "
                                   "(storage.drop_cache=true)", *warnings])
+
+
+def readers_per_rank(read_threads: int) -> int:
+    """The reading threads (or PyTorch worker processes) one rank runs: ``read_threads``,
+    or the rank itself when it reads inline (0)."""
+    return max(1, read_threads)
+
+
+def host_cores() -> tuple[int, bool]:
+    """(cores this rank may run on, whether it is bound to fewer than the host has): an
+    unbound host's ranks share its cores, a bound rank has its own."""
+    cores = len(os.sched_getaffinity(0))
+    return cores, cores < (os.cpu_count() or cores)
+
+
+def ranks_that_fit(read_threads: int) -> int:
+    """The most ranks this host runs with no more readers than cores (at least 1)."""
+    cores, bound = host_cores()
+    return 1 if bound else max(1, cores // readers_per_rank(read_threads))
+
+
+def oversubscribed(config: Config, ranks_per_host: int) -> str | None:
+    """One sentence when the host's ranks x readers per rank exceed its cores (a bound rank:
+    its readers, its cores), else None."""
+    r = config.reader
+    cores, bound = host_cores()
+    ranks, per_rank = (1 if bound else ranks_per_host), readers_per_rank(r.read_threads)
+    if ranks * per_rank <= cores:
+        return None
+    what = ("PyTorch worker process(es)" if r.data_loader == "pytorch" and r.read_threads
+            else "reader thread(s)")
+    busy = config.metric.client_cpu_busy
+    rule = ("" if busy == "off" else f" (a run that waits while its host's CPUs are at least "
+            f"{float(busy):.0%} busy is judged client-limited)")
+    return (f"{ranks} rank(s) x {per_rank} {what} = {ranks * per_rank} readers on "
+            f"{cores} core(s){' (this rank is bound to them)' if bound else ''}: the client's "
+            f"CPUs may limit this run before the storage does{rule}")
 
 
 def confirm_generation(config: Config, yes: bool, world: World) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,10 +33,37 @@ def test_shipped_sweep_files_load_every_point(name: str, run_cli: Callable[..., 
     """--dry-run checks every point's settings (a combined axis naming the workload too) and
     takes overrides after the options, as `run` does."""
     spec = load_sweep(CONFIGS / name)
-    assert run_cli("sweep", str(CONFIGS / name), "--dry-run", "train.epochs=1") == 0
+    code = run_cli("sweep", str(CONFIGS / name), "--dry-run", "train.epochs=1")
     out = capsys.readouterr().out
     assert f"{len(points(spec))} point(s)" in out and "train.epochs=1" in out
-    assert "all points load; nothing was run" in out
+    # a point whose loader's extra is not installed here (DALI) is said, and the exit is 1
+    lacking = "cannot run here" in out
+    assert code == (1 if lacking else 0)
+    assert ("all points load; nothing was run" in out) is not lacking
+
+
+def test_dry_run_names_the_points_whose_loader_does_not_import(tmp_path: Path) -> None:
+    """DALI hidden from a real `dliobench sweep --dry-run` (a package named ``nvidia`` first
+    on its path, without ``dali``): the DALI point cannot run here and the dry run says so,
+    with the install command, instead of 'all points load'."""
+    shadow = tmp_path / "shadow" / "nvidia"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({"workload": str(CONFIGS.parent / "workloads/default.yaml"),
+                                     "axes": {"reader.data_loader": ["native", "dali"]}}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(shadow.parent), str(CONFIGS.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "dliobench", "sweep", str(sweep), "--dry-run"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    dali = next(line for line in lines if "r1-reader.data_loader=dali:" in line)
+    assert "cannot run here: NVIDIA DALI is not installed; install it with" in dali
+    assert "cannot run here" not in next(line for line in lines
+                                         if "r1-reader.data_loader=native:" in line)
+    assert "1 of 2 point(s) cannot run here" in done.stdout
+    assert "all points load" not in done.stdout
 
 
 def test_a_point_that_does_not_load_stops_the_sweep_before_anything_runs(
@@ -113,6 +143,9 @@ def test_find_max_accelerators_answers(workdir: Path, write_workload: Callable[.
     summary = json.loads(next((workdir / "sweeps").glob("*/sweep.json")).read_text())
     assert [p["ranks"] for p in summary["points"]] == [1, 2]
     assert summary["search"]["best"] == 2 and summary["search"]["cap_reached"] is True
+    alone = summary["search"]["storage_alone"]  # the storage's own rate, compute 0
+    assert alone["bytes_per_s"] > 0 and f"the storage alone, compute 0 on {alone['ranks']} " \
+        "rank(s)" in out
 
 
 def test_workloads_can_be_an_axis() -> None:

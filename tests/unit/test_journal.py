@@ -18,6 +18,7 @@ from dliobench.comm.world import LocalComm, World
 from dliobench.config.load import load
 from dliobench.dataset.prepare import prepare
 from dliobench.results.assemble import build_result
+from dliobench.results.hostcpu import HostCpu
 from dliobench.results.journal import Journal, journal_path, read_journal
 from dliobench.results.measured import RankTrace
 from dliobench.results.recover import assemble, write_header
@@ -101,7 +102,8 @@ def test_object_store_latencies_and_figures_survive_the_journal(tmp_path: Path) 
             part.record(1e-4 * (i + epoch), 1e-3 * (i + 1))
         whole.merge(part)
         journal.progress((1.0 + epoch, 2.0 + epoch, 0.5), part,
-                         DeviceReads(4096 * epoch, "device", 42), [f"deviation {epoch}"])
+                         DeviceReads(4096 * epoch, "device", 42), [f"deviation {epoch}"],
+                         HostCpu(90 * epoch, 100 * epoch, (0, 1)))
     journal.close("complete")
     back = read_journal(journal_path(tmp_path, 3))
     assert back.trace.requests is not None
@@ -109,6 +111,7 @@ def test_object_store_latencies_and_figures_survive_the_journal(tmp_path: Path) 
     t = back.trace
     assert (t.host, t.cpu_s, t.cpu_wall_s, t.cpu_cores) == ("node7", 3.0, 4.0, 0.5)
     assert t.device_reads == DeviceReads(8192, "device", 42)
+    assert t.host_cpu == HostCpu(180, 200, (0, 1))  # the host's CPUs, counted windows (1.12)
     assert t.deviations == ["deviation 2"] and back.end is not None and back.damaged == 0
 
 

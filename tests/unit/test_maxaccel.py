@@ -9,17 +9,28 @@ import pytest
 
 from dliobench.report import maxaccel
 from dliobench.report.sweep import PointOutcome, SweepSpec
+from dliobench.run import preflight
 
 
-def fake_storage(capacity: int, calls: list[int]):  # type: ignore[no-untyped-def]
-    """A storage that sustains up to ``capacity`` ranks (AU 0.95, else 0.5)."""
+def fake_storage(capacity: int, calls: list[int], limiter: str = "storage",
+                 busy: float = 0.5):  # type: ignore[no-untyped-def]
+    """A storage that sustains up to ``capacity`` ranks (AU 0.95, else 0.5, judged
+    ``limiter``-limited); with compute 0 it reads 2 GB/s with its host ``busy``."""
 
     def run_point(spec, ranks, settings, folder, timeout=None):  # type: ignore[no-untyped-def]
-        calls.append(ranks)
-        au = 0.95 if ranks <= capacity else 0.5
-        verdict = {"limiter": "none" if au > 0.9 else "storage", "reason": f"AU {au:.0%}"}
-        result = {"metrics": {"au": au, "samples_per_s": 10.0 * ranks, "bytes_per_s": 1e9},
-                  "config": {"metric": {"au": 0.9}}, "verdict": verdict}
+        alone = settings.get("train.computation_time") == 0
+        if alone:
+            verdict = {"limiter": "not applicable", "reason": "compute 0",
+                       "host_cpu_busy_share": busy, "host_cpu_busy_min": 0.9}
+            metrics = {"au": None, "samples_per_s": 500.0 * ranks, "bytes_per_s": 2e9}
+        else:
+            calls.append(ranks)
+            au = 0.95 if ranks <= capacity else 0.5
+            verdict = {"limiter": "none" if au > 0.9 else limiter, "reason": f"AU {au:.0%}"}
+            metrics = {"au": au, "samples_per_s": 10.0 * ranks, "bytes_per_s": 1e9}
+        result = {"metrics": metrics, "config": {"metric": {"au": 0.9},
+                                                 "reader": {"read_threads": 1}},
+                  "verdict": verdict}
         return PointOutcome(f"r{ranks}", ranks, settings, run_dir="x", result=result)
 
     return run_point
@@ -54,6 +65,33 @@ def test_search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capacity: int, 
         assert summary["cap_reached"] is False
         assert summary["first_failure"] == {"ranks": best + 1, "limiter": "storage",
                                             "reason": "AU 50%"}
+    # the storage's own rate, compute 0, on the ranks sustained that fit the cores, always
+    fit = preflight.ranks_that_fit(1)
+    alone = summary["storage_alone"]
+    assert alone["ranks"] == min(best or 1, fit) and alone["bytes_per_s"] == 2e9
+    assert f"the storage alone, compute 0 on {alone['ranks']} rank(s): 2,000.0 MB/s" in text
+    assert summary["stopped_by"] == ("cap" if best is not None and capacity >= limit
+                                     else "storage")
+
+
+def test_a_client_that_stops_the_count_is_named(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    """At 3 ranks the run was client-limited (its host's CPUs busy): the answer is the
+    client's count, the client is named as what stopped it, and the storage's own rate is
+    given, a lower bound when its host's CPUs were busy too."""
+    calls: list[int] = []
+    monkeypatch.setattr(maxaccel, "run_point", fake_storage(2, calls, "client", busy=0.97))
+    spec = SweepSpec(name="t", workload=Path("w.yaml"), overrides=[], axes={},
+                     output=tmp_path)
+    search = maxaccel.find_max_accelerators(spec, "h100", 8)
+    assert calls == [1, 2, 4, 3] and search.stopped_by == "client"
+    text = search.sentence("default")
+    assert text.startswith("this client sustains 2 h100 accelerator(s) for default")
+    assert "at 3 the client was the limit, not the storage (AU 50%)" in text
+    assert "2,000.0 MB/s" in text and "a lower bound: the host's CPUs were 97% busy" in text
+    summary = json.loads((search.folder / "sweep.json").read_text())["search"]
+    assert summary["stopped_by"] == "client" and summary["best"] == 2
+    assert summary["storage_alone"]["host_cpu_busy_share"] == 0.97
 
 
 def test_a_probe_that_errors_ends_the_search_as_an_error(monkeypatch: pytest.MonkeyPatch,

@@ -13,7 +13,7 @@ import yaml
 from dliobench.cli.main import main
 from dliobench.comm.world import World
 from dliobench.config.load import load
-from dliobench.report.predict import Scale, predict
+from dliobench.report.predict import Scale, predict, table
 from dliobench.run import ceiling
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
@@ -78,9 +78,23 @@ def test_generation_checkpoint_and_unknown_client() -> None:
 
 
 def test_client_cpu_from_a_cached_ceiling() -> None:
+    """A cached ceiling serves the prediction only under the load it was measured under,
+    the match ``run`` requires (``ceiling.load_matches``); otherwise the table says why not."""
     config, _ = load(WORKLOADS / "unet3d.yaml", [], "b200")
-    ceiling._remember(config, World(local_size=8), 30.0, {"cpu_s_per_sample": 0.02})
+    world, now = World(local_size=8), ceiling.host_load(0.05)
+    assert now is not None
+    busier = {"cores": now["cores"], "busy_cores": now["cores"] + 1.0}  # never matches
+    ceiling._remember(config, world, 30.0, {"cpu_s_per_sample": 0.02, "load": busier})
+    stale = predict(config, Scale(16, 2, TIB))
+    assert stale["client"]["ceiling_samples_per_s_per_rank"] is None
+    assert stale["client"]["cpu_cores_per_host"] is None
+    assert stale["client"]["ceiling_stale_load"] == busier
+    assert f"measured with {busier['busy_cores']} of {now['cores']} cores busy" in table(stale)
+    ceiling._remember(config, world, 30.0, {"cpu_s_per_sample": 0.02, "load": now})
     client = predict(config, Scale(16, 2, TIB))["client"]
+    if not ceiling.load_matches(now, client["ceiling_load"]):  # this shared host's load moved
+        assert client["ceiling_samples_per_s_per_rank"] is None
+        return
     per_accel = 7 * 0.90 / 0.162
     assert client["client_keeps_up"] is False  # 30 samples/s < 38.9 demanded
     assert client["cpu_cores_per_host"] == pytest.approx(0.02 * per_accel * 8)

@@ -43,7 +43,7 @@ OPEN_TUNABLE = frozenset({"dataset.format", "dataset.num_samples_per_file",
 # shuffle seed mlpstorage itself changes between runs): not parameters in the rules' sense.
 HARNESS = frozenset({
     "output.folder", "output.label", "output.layout", "metric.fail_below_floor",
-    "metric.client_ceiling",
+    "metric.client_ceiling", "metric.client_cpu_busy",
     "train.stall_timeout_s", "train.seed", "workflow.generate_data", "workflow.metadata",
     "dataset.check_free_space", "dataset.write_odirect", "dataset.sample_checksums",
     "reader.verify_samples", "checkpoint.keep", "storage.keep_staged", "storage.drop_cache",
