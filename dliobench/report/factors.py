@@ -27,6 +27,19 @@ def flatten(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def sections(config: dict[str, Any]) -> dict[str, Any]:
+    """``{"section.key": value}`` of a result's configuration, one level deep (``accelerators``
+    left out: the chosen profile's figures are in ``train`` and ``metric``), as the rules
+    compare a run with upstream's file."""
+    out: dict[str, Any] = {}
+    for section, values in config.items():
+        if section == "accelerators" or not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            out[f"{section}.{key}"] = value
+    return out
+
+
 def differing_keys(settings: Sequence[dict[str, Any]]) -> list[str]:
     """Keys whose value is not the same in every run (a key missing somewhere counts)."""
     keys = sorted({k for s in settings for k in s})

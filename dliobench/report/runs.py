@@ -6,23 +6,30 @@ Only reads ``result.json`` and ``timeline.csv`` (docs/results.md, "Result files"
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from dliobench.base.errors import InputError
+from dliobench.report import accelerator
+from dliobench.report.accelerator import Accelerator
+from dliobench.report.factors import sections
 from dliobench.results.files import read_result
 from dliobench.results.schema import RunResult
 
 
 @dataclass(frozen=True)
 class Run:
-    """One run folder and its parsed result.json."""
+    """One run folder and its parsed result.json: the one description of a run that the
+    report's tables and labels and ``dliobench check`` all read (ARCHITECTURE.md, Rules
+    checks), so a label and a finding never say two things of one run."""
 
     path: Path
     result: RunResult
@@ -40,6 +47,84 @@ class Run:
                 return default
             node = node[part]
         return node
+
+    @cached_property
+    def flat(self) -> dict[str, Any]:
+        """``{"section.key": value}`` of the configuration (``factors.sections``)."""
+        return sections(dict(self.result.get("config") or {}))
+
+    @property
+    def workload(self) -> str:
+        """The workload's name (``model.name`` or the workload file's name)."""
+        return str(self.result.get("workload") or self.flat.get("model.name") or "")
+
+    @property
+    def ranks(self) -> int:
+        """Emulated accelerators: one per rank."""
+        return int(self.result.get("ranks_count") or len(self.result.get("ranks", [])) or 1)
+
+    @property
+    def hosts(self) -> int:
+        """Hosts the ranks ran on."""
+        return max(1, len(self.result.get("machine", {}).get("hosts") or [None]))
+
+    @cached_property
+    def emulated(self) -> Accelerator:
+        """The accelerator the run emulated and how that is known (``report.accelerator``)."""
+        return accelerator.which(self.workload, dict(self.result.get("config") or {}))
+
+    @property
+    def accelerator(self) -> str:
+        """The accelerator's name ("" when nothing tells)."""
+        return self.emulated.name
+
+    @property
+    def accelerator_how(self) -> str:
+        """How the accelerator is known, in words."""
+        return self.emulated.how
+
+    def setup(self) -> tuple[str, str, int, int]:
+        """What makes runs repeats of one benchmark setup: workload, accelerator, ranks,
+        hosts."""
+        return self.workload, self.accelerator, self.ranks, self.hosts
+
+    def times(self) -> tuple[dt.datetime, dt.datetime] | None:
+        """(start, end) of the run, or None when the result does not say."""
+        try:
+            start = dt.datetime.fromisoformat(str(self.result["started_at"]))
+            end = dt.datetime.fromisoformat(str(self.result["finished_at"]))
+        except (KeyError, ValueError):
+            return None
+        return start, end
+
+    @property
+    def place(self) -> dict[str, Any] | None:
+        """The run's place in its run set (``run_set``), or None for a run outside a set."""
+        found: Any = self.result.get("run_set")
+        return found if isinstance(found, dict) else None
+
+    @property
+    def is_warmup(self) -> bool:
+        """Whether the run is its set's warm-up (not scored)."""
+        return bool((self.place or {}).get("warmup"))
+
+    @property
+    def role(self) -> str:
+        """Its part in a run set: ``warm-up``, ``scored 2 of 5`` (a training set's runs after
+        its warm-up), ``write phase``/``read phase`` (a split checkpoint set), ``run 1 of 3``;
+        "" outside a set."""
+        place = self.place
+        if place is None:
+            return ""
+        if place.get("warmup"):
+            return "warm-up"
+        phase = str(place.get("phase") or "")
+        if phase in ("write", "read"):
+            return f"{phase} phase"
+        index, count = int(place.get("index") or 0), int(place.get("count") or 0)
+        if phase == "training":  # its first run is the warm-up (run.runset.plan)
+            return f"scored {index} of {count - 1}"
+        return f"run {index + 1} of {count}"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from typing import Any
 import pandas as pd
 
 from dliobench.base.errors import DlioBenchError
-from dliobench.config.profiles import profile_name
 from dliobench.report.factors import differing_keys, factors_of, flatten
 from dliobench.report.labels import run_labels
 from dliobench.report.runs import Run, RunSet
@@ -53,7 +52,7 @@ def _row(run: Run) -> dict[str, Any]:
     return {
         "run_id": run.run_id, "workload": res.get("workload"), "status": res.get("status"),
         "ranks": res.get("ranks_count", len(res.get("ranks") or []) or None),
-        "accelerator": profile_name(run.result.get("config") or {}),
+        "accelerator": run.emulated.label,
         "compute_s_per_batch": run.config("train.computation_time"),
         "loader": run.config("reader.data_loader"), "format": run.config("dataset.format"),
         "samples_per_file": run.config("dataset.num_samples_per_file"),

@@ -17,8 +17,7 @@ import pytest
 
 from dliobench.cli.main import main
 from dliobench.config.load import FIELDS
-from dliobench.report.rules.references import REFERENCES, Reference
-from dliobench.report.rules.subject import reference
+from dliobench.report.rules.references import REFERENCES, Reference, reference
 from dliobench.results.provenance import config_hash
 
 TINY = ["dataset.num_files_train=35", "dataset.record_length_bytes=65536",

@@ -7,10 +7,11 @@ import hashlib
 
 import pytest
 
+from dliobench.report.accelerator import which
 from dliobench.report.rules import references
 from dliobench.report.rules.division import SUBMITTABLE
 from dliobench.report.rules.finding import DOCUMENTS
-from dliobench.report.rules.subject import infer_accelerator, reference
+from dliobench.report.rules.references import reference
 
 # sha256 of each copy as read from mlcommons/storage at the cited commit (776, 443 and 442
 # characters): an edit to a copy fails here.
@@ -41,20 +42,35 @@ def test_the_copies_load_in_dliobench_key_names() -> None:
     assert reference("unet3d", "h100") is None  # not a v3.0 file
 
 
-@pytest.mark.parametrize(("workload", "flat", "name", "how"), [
-    ("unet3d", {"train.computation_time": 0.162}, "b200",
+@pytest.mark.parametrize(("workload", "train", "name", "how"), [
+    ("unet3d", {"computation_time": 0.162}, "b200",
      "inferred: train.computation_time = 0.162 s is unet3d_b200.yaml's"),
-    ("retinanet", {"train.computation_time": 0.0634}, "mi355",
+    ("retinanet", {"computation_time": 0.0634}, "mi355",
      "inferred: train.computation_time = 0.0634 s is retinanet_mi355.yaml's"),
-    ("retinanet", {"train.accelerator": "h100", "train.computation_time": 0.18}, "h100",
+    ("retinanet", {"accelerator": "h100", "computation_time": 0.18}, "h100",
      "named by train.accelerator"),
-    ("unet3d", {"train.computation_time": 0.02}, "",
+    ("unet3d", {"computation_time": 0.02}, "",
      "not named (train.accelerator is empty) and train.computation_time = 0.02 s is no v3.0 "
      "unet3d file's (b200 0.162 s)"),
-    ("flux", {"train.computation_time": 1.8}, "",
+    ("flux", {"computation_time": 1.8}, "",
      "not named (train.accelerator is empty) and train.computation_time = 1.8 s is no v3.0 "
      "flux file's (none)"),
 ])
-def test_the_accelerator_is_named_or_inferred(workload: str, flat: dict[str, object],
+def test_the_accelerator_is_named_or_inferred(workload: str, train: dict[str, object],
                                               name: str, how: str) -> None:
-    assert infer_accelerator(workload, flat) == (name, how)
+    found = which(workload, {"train": train})
+    assert (found.name, found.how) == (name, how)
+
+
+def test_a_label_and_a_finding_name_one_accelerator() -> None:
+    """A run that names b200 but times its batches as no profile does: the check judges the
+    b200 it named, the table says ``custom (b200 named)``, as the console says custom; a
+    run with a profile's figures is that profile in both."""
+    profiles = {"b200": {"computation_time": 0.162, "batch_size": None}}
+    own = which("unet3d", {"train": {"accelerator": "b200", "computation_time": 0.02},
+                           "accelerators": profiles})
+    assert (own.name, own.own_figures, own.label) == ("b200", False, "custom (b200 named)")
+    assert "not its profile's" in own.how
+    same = which("unet3d", {"train": {"accelerator": "", "computation_time": 0.162},
+                            "accelerators": profiles})
+    assert (same.name, same.label) == ("b200", "b200")

@@ -5,7 +5,7 @@ fsync, reads from storage. The runs of a setup together: ``rules/ckpt_set.py``."
 from __future__ import annotations
 
 from dliobench.report.rules.finding import GUIDELINES_MD, Finding, Rule, finding
-from dliobench.report.rules.subject import Run
+from dliobench.report.runs import Run
 from dliobench.results.storage_reads import read_origin
 
 MODELS = Rule(GUIDELINES_MD, "§2.2.1 models (Table 2)")

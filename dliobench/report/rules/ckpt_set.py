@@ -12,8 +12,9 @@ over the runs: mlcommons/storage mlpstorage_py/rules/submission_checkers/checkpo
 from __future__ import annotations
 
 from dliobench.report.rules.finding import RULES_MD, Finding, Fix, Rule, finding
-from dliobench.report.rules.runset import complete, place
-from dliobench.report.rules.subject import Run, setup_text
+from dliobench.report.rules.runset import complete
+from dliobench.report.rules.subject import setup_text
+from dliobench.report.runs import Run
 
 REQUIRED_WRITES = REQUIRED_READS = 10
 SPLIT_GAP_S = 30.0
@@ -56,7 +57,7 @@ def measured_gap(run: Run, done: list[Run]) -> tuple[float | None, str]:
     """A read-only run's gap after its write phase, and how it was known: the set's own
     timing (the read process's start), or else the results' start and end times (whole
     seconds, from the run's start rather than its process's)."""
-    split = (place(run) or {}).get("split")
+    split = (run.place or {}).get("split")
     if isinstance(split, dict) and split.get("gap_s") is not None:
         return float(split["gap_s"]), ("timed by the read invocation from its "
                                        f"{split.get('timed_from', 'process start')}")

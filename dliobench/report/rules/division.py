@@ -13,7 +13,8 @@ from typing import Any
 
 from dliobench.report.rules import references
 from dliobench.report.rules.finding import EDITIONS_YAML, RULES_MD, Finding, Fix, Rule, finding
-from dliobench.report.rules.subject import Run, reference
+from dliobench.report.rules.references import reference
+from dliobench.report.runs import Run
 
 WORKLOADS = Rule(EDITIONS_YAML, "3.0 workloads.closed.training")
 ACCELERATORS = Rule(RULES_MD, "§4.3.4 Table 3 (Divisions)")

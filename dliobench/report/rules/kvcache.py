@@ -10,7 +10,8 @@ from typing import Any
 
 from dliobench.report.rules.finding import KV_README, Finding, Rule, finding
 from dliobench.report.rules.runset import complete
-from dliobench.report.rules.subject import Run, setup_text
+from dliobench.report.rules.subject import setup_text
+from dliobench.report.runs import Run
 from dliobench.results.storage_reads import read_origin
 
 OPTIONS_RULE = Rule(KV_README, "MLPerf Submission Guidelines: Options 1-3")

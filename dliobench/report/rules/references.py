@@ -10,8 +10,14 @@ unet3d_mi355.yaml, so a unet3d run on mi355 has nothing to be compared with.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+from dliobench.report.factors import sections
 
 FOLDER = Path(__file__).with_name("upstream")
 REPO = "mlcommons/storage"
@@ -58,3 +64,32 @@ def find(workload: str, accelerator: str) -> Reference | None:
 def of_workload(workload: str) -> list[Reference]:
     """Every reference file of ``workload`` (one per accelerator upstream defines it for)."""
     return [r for r in REFERENCES if r.workload == workload]
+
+
+@lru_cache(maxsize=32)
+def flattened(ref: Reference) -> dict[str, Any]:
+    """One upstream file's configuration, loaded as dliobench loads any workload file and
+    flattened as a result holds its configuration, so both compare in dliobench's key names."""
+    from dliobench.config.load import load
+    from dliobench.results.files import config_dict
+
+    config, _ = load(ref.path)
+    return sections(json.loads(json.dumps(config_dict(config))))  # as a result holds it
+
+
+def reference(workload: str, accelerator: str) -> dict[str, Any] | None:
+    """The flattened upstream v3.0 file of ``workload`` on ``accelerator`` (None when upstream
+    has no such file)."""
+    ref = find(workload, accelerator)
+    return None if ref is None else flattened(ref)
+
+
+def by_compute(workload: str, compute: Any) -> Reference | None:
+    """The one upstream file of ``workload`` whose compute time per batch is ``compute``
+    (upstream's files name no accelerator key: the accelerator is in the file's name and its
+    ``train.computation_time``, e.g. 0.162 s is unet3d_b200's), or None."""
+    if not isinstance(compute, (int, float)) or isinstance(compute, bool):
+        return None
+    same = [r for r in of_workload(workload) if math.isclose(
+        float(flattened(r)["train.computation_time"]), float(compute), rel_tol=1e-9)]
+    return same[0] if len(same) == 1 else None

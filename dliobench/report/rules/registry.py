@@ -14,7 +14,8 @@ from pathlib import Path
 
 from dliobench.report.rules import checkpointing, ckpt_set, division, kvcache, runset, training
 from dliobench.report.rules.finding import Finding
-from dliobench.report.rules.subject import Run, load
+from dliobench.report.rules.subject import load
+from dliobench.report.runs import Run
 from dliobench.results.files import read_result
 
 RunCheck = Callable[[Run, str], Finding]

@@ -2,7 +2,7 @@
 first, how alike, how consecutive.
 
 A run of a ``dliobench run --repeat`` set says its place in ``result.json``'s ``run_set``
-(``run.runset``): the warm-up (Rules.md §2.1.17: the first of the 6 runs, "not included in
+(``Run.place``): the warm-up (Rules.md §2.1.17: the first of the 6 runs, "not included in
 the reported performance") is left out of the count and the spread, and a set without one is
 flagged. Runs without ``run_set`` cannot say which was the warm-up, so all of them count.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from itertools import pairwise
 from statistics import mean
-from typing import Any
 
 from dliobench.report.rules.finding import (
     GUIDELINES_MD,
@@ -22,7 +21,8 @@ from dliobench.report.rules.finding import (
     Rule,
     finding,
 )
-from dliobench.report.rules.subject import Run, setup_text
+from dliobench.report.rules.subject import setup_text
+from dliobench.report.runs import Run
 
 REQUIRED_RUNS = 5  # submission_checkers/training.py REQUIRED_RUNS
 SPREAD = 0.05  # "within 5% within 5 tries"
@@ -33,17 +33,6 @@ CONSECUTIVE = Rule(RULES_MD, "§2.1.18 runTimestampGap")
 WARMUP = Rule(RULES_MD, "§2.1.17 runTimestamps")
 
 
-def place(run: Run) -> dict[str, Any] | None:
-    """The run's place in its set (``run_set``), or None for a run outside a set."""
-    found: Any = run.result.get("run_set")
-    return found if isinstance(found, dict) else None
-
-
-def is_warmup(run: Run) -> bool:
-    """Whether the run is its set's warm-up (not scored)."""
-    return bool((place(run) or {}).get("warmup"))
-
-
 def complete(runs: list[Run]) -> list[Run]:
     """The complete runs, in the order they started."""
     done = [r for r in runs if r.result.get("status") == "complete"]
@@ -52,13 +41,13 @@ def complete(runs: list[Run]) -> list[Run]:
 
 def scored(runs: list[Run]) -> list[Run]:
     """The complete runs that are scored (warm-ups left out), in the order they started."""
-    return [r for r in complete(runs) if not is_warmup(r)]
+    return [r for r in complete(runs) if not r.is_warmup]
 
 
 def check_run_count(runs: list[Run], division: str) -> Finding:
     """At least five complete scored runs of the setup (a set's warm-up not counted)."""
     n = len(scored(runs))
-    warm = sum(is_warmup(r) for r in complete(runs))
+    warm = sum(r.is_warmup for r in complete(runs))
     ok = n >= REQUIRED_RUNS
     besides = f" besides {warm} warm-up run(s)" if warm else ""
     return finding("run count", ok, setup_text(runs[0].setup()),
@@ -72,11 +61,11 @@ def check_warmup(runs: list[Run], division: str) -> Finding:
     """A complete warm-up run started before the first scored run (runs of a set say which
     is the warm-up; others cannot, so the check does not apply to them)."""
     subject = setup_text(runs[0].setup())
-    if not any(place(r) for r in runs):
+    if not any(r.place for r in runs):
         return finding("warm-up", None, subject, "the runs do not say which was the warm-up "
                        "(runs of a `dliobench run --repeat` set do)", WARMUP)
     done, first = complete(runs), scored(runs)
-    warm = [r for r in done if is_warmup(r)]
+    warm = [r for r in done if r.is_warmup]
     ok = bool(warm) and (not first or warm[0].result.get("started_at", "")
                          <= first[0].result.get("started_at", ""))
     said = (f"warm-up {warm[0].run_id} ran before the {len(first)} scored run(s), and is not "

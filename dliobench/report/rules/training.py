@@ -6,7 +6,8 @@ from dliobench.base.units import size_text
 from dliobench.dataset.datasize import MEMORY_FACTOR, MIN_STEPS, files_needed
 from dliobench.report.rules import references
 from dliobench.report.rules.finding import GUIDELINES_MD, RULES_MD, Finding, Fix, Rule, finding
-from dliobench.report.rules.subject import Run, reference
+from dliobench.report.rules.references import reference
+from dliobench.report.runs import Run
 from dliobench.results.provenance import config_hash
 
 COMPLETE = Rule(GUIDELINES_MD, "§2.1 Training: benchmark end point")
