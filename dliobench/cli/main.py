@@ -152,10 +152,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Apply MLPerf Storage's training rules to result folders: 1 when any finding fails."""
+    """Apply MLPerf Storage's rules to result folders: 1 when any finding fails."""
     from dliobench.report.commands import check_runs
 
-    return check_runs(args.runs, args.division, args.json)
+    return check_runs(args.runs, args.division, args.json, args.details)
 
 
 def cmd_workload(args: argparse.Namespace) -> int:

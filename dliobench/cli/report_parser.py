@@ -52,20 +52,26 @@ def add_recover_parser(sub: SubParsers, commands: Commands) -> None:
 def add_check_parser(sub: SubParsers, commands: Commands) -> None:
     """`dliobench check`."""
     p = sub.add_parser(
-        "check", help="apply MLPerf Storage v3.0's training rules to result folders",
-        description="Read result folders and apply MLPerf Storage v3.0's training rules: each "
+        "check", help="apply MLPerf Storage v3.0's rules to result folders",
+        description="Read result folders and apply MLPerf Storage v3.0's rules (training; "
+        "checkpoint-only and KV-cache runs by their own). Judged: the runs named, and below a "
+        "folder the runs of a run set or of a workload the rules define; the others found "
+        "there (make run's default workload) are skipped and listed. Training: each "
         "run complete, a v3.0 workload on a submittable accelerator (named, or inferred from "
         "the compute time), dataset at least 5x the hosts' memory and 500 steps per "
         "accelerator, AU at the floor, only the parameters the division allows changed from "
         "upstream's own v3.0 workload file, provenance intact; per setup (workload, "
         "accelerator, ranks, hosts) 5 runs, within 5 % of each other, run consecutively. The "
-        "output opens with whether the runs are ready for the division and one line per key to "
-        "change; each finding names its rule (document@commit and section). Exit code 1 when "
+        "output is whether the runs are ready for the division and one line per key to "
+        "change; --details adds every finding with its rule (document@commit and section). "
+        "Exit code 1 when "
         "any finding fails, 2 when a folder holds no results.")
     add_run_dirs_arg(p, "RESULT_DIR")
     p.add_argument("--division", choices=("closed", "open"), default="closed",
                    help="which division's parameter rules apply (default closed)")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--details", action="store_true",
+                   help="also print every finding (pass, fail, n/a) as a table")
     p.set_defaults(func=commands["check"])
 
 

@@ -65,19 +65,19 @@ def recover_runs(runs: list[str]) -> None:
         show_recovered(*recover(run_dir))
 
 
-def check_runs(runs: list[str], division: str, as_json: bool) -> int:
-    """``dliobench check``: MLPerf Storage's rules applied to the runs; 1 when any finding
+def check_runs(runs: list[str], division: str, as_json: bool, details: bool = False) -> int:
+    """``dliobench check``: MLPerf Storage's rules applied to the runs named and the run sets
+    below the folders named (``registry.select`` says which are skipped); 1 when any finding
     fails, else 0."""
     from dliobench.report.rules import registry, render
     from dliobench.report.rules.finding import failed
-    from dliobench.report.runs import find_run_dirs
 
-    found = registry.load_runs(find_run_dirs(runs))
-    findings = registry.apply(found, division)
+    chosen = registry.select(runs)
+    findings = registry.apply(chosen.judged, division)
     if as_json:
-        print(render.as_json(findings, division, len(found)))
+        print(render.as_json(findings, division, chosen))
     else:
-        render.print_table(findings, division, len(found))
+        render.print_text(findings, division, chosen, details)
     return 1 if failed(findings) else 0
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from dliobench.cli.main import main
 from dliobench.config.load import FIELDS
+from dliobench.dataset.datasize import files_needed
 from dliobench.report.rules.references import REFERENCES, Reference, reference
 from dliobench.results.provenance import config_hash
 
@@ -114,6 +115,14 @@ def test_the_real_tiny_run_fails_on_what_it_changed(real_run: Path,
         assert key in params["sentence"]
     assert "read_threads" not in params["sentence"]  # CLOSED may change it
     assert found["dataset size"]["status"] == "fail"
+    # computed under the 146,600,628-byte records the parameters finding asks for, not the
+    # run's 64 KiB ones (issue 49: "at least 482,106" files of the scaled-down record)
+    memory = json.loads((real_run / "result.json").read_text())["machine"]["memory_bytes"]
+    need = files_needed(146600628, 1, 7, 1, 1, memory).files
+    assert found["dataset size"]["fixes"] == [
+        {"key": "dataset.num_files_train", "need": f"at least {need:,}", "have": "35"}]
+    assert "needed under unet3d_b200.yaml's record_length_bytes 146,600,628 (the run's " \
+        "65,536 is not CLOSED's to change)" in found["dataset size"]["sentence"]
     assert found["run count"]["status"] == "fail"
     assert "1 complete run(s)" in found["run count"]["sentence"]
     assert {found[c]["status"] for c in ("complete", "workload", "accelerator",
@@ -172,9 +181,16 @@ def test_the_table_names_rules_and_documents(real: Doc, tmp_path: Path,
     monkeypatch.setenv("COLUMNS", "250")  # rows unfolded, so the test can find them
     docs = [full_size(real, i) for i in range(5)]
     docs[1]["metrics"]["au"] = 0.5
-    assert main(["check", str(write_set(tmp_path / "t", as_set(real, docs)))]) == 1
+    folder = write_set(tmp_path / "t", as_set(real, docs))
+    assert main(["check", str(folder)]) == 1
+    short = capsys.readouterr().out
+    assert "Details" not in short and "Rules.md: " not in short  # the table: --details only
+    assert short.splitlines()[-1] == ("57 passed, 1 failed, 0 not applicable: FAILS the rules "
+                                      "(--details lists every finding and its rule)")
+    assert main(["check", "--details", str(folder)]) == 1
     out = capsys.readouterr().out
     lines = out.splitlines()
+    assert lines[0] == "MLPerf Storage v3.0 rules, CLOSED division: training rules for 6 run(s)"
     assert lines[1:4] == [
         "CLOSED-ready: no (1 of 58 findings fail)",
         "What to change (key: value the rules need):",
@@ -210,6 +226,33 @@ def test_one_run_of_five_breaking_one_rule(real: Doc, tmp_path: Path,
     failed = [f for f in doc["findings"] if f["status"] == "fail"]
     assert code == 1 and {f["check"] for f in failed} >= {failing}
     assert any(needle in f["sentence"] for f in failed if f["check"] == failing)
+
+
+def test_a_folder_is_judged_by_its_sets_and_names_what_it_skips(
+        real: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`make run`'s default run beside five unet3d runs is skipped and named, not judged;
+    named by its folder it is judged; alone in a folder, nothing is judged: one sentence."""
+    docs = [full_size(real, i) for i in range(5)]
+    lone = full_size(real, 9)
+    lone.update(workload="default", run_id="make-run")
+    folder = write_set(tmp_path / "reports", [*docs, lone])
+    code, doc = check(capsys, str(folder))
+    assert code == 0 and doc["runs"] == 5 and doc["families"] == {"training": 5}
+    assert doc["skipped"] == [{"run_id": "make-run", "folder": str(folder / "make-run"),
+                               "workload": "default"}]
+    assert not any(f["subject"] == "make-run" for f in doc["findings"])
+    main(["check", str(folder)])
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "Skipped 1 run(s) in no run set, of a workload no MLPerf Storage rule defines: "
+        "make-run (default); name a run's folder to check it")
+    code, doc = check(capsys, str(folder / "make-run"))
+    assert code == 1 and doc["skipped"] == [] and doc["runs"] == 1
+    alone = write_set(tmp_path / "alone", [lone])
+    assert main(["check", str(alone)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"dliobench: error: {alone} holds no run set and no run of a workload "
+                   "MLPerf Storage's rules define (skipped make-run (default)); name a run's "
+                   "folder to check that run anyway")
 
 
 def test_open_division_allows_the_loader(real: Doc, tmp_path: Path,

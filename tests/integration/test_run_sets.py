@@ -119,6 +119,13 @@ def test_the_split_checkpoint_form_times_its_gap(workdir: Path,
     assert "timed by the read invocation from its command start" in found["split gap"][
         "sentence"]  # this test's process is older than the write set: main() was called
     assert found["run count"]["sentence"].startswith("2 write(s) and 2 read(s) over 2 complete")
+    # the hand-off is §4.7.1's 30 s, not §2.1.24's "less than a run's duration" (under 1 s
+    # for these tiny runs); the heading names the checkpointing rules, not training's
+    assert found["consecutive"]["status"] == "n/a"
+    assert "timed by the split gap check (Rules.md §4.7.1)" in found["consecutive"]["sentence"]
+    main(["check", str(workdir / "out")])
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "MLPerf Storage v3.0 rules, CLOSED division: checkpointing rules for 2 run(s)")
     # the same read invocation launched 31 s after the writes ended
     folder = next(p.parent for p in (workdir / "out").glob("*/result.json")
                   if json.loads(p.read_text())["run_set"]["phase"] == "read")

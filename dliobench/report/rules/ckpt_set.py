@@ -5,14 +5,20 @@ Rules.md §2.1.23: one timestamp folder per invocation, one combined invocation 
 invocation followed by a read one; §4.6.3: ``num_checkpoints_write`` and ``_read`` are 10,
 or 0 in the split form, 10 writes followed by 10 reads in all (upstream's checker sums them
 over the runs: mlcommons/storage mlpstorage_py/rules/submission_checkers/checkpointing.py
-@a815ef8a317e0b05a7cceea26fe0ae1a0eba2c94 ``check_num_runs``); §4.7.1: the gap is
-``read.invocation_start_time - write end_time``, below 30 s, a negative one is clock skew.
+@a815ef8a317e0b05a7cceea26fe0ae1a0eba2c94 ``check_num_runs``); §4.7.1 (mlcommons/storage
+Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53): the split form's two invocations have the
+submitter's fail-over callout (e.g. a cache clear) between them, and the read invocation is
+launched within 30 s of the write invocation's end, measured as
+``read.invocation_start_time - write.summary.end_time`` (a negative gap is clock skew). So the
+hand-off from the write phase to the read phase is judged by that 30 s bound, not by §2.1.24's
+"less than a run's duration" between neighbouring runs (a scaled-down write run lasts under
+a second), which still applies between the runs of one phase.
 """
 
 from __future__ import annotations
 
 from dliobench.report.rules.finding import RULES_MD, Finding, Fix, Rule, finding
-from dliobench.report.rules.runset import complete
+from dliobench.report.rules.runset import complete, consecutive
 from dliobench.report.rules.subject import setup_text
 from dliobench.report.runs import Run
 
@@ -20,6 +26,7 @@ REQUIRED_WRITES = REQUIRED_READS = 10
 SPLIT_GAP_S = 30.0
 COUNTS = Rule(RULES_MD, "§4.6.3 checkpointClosedCheckpointParameters")
 GAP = Rule(RULES_MD, "§4.7.1 checkpointCacheFlushValidation")
+CONSECUTIVE = Rule(RULES_MD, "§2.1.24 checkpointingTimestampGap")
 
 
 def ops(run: Run, op: str) -> int:
@@ -68,6 +75,18 @@ def measured_gap(run: Run, done: list[Run]) -> tuple[float | None, str]:
     if not ends:
         return None, "no write-phase run precedes it"
     return (times[0] - ends[-1]).total_seconds(), "from the results' start and end times"
+
+
+def _handoff(first: Run, then: Run) -> bool:
+    """A write-only run followed by a read-only one: the split form's fail-over, timed by
+    §4.7.1's 30 s from the write's end to the read's start, not by a run's duration."""
+    return bool(ops(first, "write")) and not ops(first, "read") and _read_only(then)
+
+
+def check_consecutive(runs: list[Run], division: str) -> Finding:
+    """Rules.md §2.1.24 between checkpoint runs, the split form's hand-off left to
+    ``check_split_gap``."""
+    return consecutive(runs, CONSECUTIVE, _handoff)
 
 
 def check_split_gap(runs: list[Run], division: str) -> Finding:

@@ -92,6 +92,11 @@ def check_odirect(run: Run, division: str) -> Finding:
                    CLOSED_PARAMS, (Fix("reader.odirect", "false", "true"),))
 
 
+def tunable(division: str) -> frozenset[str]:
+    """The parameters ``division`` lets a run change from upstream's file."""
+    return CLOSED_TUNABLE | (OPEN_TUNABLE if division == "open" else frozenset())
+
+
 def changed(run: Run) -> dict[str, tuple[Any, Any]] | None:
     """{key: (upstream's value, run's value)} of every parameter the run changed from the
     upstream file of its workload and accelerator, harness keys left out; None when upstream
@@ -116,7 +121,7 @@ def check_parameters(run: Run, division: str) -> Finding:
     ref = references.find(run.workload, run.accelerator)
     assert ref is not None  # changed() found it
     rule = rule.applied_to(ref.name)
-    allowed = CLOSED_TUNABLE | (OPEN_TUNABLE if division == "open" else frozenset())
+    allowed = tunable(division)
     forbidden = {k: v for k, v in diffs.items() if k not in allowed}
     if not forbidden:
         tuned = ", ".join(diffs) or "none"

@@ -10,12 +10,14 @@ entry in each table below, plus its case in ``family``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
+from dliobench.base.errors import InputError
 from dliobench.report.rules import checkpointing, ckpt_set, division, kvcache, runset, training
 from dliobench.report.rules.finding import Finding
 from dliobench.report.rules.subject import load
-from dliobench.report.runs import Run
+from dliobench.report.runs import Run, find_run_dirs
 from dliobench.results.files import read_result
 
 RunCheck = Callable[[Run, str], Finding]
@@ -37,7 +39,7 @@ SET_CHECKS: dict[str, list[SetCheck]] = {
     "training": [runset.check_run_count, runset.check_warmup, runset.check_run_spread,
                  runset.check_consecutive],
     "checkpointing": [ckpt_set.check_counts, ckpt_set.check_split_gap,
-                      runset.check_consecutive],
+                      ckpt_set.check_consecutive],
     "kvcache": [kvcache.check_trials, runset.check_consecutive],
 }
 
@@ -53,6 +55,54 @@ def family(run: Run) -> str:
 def load_runs(folders: Iterable[Path]) -> list[Run]:
     """Every run folder's result (InputError, exit 2, for a folder that is not one)."""
     return [load(folder, read_result(folder)) for folder in folders]
+
+
+def defined_by_rules(run: Run) -> bool:
+    """Whether MLPerf Storage's rules define the run's workload: a v3.0 training workload, a
+    Table 2 checkpoint model, or the KV cache."""
+    kind = family(run)
+    if kind == "kvcache":
+        return True
+    known = checkpointing.TABLE_RANKS if kind == "checkpointing" else division.SUBMITTABLE
+    return run.workload in known
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The runs ``check`` judges, and the runs found below a folder that it leaves out."""
+
+    judged: list[Run]
+    skipped: list[Run]
+
+    def families(self) -> dict[str, int]:
+        """Judged runs per family of rules, in the registry's order."""
+        counts = {kind: sum(family(r) == kind for r in self.judged) for kind in RUN_CHECKS}
+        return {kind: n for kind, n in counts.items() if n}
+
+
+def _named(given: str | Path) -> Path:
+    path = Path(given)
+    return (path.parent if path.name == "result.json" and path.is_file() else path).resolve()
+
+
+def select(paths: Iterable[str | Path]) -> Selection:
+    """The runs named (a run folder or its result.json) and, below the folders named, the
+    runs of a run set (``run_set`` in result.json) or of a workload the rules define; the
+    others found below a folder (``make run``'s default workload, a tiny test) are skipped,
+    as nobody meant them as a submission. InputError (exit 2) when nothing is left."""
+    paths = list(paths)
+    named = {_named(p) for p in paths}
+    judged: list[Run] = []
+    skipped: list[Run] = []
+    for run in load_runs(find_run_dirs(paths)):
+        keep = run.path.resolve() in named or run.place is not None or defined_by_rules(run)
+        (judged if keep else skipped).append(run)
+    if not judged:
+        listed = ", ".join(f"{r.run_id} ({r.workload or 'unnamed'})" for r in skipped)
+        raise InputError(f"{', '.join(map(str, paths))} holds no run set and no run of a "
+                         f"workload MLPerf Storage's rules define (skipped {listed}); name a "
+                         "run's folder to check that run anyway")
+    return Selection(judged, skipped)
 
 
 def apply(runs: list[Run], division_name: str = "closed") -> list[Finding]:

@@ -1,4 +1,5 @@
-"""Findings for people (a summary, what to change, then a rich table) and for scripts (JSON).
+"""Findings for people (what was judged, a summary, what to change; the table of every
+finding under ``--details``) and for scripts (JSON).
 
 The summary comes first: whether the runs are ready for the division, and one line per thing
 to change, each naming the key and the value the rules need. Nothing is cut short.
@@ -14,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dliobench.report.rules.finding import DOCUMENTS, FAIL, NOT_APPLICABLE, PASS, Finding, failed
+from dliobench.report.rules.registry import Selection
 
 COLOURS = {PASS: "green", FAIL: "red"}
 
@@ -68,15 +70,52 @@ def summary_lines(findings: list[Finding], division: str) -> list[str]:
             *(_line(e) for e in entries)]
 
 
-def print_table(findings: list[Finding], division: str, runs: int,
-                console: Console | None = None) -> None:
-    """The summary, then one row per finding (status, check, subject, sentence, rule), the
-    documents cited, and a one-line total."""
+def heading(division: str, chosen: Selection) -> str:
+    """What was judged, by family of rules: ``MLPerf Storage v3.0 rules, CLOSED division:
+    checkpointing rules for 2 run(s)``."""
+    families = "; ".join(f"{kind} rules for {n} run(s)" for kind, n in chosen.families().items())
+    return f"MLPerf Storage v3.0 rules, {division.upper()} division: {families}"
+
+
+def skipped_line(chosen: Selection) -> str | None:
+    """The runs found below a folder and left out, each with its workload, or None."""
+    if not chosen.skipped:
+        return None
+    listed = ", ".join(f"{r.run_id} ({r.workload or 'unnamed'})" for r in chosen.skipped)
+    return (f"Skipped {len(chosen.skipped)} run(s) in no run set, of a workload no MLPerf "
+            f"Storage rule defines: {listed}; name a run's folder to check it")
+
+
+def print_text(findings: list[Finding], division: str, chosen: Selection, details: bool,
+               console: Console | None = None) -> None:
+    """What was judged and skipped, the summary, a one-line total; with ``details``, every
+    finding (status, check, subject, sentence, rule) and the documents cited."""
     console = console or Console()
-    console.print(f"MLPerf Storage v3.0 training rules, {division.upper()} division: "
-                  f"{runs} run(s)", highlight=False)
+
+    def say(text: str) -> None:
+        console.print(escape(text), soft_wrap=True, highlight=False)
+
+    say(heading(division, chosen))
+    skipped = skipped_line(chosen)
+    if skipped:
+        say(skipped)
     for line in summary_lines(findings, division):
-        console.print(escape(line), soft_wrap=True, highlight=False)
+        say(line)
+    if details:
+        _details(findings, console)
+    passed = sum(f.status == PASS for f in findings)
+    na = len(findings) - failed(findings) - passed
+    state = ready(findings)
+    verdict = ("[red]FAILS the rules[/]" if state is False else
+               "[green]meets the rules checked[/]" if state else
+               "[yellow]no rule failed, but not every rule could be applied[/]")
+    more = "" if details else " (--details lists every finding and its rule)"
+    console.print(f"{passed} passed, {failed(findings)} failed, {na} not applicable: "
+                  f"{verdict}{escape(more)}", highlight=False, soft_wrap=True)
+
+
+def _details(findings: list[Finding], console: Console) -> None:
+    """One row per finding, then the documents the rules cite."""
     table = Table(title="Details", title_justify="left")
     table.add_column("status", no_wrap=True)
     table.add_column("check", no_wrap=True)
@@ -91,18 +130,14 @@ def print_table(findings: list[Finding], division: str, runs: int,
     cited = {f.rule.document for f in findings} | {f.rule.against for f in findings} - {""}
     for name in sorted(cited):
         console.print(f"{name}: {DOCUMENTS[name]}", soft_wrap=True, highlight=False)
-    passed = sum(f.status == PASS for f in findings)
-    na = len(findings) - failed(findings) - passed
-    state = ready(findings)
-    verdict = ("[red]FAILS the rules[/]" if state is False else
-               "[green]meets the rules checked[/]" if state else
-               "[yellow]no rule failed, but not every rule could be applied[/]")
-    console.print(f"{passed} passed, {failed(findings)} failed, {na} not applicable: {verdict}",
-                  highlight=False)
 
 
-def as_json(findings: list[Finding], division: str, runs: int) -> str:
-    """The summary and every finding as one JSON document."""
-    return json.dumps({"division": division, "runs": runs, "ready": ready(findings),
-                       "failed": failed(findings), "checklist": checklist(findings),
+def as_json(findings: list[Finding], division: str, chosen: Selection) -> str:
+    """The summary, every finding and the runs skipped as one JSON document."""
+    skipped = [{"run_id": r.run_id, "folder": str(r.path), "workload": r.workload}
+               for r in chosen.skipped]
+    return json.dumps({"division": division, "runs": len(chosen.judged),
+                       "families": chosen.families(), "skipped": skipped,
+                       "ready": ready(findings), "failed": failed(findings),
+                       "checklist": checklist(findings),
                        "findings": [f.as_dict() for f in findings]}, indent=2)

@@ -9,6 +9,7 @@ flagged. Runs without ``run_set`` cannot say which was the warm-up, so all of th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 from statistics import mean
 
@@ -99,17 +100,29 @@ def check_run_spread(runs: list[Run], division: str) -> Finding:
 
 def check_consecutive(runs: list[Run], division: str) -> Finding:
     """Each run started before a run's duration had passed since the previous one ended."""
-    spans = [t for t in (r.times() for r in complete(runs)) if t is not None]
+    return consecutive(runs, CONSECUTIVE)
+
+
+def consecutive(runs: list[Run], rule: Rule,
+                handoff: Callable[[Run, Run], bool] | None = None) -> Finding:
+    """Rule ``rule`` (a run's duration at most between runs) over the complete runs, except
+    the pairs ``handoff`` says another rule times (a split checkpoint set's write phase and
+    read phase: ``ckpt_set.check_split_gap``)."""
+    done = [r for r in complete(runs) if r.times() is not None]
     subject = setup_text(runs[0].setup())
-    if len(spans) < 2:
-        return finding("consecutive", None, subject, "fewer than 2 complete runs with start "
-                       "and end times", CONSECUTIVE)
-    gaps = [(b[0] - a[1]).total_seconds() for a, b in pairwise(spans)]
-    shortest = min((end - start).total_seconds() for start, end in spans)
+    pairs = [(a, b) for a, b in pairwise(done) if handoff is None or not handoff(a, b)]
+    if not pairs:
+        said = ("the write phase and the read phase are timed by the split gap check "
+                "(Rules.md §4.7.1)" if len(done) > 1 else
+                "fewer than 2 complete runs with start and end times")
+        return finding("consecutive", None, subject, said, rule)
+    spans = {r.run_id: t for r in done if (t := r.times()) is not None}
+    gaps = [(spans[b.run_id][0] - spans[a.run_id][1]).total_seconds() for a, b in pairs]
+    shortest = min((end - start).total_seconds() for start, end in spans.values())
     widest = max(gaps)
     ok = widest < max(shortest, 1.0)  # times are whole seconds
     return finding("consecutive", ok, subject,
                    f"the widest gap between runs is {widest:,.0f} s, "
                    f"{'less' if ok else 'not less'} than the shortest run ({shortest:,.0f} s)",
-                   CONSECUTIVE, (Fix("gap between runs", f"less than {shortest:,.0f} s",
-                                     f"{widest:,.0f} s"),))
+                   rule, (Fix("gap between runs", f"less than {shortest:,.0f} s",
+                              f"{widest:,.0f} s"),))

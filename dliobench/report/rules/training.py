@@ -5,6 +5,7 @@ from __future__ import annotations
 from dliobench.base.units import size_text
 from dliobench.dataset.datasize import MEMORY_FACTOR, MIN_STEPS, files_needed
 from dliobench.report.rules import references
+from dliobench.report.rules.division import tunable as division_tunable
 from dliobench.report.rules.finding import GUIDELINES_MD, RULES_MD, Finding, Fix, Rule, finding
 from dliobench.report.rules.references import reference
 from dliobench.report.runs import Run
@@ -28,25 +29,53 @@ def check_complete(run: Run, division: str) -> Finding:
                    (Fix("status", "complete (run it to its end)", str(status)),))
 
 
+# The values the dataset-size rule is computed from, each of which the rules may also require.
+SIZED_BY = ("dataset.record_length_bytes", "dataset.num_samples_per_file", "reader.batch_size")
+
+
+def required_values(run: Run, division: str) -> tuple[dict[str, int], str]:
+    """The record size, samples per file and batch the dataset rule is computed under: the
+    run's own where the division lets it change them, else upstream's file's (a run that
+    must go back to 146,600,628-byte records needs files of that size, not of its own
+    scaled-down ones); and, in words, which values came from upstream's file."""
+    ref = reference(run.workload, run.accelerator)
+    tunable = division_tunable(division)
+    values, taken = {}, []
+    for key in SIZED_BY:
+        value = int(run.flat[key])
+        if ref is not None and key not in tunable and isinstance(ref.get(key), int) and \
+                ref[key] != value:
+            taken.append(f"{key.split('.')[-1]} {ref[key]:,} (the run's {value:,} is not "
+                         f"{division.upper()}'s to change)")
+            value = int(ref[key])
+        values[key] = value
+    source = references.find(run.workload, run.accelerator)
+    said = f" under {source.name}'s {', '.join(taken)}" if taken and source else ""
+    return values, said
+
+
 def check_dataset_size(run: Run, division: str) -> Finding:
-    """At least 5x the hosts' memory and 500 steps per accelerator, as ``datasize``."""
+    """At least 5x the hosts' memory and 500 steps per accelerator, as ``datasize``, computed
+    under the values the rules require with it (``required_values``)."""
     f = run.flat
     memory = run.result.get("machine", {}).get("memory_bytes")
     if not memory:
         return finding("dataset size", None, run.run_id, "the result records no host memory, "
                        "so the 5x rule cannot be applied", DATASET)
-    record, per_file = int(f["dataset.record_length_bytes"]), int(f["dataset.num_samples_per_file"])
-    need = files_needed(record, per_file, int(f["reader.batch_size"]), run.ranks, run.hosts,
-                        int(memory))
+    values, under = required_values(run, division)
+    record, per_file = values["dataset.record_length_bytes"], values["dataset.num_samples_per_file"]
+    batch = values["reader.batch_size"]
+    need = files_needed(record, per_file, batch, run.ranks, run.hosts, int(memory))
     files = int(f["dataset.num_files_train"])
     ok = files >= need.files
     verb = "covers" if ok else "is short of"
+    had = int(f["dataset.record_length_bytes"]) * int(f["dataset.num_samples_per_file"])
     return finding(
         "dataset size", ok, run.run_id,
-        f"{files:,} files ({size_text(files * record * per_file)}) {verb} the {need.files:,} "
-        f"needed: {MEMORY_FACTOR}x the memory of {run.hosts} host(s) of "
+        f"{files:,} files ({size_text(files * had)}) {verb} the {need.files:,} "
+        f"needed{under}: {MEMORY_FACTOR}x the memory of {run.hosts} host(s) of "
         f"{size_text(int(memory))} needs {need.files_for_memory:,}, {MIN_STEPS} steps of "
-        f"{f['reader.batch_size']} on each of {run.ranks} accelerator(s) need "
+        f"{batch} on each of {run.ranks} accelerator(s) need "
         f"{need.files_for_steps:,}", DATASET,
         (Fix("dataset.num_files_train", f"at least {need.files:,}", f"{files:,}"),))
 
