@@ -64,8 +64,9 @@ def factor_name(factor: tuple[str, ...]) -> str:
 
 
 def factor_text(factor: tuple[str, ...], row: pd.Series) -> str:
-    """``key=value`` of a factor's telling keys."""
-    return ", ".join(f"{short(k)}={fmt_value(k, row[k])}" for k in telling_keys(factor))
+    """``key=value`` of a factor's telling keys (the workload by its name alone)."""
+    return ", ".join(str(row[k]) if k == "workload" else f"{short(k)}={fmt_value(k, row[k])}"
+                     for k in telling_keys(factor))
 
 
 def label_parts(table: pd.DataFrame, factor: tuple[str, ...]) -> list[str] | None:
@@ -100,6 +101,7 @@ def _part_keys(table: pd.DataFrame, i: int, factor: tuple[str, ...], apart: set[
 def _factor_part(table: pd.DataFrame, i: int, factor: tuple[str, ...], apart: set[int]) -> str:
     """``key=value`` of the keys that name run ``i``'s value of ``factor`` (``2 ranks``)."""
     return ", ".join(plural(table[k].iloc[i], "rank") if k == "ranks" else
+                     str(table[k].iloc[i]) if k == "workload" else
                      f"{short(k)}={fmt_value(k, table[k].iloc[i])}"
                      for k in _part_keys(table, i, factor, apart))
 
@@ -122,8 +124,16 @@ def label_keys(rs: RunSet) -> list[list[str]]:
 def label_factors(table: pd.DataFrame, factors: list[tuple[str, ...]],
                   i: int) -> dict[tuple[str, ...], set[int]]:
     """The factors that tell run ``i`` from every other run, each with the runs it tells it
-    from: greedily the factor telling it from most of the runs left, the shorter on a tie."""
+    from: the workload's first whenever the runs differ in it (a rank count must never stand
+    for a workload: "1 rank" of one workload beside "2 ranks" of another reads as scaling),
+    then greedily the factor telling it from most of the runs left, the shorter on a tie."""
     left, chosen = set(range(len(table))) - {i}, {}
+    for factor in factors:
+        if "workload" in factor and "workload" in table and table["workload"].nunique() > 1:
+            apart = {j for j in left if _differ(table, i, j, [k for k in factor if k in table])}
+            if apart:
+                chosen[factor] = apart
+                left -= apart
     while left:
         options = [(f, {j for j in left if _differ(table, i, j, [k for k in f if k in table])})
                    for f in factors if f not in chosen]
@@ -138,25 +148,33 @@ def label_factors(table: pd.DataFrame, factors: list[tuple[str, ...]],
 
 
 def describe(table: pd.DataFrame, factors: list[tuple[str, ...]], i: int) -> str:
-    """Run ``i`` named by only what differs: the fewest factors that tell it from every other
-    run, shortest first (``read_threads=1; format=npy, batch_size=2``)."""
-    parts = [_factor_part(table, i, f, apart)
-             for f, apart in label_factors(table, factors, i).items()]
-    return "; ".join(sorted(parts, key=len))
+    """Run ``i`` named by only what differs: the workload first where runs differ in it, then
+    the fewest factors that tell it from every other run, shortest first
+    (``workload=unet3d; 2 ranks``, ``read_threads=1; format=npy, batch_size=2``)."""
+    chosen = label_factors(table, factors, i)
+    parts = [_factor_part(table, i, f, apart) for f, apart in chosen.items()]
+    first = [p for f, p in zip(chosen, parts, strict=True) if "workload" in f]
+    return "; ".join(first + sorted((p for p in parts if p not in first), key=len))
 
 
 def run_labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]:
-    """A short, unique name per run: the sweep's label, else what sets it apart, with its
-    rank count when runs differ in it; its id when nothing else tells it apart."""
+    """A short, unique name per run: its role in a run set first (``warm-up``, ``scored 1 of
+    5``), then the sweep's label (with the workload where runs differ in it), else what sets
+    it apart, with its rank count when runs differ in it; its id when nothing else tells it
+    apart."""
     labels = []
     many_ranks = table["ranks"].nunique() > 1
+    many_workloads = "workload" in table and table["workload"].nunique() > 1
     table = table.reset_index(drop=True)
     for i, (_, row) in enumerate(table.iterrows()):
         text = str(row.get("user_label") or "")
+        if text and many_workloads and str(row["workload"]) not in text:
+            text = f"{row['workload']}: {text}"
         if text and many_ranks:  # a sweep's label names its point, not its rank count
             text = f"{text}; {plural(row['ranks'], 'rank')}"
-        labels.append(text or describe(table, _with_ranks(table, factors), i)
-                      or str(row["run_id"]))
+        text = text or describe(table, _with_ranks(table, factors), i)
+        role = str(row.get("role") or "")
+        labels.append(", ".join(p for p in (role, text) if p) or str(row["run_id"]))
     counts = pd.Series(labels).value_counts()
     return [lab if counts[lab] == 1 else f"{lab} [{rid[-6:]}]"
             for lab, rid in zip(labels, table["run_id"], strict=True)]

@@ -51,6 +51,7 @@ def _row(run: Run) -> dict[str, Any]:
     machine = res.get("machine") or {}
     return {
         "run_id": run.run_id, "workload": res.get("workload"), "status": res.get("status"),
+        "role": run.role,
         "ranks": res.get("ranks_count", len(res.get("ranks") or []) or None),
         "accelerator": run.emulated.label,
         "compute_s_per_batch": run.config("train.computation_time"),

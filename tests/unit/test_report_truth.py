@@ -107,15 +107,15 @@ def test_runs_that_read_from_storage_get_no_page_cache_banner(root: Path) -> Non
 
 
 def test_mixed_runs_are_labelled_by_what_differs_with_a_legend(root: Path) -> None:
-    """Each run named by the fewest differences that tell it from every other run, shortest
-    first; the legend table gives each label's run and settings."""
+    """Each run named by its workload first (runs of two workloads), then the fewest
+    differences that tell it from every other run, shortest first; the legend table gives
+    each label's run and settings."""
     rs = _set(root, "ckpt_runs", "evicted", "train")
     labels = dict(zip(rs.table["run_id"], rs.table["label"], strict=True))
     assert sorted(labels.values()) == sorted([
-        "workload=llama3_8b, num_checkpoints_write=1",
-        "workload=llama3_8b, num_checkpoints_write=2",
-        "drop_cache=True", "read_threads=2", "2 ranks",  # departures from the baseline
-        "1 rank; read_threads=1; workload=default; drop_cache=False"])  # the baseline
+        "llama3_8b, num_checkpoints_write=1", "llama3_8b, num_checkpoints_write=2",
+        "default; drop_cache=True", "default; read_threads=2",  # departures from the
+        "default; 2 ranks", "default; 1 rank; read_threads=1; drop_cache=False"])  # baseline
     legend = _page(rs)
     legend = legend[legend.index("<h2>Run labels</h2>"):]
     rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td>", legend)

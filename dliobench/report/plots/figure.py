@@ -33,8 +33,10 @@ def save(fig: Figure, out: Path, name: str) -> Path:
 
 
 def wrap(text: str, width: int = 28) -> str:
-    """``text`` broken into lines of at most ``width`` characters (legends, tick labels)."""
-    return "\n".join(textwrap.wrap(text, width)) or text
+    """``text`` broken into lines of at most ``width`` characters (legends, tick labels), at
+    spaces only: a ``key=value`` stays whole on a line of its own."""
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False,
+                                   break_on_hyphens=False)) or text
 
 
 def floors(ax: Any, table: pd.DataFrame) -> None:

@@ -29,6 +29,17 @@ def _key(table: pd.DataFrame, columns: list[str]) -> pd.Series:
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+# solid, dashed, dash-dot-dot, long dash: none is the dotted ideal line or the dash-dotted
+# demand line
+LINESTYLES = ("-", "--", (0, (3, 1, 1, 1, 1, 1)), (0, (8, 2)))
+SHIFT = 0.035  # a line's sideways offset, as a share of a doubling of the rank count
+
+
+def offsets(ranks: pd.Index, n: int, lines: int) -> np.ndarray:
+    """Line ``n``'s rank counts shifted a little sideways (multiplied by 2**(SHIFT x its place
+    around the middle line), so on a log axis too), so that lines with equal values (4 read
+    threads exactly where 1 is) stay side by side rather than one under the other."""
+    return np.asarray(ranks, dtype=float) * 2 ** (SHIFT * (n - (lines - 1) / 2))
 
 
 def _spans_decades(values: pd.Series) -> bool:
@@ -61,9 +72,11 @@ def _scaling_lines(axes: Any, groups: list[pd.DataFrame], names: list[str]) -> N
     demand_drawn = False
     for n, (g, label) in enumerate(zip(groups, names, strict=True)):
         by = g.groupby("ranks")[[c for c, _, _ in METRICS]].mean()
+        x = offsets(by.index, n, len(groups))
         for ax, (col, _, scale) in zip(axes, METRICS, strict=True):
-            line = ax.plot(by.index, by[col] * scale, marker=MARKERS[n % len(MARKERS)],
+            line = ax.plot(x, by[col] * scale, marker=MARKERS[n % len(MARKERS)],
                            markersize=7, markerfacecolor="none" if n % 2 else None,
+                           linestyle=LINESTYLES[n % len(LINESTYLES)],
                            label=wrap(label, 40), zorder=3 + len(groups) - n)[0]
             if col == "au":
                 continue
@@ -134,10 +147,13 @@ def scaling_figure(rs: RunSet) -> tuple[Figure | None, str]:
     repeated = any(g["ranks"].duplicated().any() for g in groups)
     fig.suptitle("Scaling with the number of ranks" +
                  (" (mean of repeated runs)" if repeated else ""))
+    shifted = (" Lines are drawn a little apart sideways (and with their own markers and "
+               "dashes), so equal lines stay visible; the tick marks the rank count."
+               if len(groups) > 1 else "")
     return fig, (f"{len(groups)} line(s); runs equal in everything but the rank count share a "
-                 "line. Dotted: linear from the fewest ranks; dash-dotted: the demand at the AU "
-                 "floor (what the ranks must consume to meet it; MB/s at the bytes per sample "
-                 "read).")
+                 f"line.{shifted} Dotted: linear from the fewest ranks; dash-dotted: the demand "
+                 "at the AU floor (what the ranks must consume to meet it; MB/s at the bytes per "
+                 "sample read).")
 
 
 def scaling(rs: RunSet, out: Path) -> Plot:
