@@ -5,17 +5,17 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
-import math
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dliobench.base.errors import InputError
-from dliobench.report.labels import fmt_value, label_keys, label_parts, plural, telling_keys
+from dliobench.report import cells
+from dliobench.report.answers import answers_html
+from dliobench.report.labels import label_keys, label_parts, plural, telling_keys
 from dliobench.report.nodes_html import nodes_html
 from dliobench.report.plots.checkpoints import checkpoints
 from dliobench.report.plots.comparison import comparison
@@ -41,83 +41,52 @@ tr:nth-child(even) td { background: #fafafa; }
 .scroll { overflow-x: auto; }
 ul.settings { font-size: 13px; line-height: 1.5; } ul.settings code { color: #444; }
 img { max-width: 100%; border: 1px solid #eee; }
+.answer { border: 1px solid #ccd; border-radius: 4px; padding: 0.2em 1em 0.6em; margin: 0.8em 0; }
+.answer h3 { margin: 0.4em 0; } .answer h3 .meta { font-weight: normal; font-size: 0.8em; }
+.answer dl { display: grid; grid-template-columns: 8em 1fr; gap: 0.2em 1em; margin: 0; }
+.answer dt { font-weight: bold; } .answer dd { margin: 0; }
+.answer ul { margin: 0; padding-left: 1.2em; }
+#runs th, #runs td:not(.num) { white-space: normal; } #runs td.label { min-width: 12em; }
 """
 
-Fmt = Callable[[Any], str]
-
-
-def _num(digits: int, unit: str = "", scale: float = 1.0) -> Fmt:
-    def fmt(x: Any) -> str:
-        if x is None or (isinstance(x, float) and math.isnan(x)):
-            return "n/a"
-        return f"{x * scale:,.{digits}f}{unit}"
-    return fmt
-
-
-# column -> (header, formatter); None formatter = text. Results first: a screenshot of the
-# page's top shows what each run achieved before how it was set up.
-COLUMNS: dict[str, tuple[str, Fmt | None]] = {
-    "label": ("run", None), "au": ("AU", _num(1, " %", 100)), "verdict": ("verdict", None),
-    "samples_per_s": ("samples/s", _num(1, " /s")), "mb_per_s": ("read", _num(1, " MB/s")),
-    "wait_p99_ms": ("wait p99", _num(2, " ms")),
-    "ckpt_write_gb_per_s": ("checkpoint write", _num(3, " GB/s")),
-    "ckpt_read_gb_per_s": ("checkpoint read", _num(3, " GB/s")),
-    "au_floor": ("AU floor", _num(0, " %", 100)), "au_min": ("AU worst rank", _num(1, " %", 100)),
-    "wait_p50_ms": ("wait p50", _num(2, " ms")),
-    "workload": ("workload", None), "ranks": ("ranks", None),
-    "straggler_nodes": ("straggler node(s)", None),
-    "accelerator": ("accelerator", None), "status": ("status", None),
-    "compute_s_per_batch": ("compute per batch", _num(3, " s")),
-    "loader": ("loader", None), "format": ("format", None),
-    "samples_per_file": ("samples per file", None), "subfolders": ("subfolders", None),
-    "file_access": ("file access", None), "read_threads": ("read threads", None),
-    "batch": ("batch", None),
-    "reads_from_storage": ("reads from storage", None),
-    "run_id": ("run id", None), "dliobench_version": ("dliobench", None),
-    "commit": ("commit", None), "hosts": ("host(s)", None),
-}
-RESULT_COLUMNS = ("label", "au", "verdict", "samples_per_s", "mb_per_s", "wait_p99_ms")
-
-
-# differing config keys already shown as a headline column
+# differing config keys already shown as a column of the settings table
 SHOWN_AS = {"train.computation_time", "reader.data_loader", "dataset.format",
             "dataset.num_samples_per_file", "dataset.num_subfolders_train", "reader.file_access",
             "reader.read_threads", "reader.batch_size", "train.accelerator", "metric.au"}
-HIDDEN = {"page_cache_possible"}  # runs.csv only: "reads from storage" says it in words
+# runs.csv only: "reads from storage" says the first in words, the label the others
+HIDDEN = {"page_cache_possible", "role", "user_label"}
 
 
-def _text(column: str, value: Any) -> str:
-    if isinstance(value, float) and math.isnan(value):
-        return ""
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if column == "commit" and len(str(value)) > 12:
-        return str(value)[:10] + ("-dirty" if str(value).endswith("-dirty") else "")
-    return fmt_value(column, value)
+def _cell(row: pd.Series, column: str) -> str:
+    value = row.get(column)
+    number = cells.formatted(column) or (
+        isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_)))
+    cls = ' class="num"' if number else ' class="label"' if column == "label" else ""
+    return f"<td{cls}>{html.escape(cells.row_text(row, column))}</td>"
 
 
-def _cell(column: str, value: Any) -> str:
-    fmt = COLUMNS.get(column, (column, None))[1]
-    if fmt is not None:
-        return f'<td class="num">{html.escape(fmt(value))}</td>'
-    number = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
-    cls = ' class="num"' if number else ""
-    return f"<td{cls}>{html.escape(_text(column, value))}</td>"
+def table_html(table: pd.DataFrame, cols: Sequence[str], table_id: str) -> str:
+    """Columns ``cols`` of the runs table, a row per run, units in every number."""
+    head = "".join(f"<th>{html.escape(cells.header(c))}</th>" for c in cols)
+    body = "".join(f"<tr>{''.join(_cell(row, c) for c in cols)}</tr>"
+                   for _, row in table.iterrows())
+    return (f'<div class="scroll" id="{table_id}"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
-def table_html(table: pd.DataFrame) -> str:
-    """The runs table with units in every number; differing config keys after the headline."""
-    cols = [c for c in COLUMNS if c in table]
-    cols += [str(c) for c in table if c not in COLUMNS and c not in SHOWN_AS | HIDDEN]
-    head = "".join(f"<th>{html.escape(COLUMNS.get(c, (c, None))[0])}</th>" for c in cols)
-    body = []
-    for _, row in table.iterrows():
-        idle = row.get("compute_s_per_batch") == 0  # no emulated compute: AU means nothing
-        cells = "".join('<td class="num">n/a</td>' if idle and c in ("au", "au_min")
-                        else _cell(c, row[c]) for c in cols)
-        body.append(f"<tr>{cells}</tr>")
-    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>")
+def result_columns(table: pd.DataFrame) -> list[str]:
+    """The runs table's columns: what each run achieved (``cells.RESULT_COLUMNS``), those
+    no run has a value of left out."""
+    return [c for c in cells.RESULT_COLUMNS if c in table and (
+        c in ("label", "verdict") or table[c].notna().any())]
+
+
+def setting_columns(table: pd.DataFrame) -> list[str]:
+    """The settings table's columns: the run, then everything not in the runs table, the
+    differing configuration keys last."""
+    shown = set(cells.RESULT_COLUMNS)
+    cols = ["label"] + [c for c in cells.COLUMNS if c in table and c not in shown]
+    return cols + [str(c) for c in table if c not in cells.COLUMNS and c not in SHOWN_AS | HIDDEN]
 
 
 def differing_html(rs: RunSet) -> str:
@@ -137,9 +106,9 @@ def differing_html(rs: RunSet) -> str:
         details: dict[str, str] = {}
         named = label_parts(t, factor)  # the sweep's own name of each value
         for i, (_, row) in enumerate(t.iterrows()):
-            value = _text(lead, row[lead]) or "none"
+            value = cells.text(lead, row[lead]) or "none"
             groups.setdefault(value, []).append(named[i] if named else str(row["label"]))
-            details[value] = ", ".join(f"{k.split('.')[-1]} {_text(k, row[k])}" for k in rest)
+            details[value] = ", ".join(f"{k.split('.')[-1]} {cells.text(k, row[k])}" for k in rest)
         parts = []
         for value, labels in groups.items():
             names = list(dict.fromkeys(labels))
@@ -168,10 +137,10 @@ def legend_html(rs: RunSet) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ("run", "run id", *keys))
     rows = []
     for i, (_, row) in enumerate(t.iterrows()):
-        cells = "".join(f"<td><b>{html.escape(_text(k, row[k]))}</b></td>" if k in named[i]
-                        else f"<td>{html.escape(_text(k, row[k]))}</td>" for k in keys)
+        tds = "".join(f"<td><b>{html.escape(cells.text(k, row[k]))}</b></td>" if k in named[i]
+                        else f"<td>{html.escape(cells.text(k, row[k]))}</td>" for k in keys)
         rows.append(f"<tr><td>{html.escape(str(row['label']))}</td>"
-                    f"<td>{html.escape(str(row['run_id']))}</td>{cells}</tr>")
+                    f"<td>{html.escape(str(row['run_id']))}</td>{tds}</tr>")
     return (f'<h2>Run labels</h2><p class="meta">Each label names only what tells its run '
             f"apart (in bold), shortest first; the settings that name each difference:</p>"
             f'<div class="scroll" id="legend"><table><thead><tr>{head}</tr></thead>'
@@ -218,12 +187,16 @@ def render(rs: RunSet, figures: Sequence[Plot], sources: Iterable[str]) -> str:
 <style>{CSS}</style></head><body>
 <h1>dliobench report</h1>
 <p class="meta">{len(rs.runs)} run(s) from {html.escape(", ".join(sources))}; made {now}.</p>
+{answers_html(rs)}
 {warn}
-{table_html(rs.table)}
+<h2>Runs</h2>
+{table_html(rs.table, result_columns(rs.table), "runs")}
 <p class="meta">AU = compute time / wall time of the counted steps (first
 <code>metric.exclude_start_steps</code> of each epoch left out), mean over ranks and epochs;
 rates are summed over ranks. MB = 10<sup>6</sup> bytes actually read. Wait = time a step
 blocked on the loader. The verdict says what limited a run below its AU floor.</p>
+<h2>Settings of each run</h2>
+{table_html(rs.table, setting_columns(rs.table), "settings")}
 <h2>Settings that differ</h2>
 {differing_html(rs)}
 {legend_html(rs)}

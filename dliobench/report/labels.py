@@ -174,7 +174,7 @@ def run_labels(table: pd.DataFrame, factors: list[tuple[str, ...]]) -> list[str]
             text = f"{text}; {plural(row['ranks'], 'rank')}"
         text = text or describe(table, _with_ranks(table, factors), i)
         role = str(row.get("role") or "")
-        labels.append(", ".join(p for p in (role, text) if p) or str(row["run_id"]))
+        labels.append("; ".join(p for p in (role, text) if p) or str(row["run_id"]))
     counts = pd.Series(labels).value_counts()
     return [lab if counts[lab] == 1 else f"{lab} [{rid[-6:]}]"
             for lab, rid in zip(labels, table["run_id"], strict=True)]

@@ -104,13 +104,16 @@ def test_html_holds_every_run_and_its_images(runs: Path) -> None:
 
 
 def test_html_opens_with_the_results(report: Path) -> None:
-    """The first table's leading columns are what each run achieved (a screenshot of the
-    page's top shows them), then the settings that differ as a short list."""
+    """After the first section's answers, the runs table holds what each run achieved, the
+    column the page-cache note points to among them (it used to sit past the right edge of
+    one wide table), then the settings of each run, the settings that differ as a list."""
     page = (report / "report.html").read_text()
     first = page.index("<table")
     headers = re.findall(r"<th>([^<]*)</th>", page[first:page.index("</thead>", first)])
-    assert headers[:6] == ["run", "AU", "verdict", "samples/s", "read", "wait p99"]
-    assert page.index("<table") < page.index("Settings that differ") < page.index("<img")
+    assert headers == ["run", "workload", "AU", "AU floor", "verdict", "samples/s", "read",
+                       "wait p99", "reads from storage"]
+    assert page.index('id="answers"') < page.index('id="runs"') < page.index(
+        'id="settings"') < page.index("Settings that differ") < page.index("<img")
     assert "<code>reader.read_threads</code>" in page and "common settings" not in page
     rows = re.findall(r"<tr>(.*?)</tr>", page[page.index("<tbody>"):page.index("</tbody>")])
     assert len(rows) == 3 and all("meets the floor" in r or "-limited" in r or "not applicable"
@@ -264,5 +267,5 @@ def test_runs_without_compute_show_no_au_and_settings_name_values_by_label(
     first = html[html.index("<tbody>"):html.index("</tbody>")]
     rows = re.findall(r"<tr>(.*?)</tr>", first)
     assert len(rows) == 2
-    assert all(re.findall(r"<td[^>]*>(.*?)</td>", r)[1] == "n/a" for r in rows)
+    assert all(re.findall(r"<td[^>]*>(.*?)</td>", r)[2] == "n/a" for r in rows)  # AU
     assert "<b>1</b> (1 threads)" in html and "<b>2</b> (2 threads)" in html
