@@ -10,6 +10,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from rich.console import Console
@@ -175,3 +176,27 @@ def test_the_scaling_plot_draws_the_demand_at_the_au_floor(
     assert list(demand[0].get_xdata()) == [1, 2]
     assert list(demand[0].get_ydata()) == pytest.approx([per_rank, 2 * per_rank])
     assert len([line for line in fig.axes[2].lines if line.get_linestyle() == "-."]) == 1
+
+
+def test_the_checkpoint_figure_is_bars_named_by_short_labels(
+        root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: single dots on an x axis of 0.945..1.050, legends such as "write:
+    keep=False; workload=llama3_8b, num_checkpoints_read=0". Now a write and a read bar per
+    run (their checkpoints' mean GB/s, each checkpoint a dot), the runs along the x axis by
+    their labels, a legend of three short entries."""
+    from dliobench.report.plots import checkpoints
+
+    rs = _set(root, "ckpt_runs")
+    figures = _drawn(monkeypatch)
+    assert checkpoints.checkpoints(rs, tmp_path).path is not None
+    ax = figures["checkpoints"].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(rs.table["label"])
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == [
+        "one checkpoint", "read: mean", "write: mean"]
+    bars = [p.get_height() for p in ax.patches]
+    means = [float(np.mean([c["aggregate_bytes_per_s"] / 1e9 for c in
+                            run.result["checkpoint"][op]["checkpoints"]]))
+             for op in ("write", "read") for run in rs.runs]
+    assert bars == pytest.approx(means)
+    low, high = ax.get_xlim()
+    assert high - low > len(rs.runs) - 0.5  # a slot per run, not a sliver around x = 1
