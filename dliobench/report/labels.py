@@ -126,7 +126,9 @@ def label_factors(table: pd.DataFrame, factors: list[tuple[str, ...]],
     """The factors that tell run ``i`` from every other run, each with the runs it tells it
     from: the workload's first whenever the runs differ in it (a rank count must never stand
     for a workload: "1 rank" of one workload beside "2 ranks" of another reads as scaling),
-    then greedily the factor telling it from most of the runs left, the shorter on a tie."""
+    with the rank count where it differs from another workload's runs (their rates are sums
+    over ranks), then greedily the factor telling it from most of the runs left, the shorter
+    on a tie."""
     left, chosen = set(range(len(table))) - {i}, {}
     for factor in factors:
         if "workload" in factor and "workload" in table and table["workload"].nunique() > 1:
@@ -134,6 +136,10 @@ def label_factors(table: pd.DataFrame, factors: list[tuple[str, ...]],
             if apart:
                 chosen[factor] = apart
                 left -= apart
+            if ("ranks",) in factors and any(_differ(table, i, j, ["ranks"]) for j in apart):
+                ranks = {j for j in range(len(table)) if _differ(table, i, j, ["ranks"])}
+                chosen[("ranks",)] = ranks  # rates of 1 rank beside 2 ranks of another
+                left -= ranks
     while left:
         options = [(f, {j for j in left if _differ(table, i, j, [k for k in f if k in table])})
                    for f in factors if f not in chosen]

@@ -114,7 +114,8 @@ def test_mixed_runs_are_labelled_by_what_differs_with_a_legend(root: Path) -> No
     rs = _set(root, "ckpt_runs", "evicted", "train")
     labels = dict(zip(rs.table["run_id"], rs.table["label"], strict=True))
     assert sorted(labels.values()) == sorted([
-        "llama3_8b, num_checkpoints_write=1", "llama3_8b, num_checkpoints_write=2",
+        "llama3_8b, num_checkpoints_write=1; 1 rank",  # beside another workload's 2 ranks
+        "llama3_8b, num_checkpoints_write=2; 1 rank",
         "default; drop_cache=True", "default; read_threads=2",  # departures from the
         "default; 2 ranks", "default; 1 rank; read_threads=1; drop_cache=False"])  # baseline
     legend = _page(rs)
