@@ -90,8 +90,8 @@ def find_max(runs: list[Run]) -> dict[str, Any] | None:
 def _search_text(search: dict[str, Any], accelerator: str) -> str:
     """A find-max sweep's answer in words."""
     best, fail, err = search.get("best"), search.get("first_failure"), search.get("error")
-    said = (f"a find-max sweep found {best} accelerator(s) "
-            f"({search.get('accelerator') or accelerator}) sustained at the AU floor")
+    said = (f"a find-max sweep found {best} × {search.get('accelerator') or accelerator} "
+            "sustained at the AU floor")
     if search.get("cap_reached"):
         said += f" (at least: its cap, --max-accelerators {search.get('max')}, was reached)"
     if isinstance(fail, dict):
@@ -115,13 +115,13 @@ def _training(rows: list[_Row], search: dict[str, Any] | None) -> tuple[str, str
     accel = judged[0].run.emulated.label
     if meets:
         top = max(meets, key=lambda r: (r.run.ranks, float(r.row["au"])))
-        sustained = (f"{top.run.ranks} accelerator(s) ({accel}) at AU {top.text('au')} against "
+        sustained = (f"{top.run.ranks} × {accel} at AU {top.text('au')} against "
                      f"its {top.text('au_floor')} floor ({top.name}); {len(meets)} of "
                      f"{len(judged)} run(s) meet the floor")
     else:
         top = max(judged, key=lambda r: float(r.row["au"]) if r.row["au"] == r.row["au"] else -1)
         sustained = (f"no run met its {top.text('au_floor')} floor; the best: AU "
-                     f"{top.text('au')} at {top.run.ranks} accelerator(s) ({accel}; {top.name})")
+                     f"{top.text('au')} at {top.run.ranks} × {accel} ({top.name})")
     if search is not None:
         sustained = f"{_search_text(search, accel)}. Runs: {sustained}"
     below = [r for r in judged if not r.verdict.get("meets_floor")]

@@ -86,8 +86,8 @@ def test_the_first_section_holds_each_workload_s_verdict_and_figures(
         assert f"<td class=\"num\">{au}</td>" in runs_table  # the same figure, printed alike
     assert results["small"]["verdict"]["meets_floor"] is True
     assert blocks["small"]["sustained"].startswith(
-        "a find-max sweep found 1 accelerator(s) (custom) sustained at the AU floor (at least: "
-        "its cap, --max-accelerators 1, was reached). Runs: 1 accelerator(s) (custom) at AU")
+        "a find-max sweep found 1 × custom sustained at the AU floor (at least: its cap, "
+        "--max-accelerators 1, was reached). Runs: 1 × custom at AU")
     assert blocks["small"]["limited by"] == "nothing in these runs: each met its AU floor"
     strict = results["strict"]["verdict"]
     assert strict["meets_floor"] is False

@@ -33,7 +33,7 @@ def checkpoints(rs: RunSet, out: Path) -> Plot:
     if not drawn:
         return Plot("checkpoints", title, None, "Not drawn: no checkpoint-only run "
                     "(workflow.train: false, workflow.checkpoint: true).")
-    fig = Figure(figsize=(max(6.0, 1.0 + 1.5 * len(drawn)), 4.8), layout="constrained")
+    fig = Figure(figsize=(max(6.0, 2.5 + 2.2 * len(drawn)), 4.8), layout="constrained")
     ax = fig.subplots()
     named: set[str] = set()  # legend entries drawn so far: each once
 
@@ -54,7 +54,7 @@ def checkpoints(rs: RunSet, out: Path) -> Plot:
             ax.bar_label(bar, [f"{mean:,.3f}"], fontsize=8, padding=2)
             ax.plot(np.full(len(rates), i + shift), rates, "o", color="black", markersize=3.5,
                     label=once("one checkpoint"))
-    ax.set_xticks(np.arange(len(drawn)), [wrap(label, 20) for _, label in drawn], fontsize=9)
+    ax.set_xticks(np.arange(len(drawn)), [wrap(label, 20) for _, label in drawn], fontsize=8)
     ax.set_xlim(-0.7, len(drawn) - 0.3)
     ax.set_ylabel("GB/s (GB = $10^9$ bytes), all ranks")
     ax.set_ylim(bottom=0)
