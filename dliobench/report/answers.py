@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dliobench.report import cells
 from dliobench.report.labels import plural
 from dliobench.report.runs import Run, RunSet
+from dliobench.results import figures
 from dliobench.results.verdict import verdict_words
 
 
@@ -104,12 +106,15 @@ def _search_text(search: dict[str, Any], accelerator: str) -> str:
 def _training(rows: list[_Row], search: dict[str, Any] | None) -> tuple[str, str, list[str]]:
     """Sustained, limited by, evidence of a workload's training runs."""
     judged = [r for r in rows if r.verdict.get("meets_floor") is not None]
-    if not judged:  # no compute emulated: no floor, the rates are the answer
-        top = max(rows, key=lambda r: float(r.row["mb_per_s"] or 0))
+    if not judged:  # no floor to judge against: the rates are the answer
+        top = max(rows, key=lambda r: np.nan_to_num(float(r.row["mb_per_s"] or 0)))
+        idle = all(cells.idle(r.row) for r in rows)
+        how = ("with no compute emulated: storage and client alone, no AU floor" if idle else
+               "with no AU measured")
+        why = ("without emulated compute a run has no AU floor" if idle else
+               "no run measured an AU (too few steps counted, or it ended early)")
         return (f"read {top.text('mb_per_s')} ({top.text('samples_per_s')}) at "
-                f"{plural(top.run.ranks, 'rank')} with no compute emulated: storage and "
-                f"client alone, no AU floor ({top.name})",
-                "not judged: without emulated compute a run has no AU floor",
+                f"{plural(top.run.ranks, 'rank')} {how} ({top.name})", f"not judged: {why}",
                 [_evidence(top)])
     meets = [r for r in judged if r.verdict.get("meets_floor")]
     accel = judged[0].run.emulated.label
@@ -137,7 +142,7 @@ def _training(rows: list[_Row], search: dict[str, Any] | None) -> tuple[str, str
 
 def _checkpoints(rows: list[_Row]) -> tuple[str, str, list[str]]:
     """Sustained, limited by, evidence of a workload's checkpoint-only runs."""
-    top = max(rows, key=lambda r: float(r.row.get("ckpt_write_gb_per_s") or 0))
+    top = max(rows, key=lambda r: np.nan_to_num(float(r.row.get("ckpt_write_gb_per_s") or 0)))
     sustained = (f"checkpoint write {top.text('ckpt_write_gb_per_s')}, read "
                  f"{top.text('ckpt_read_gb_per_s')} ({top.name}"
                  + (f"; the fastest write of {len(rows)} runs)" if len(rows) > 1 else ")"))
@@ -146,13 +151,16 @@ def _checkpoints(rows: list[_Row]) -> tuple[str, str, list[str]]:
             "answer", [f"{top.name}: reads from storage: {storage}"])
 
 
-def _other(rows: list[_Row]) -> tuple[str, str, list[str]]:
-    """Runs with neither training figures nor checkpoint rates (the KV cache): their
-    verdicts."""
-    words = Counter(verdict_words(r.verdict) or "no verdict" for r in rows)
-    return (", ".join(f"{w} ({plural(n, 'run')})" for w, n in words.items()),
-            "see each run's verdict", [f"{r.name}: {r.verdict.get('reason') or 'no verdict'}"
-                                       for r in rows])
+def _kvcache(rows: list[_Row]) -> tuple[str, str, list[str]]:
+    """Sustained, limited by, evidence of a workload's KV-cache runs: the figures of the
+    table of figures (``results.figures``, as their consoles printed them) and each run's
+    verdict."""
+    top = max(rows, key=lambda r: figures.figure("kv_tokens_per_s").value(r.run.result) or 0)
+    shown = ", ".join(f"{f.label} {f.text(top.run.result)}" for f in figures.KVCACHE)
+    more = f"; the most tokens/s of {len(rows)} runs" if len(rows) > 1 else ""
+    return (f"{shown} ({top.name}{more})",
+            "; ".join(f"{r.name}: {r.verdict.get('reason') or 'no verdict'}" for r in rows),
+            [f"{top.name}: reads from storage: {top.text('reads_from_storage') or 'no reads'}"])
 
 
 def answers(rs: RunSet) -> list[Answer]:
@@ -161,20 +169,19 @@ def answers(rs: RunSet) -> list[Answer]:
     out = []
     for workload in dict.fromkeys(str(r.row["workload"]) for r in rows):
         mine = [r for r in rows if str(r.row["workload"]) == workload]
-        trained = [r for r in mine if r.row["samples_per_s"] == r.row["samples_per_s"]
-                   and r.row["samples_per_s"] is not None]
-        ckpt = [r for r in mine if r not in trained and pd.notna(
-            r.row.get("ckpt_write_gb_per_s"))]
-        rest = [r for r in mine if r not in trained and r not in ckpt]
+        kv = [r for r in mine if r.run.result.get("kvcache") is not None]
+        ckpt = [r for r in mine if r not in kv and (r.run.result.get("checkpoint") or {}).get(
+            "workflow") == "checkpoint-only"]
+        trained = [r for r in mine if r not in kv and r not in ckpt]
         parts = []
         if trained:
             parts.append(_training(trained, find_max([r.run for r in trained])))
         if ckpt:
             parts.append(_checkpoints(ckpt))
-        if rest:
-            parts.append(_other(rest))
-        accelerators = sorted({r.run.emulated.label for r in mine})
-        about = f"{', '.join(accelerators)}; {plural(len(mine), 'run')}"
+        if kv:
+            parts.append(_kvcache(kv))
+        accelerators = sorted({r.run.emulated.label for r in trained})  # training's only
+        about = "; ".join(p for p in (", ".join(accelerators), plural(len(mine), "run")) if p)
         out.append(Answer(workload, about, " / ".join(p[0] for p in parts),
                           " / ".join(p[1] for p in parts),
                           tuple(e for p in parts for e in p[2])))

@@ -201,3 +201,20 @@ def test_the_checkpoint_figure_is_bars_named_by_short_labels(
     assert bars == pytest.approx(means)
     low, high = ax.get_xlim()
     assert high - low > len(rs.runs) - 0.5  # a slot per run, not a sliver around x = 1
+
+
+def test_the_first_section_answers_checkpoint_runs_by_their_rates(root: Path) -> None:
+    """Checkpoint-only runs have no AU floor: their answer is the fastest write and its read,
+    printed as the runs table prints them, and where their reads came from."""
+    from dliobench.report.answers import answers
+
+    rs = _set(root, "ckpt_runs")
+    [answer] = answers(rs)
+    best = rs.table.loc[rs.table["ckpt_write_gb_per_s"].idxmax()]
+    assert answer.workload == "llama3_8b" and answer.about == "2 runs"
+    assert answer.sustained.startswith(f"checkpoint write {best['ckpt_write_gb_per_s']:,.3f} "
+                                       f"GB/s, read {best['ckpt_read_gb_per_s']:,.3f} GB/s "
+                                       f"({best['label']}; the fastest write of 2 runs)")
+    assert answer.limited.startswith("not judged: a checkpoint-only run has no AU floor")
+    assert answer.evidence == (f"{best['label']}: reads from storage: "
+                               f"{best['reads_from_storage']}",)
