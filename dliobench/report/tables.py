@@ -63,7 +63,7 @@ def _row(run: Run) -> dict[str, Any]:
         "batch": run.config("reader.batch_size"),
         "au": m.get("au"), "verdict": verdict_words(res["verdict"]) if res.get("verdict") else "",
         "au_min": m.get("au_min"),
-        "au_floor": None if _checkpoint_only(res) else run.config("metric.au"),
+        "au_floor": None if _no_training(res) else run.config("metric.au"),
         "samples_per_s": m.get("samples_per_s"), "mb_per_s": _mb(m.get("bytes_per_s")),
         "wait_p50_ms": _ms(m.get("wait_p50_s")), "wait_p99_ms": _ms(m.get("wait_p99_s")),
         **_checkpoint_rates(res.get("checkpoint") or {}),
@@ -92,9 +92,10 @@ def _storage_words(result: RunResult) -> str:
     return read_origin(result).words()
 
 
-def _checkpoint_only(result: RunResult) -> bool:
-    """A checkpoint-only run: no training, so no AU and no AU floor."""
-    return (result.get("checkpoint") or {}).get("workflow") == "checkpoint-only"
+def _no_training(result: RunResult) -> bool:
+    """A checkpoint-only or KV-cache run: no training, so no AU and no AU floor."""
+    return (result.get("kvcache") is not None or
+            (result.get("checkpoint") or {}).get("workflow") == "checkpoint-only")
 
 
 def _checkpoint_rates(ckpt: dict[str, Any]) -> dict[str, float | None]:
