@@ -98,8 +98,14 @@ def _search_text(search: dict[str, Any], accelerator: str) -> str:
         said += f" (at least: its cap, --max-accelerators {search.get('max')}, was reached)"
     if isinstance(fail, dict):
         said += f"; at {fail.get('ranks')}: {fail.get('limiter')}-limited ({fail.get('reason')})"
+    if search.get("stopped_by") in ("client", "storage"):
+        said += f"; the {search['stopped_by']} stopped more"
     if isinstance(err, dict):
         said += f"; the search stopped at {err.get('ranks')}: {err.get('reason')}"
+    alone = search.get("storage_alone")
+    if isinstance(alone, dict) and alone.get("bytes_per_s") is not None:
+        said += (f"; the storage alone (compute 0, {plural(alone.get('ranks'), 'rank')}) read "
+                 f"{cells.text('mb_per_s', float(alone['bytes_per_s']) / 1e6)}")
     return said
 
 

@@ -85,8 +85,8 @@ def idle(row: pd.Series) -> bool:
 
 
 def row_text(row: pd.Series, column: str) -> str:
-    """Column ``column`` of a runs-table row as every part of the report prints it (AU
-    ``n/a`` where no compute was emulated)."""
-    if idle(row) and column in ("au", "au_min"):
+    """Column ``column`` of a runs-table row as every part of the report prints it (AU and
+    its floor ``n/a`` where no compute was emulated)."""
+    if idle(row) and column in ("au", "au_min", "au_floor"):
         return "n/a"
     return text(column, row.get(column))

@@ -34,7 +34,7 @@ import yaml
 from dliobench.config.mlpstorage import model_of
 from dliobench.report.rules import registry
 from dliobench.report.rules.finding import FAIL, Finding
-from dliobench.report.rules.subject import Run
+from dliobench.report.runs import Run
 from dliobench.results.mlpstorage_files import HYDRA_SUBDIR, benchmark_type
 from dliobench.storage.atomic import write_atomic, write_json_atomic
 
@@ -65,21 +65,21 @@ def run_id(run: Run) -> str:
     datetime its folder's name under mlpstorage's layout (else our run id)."""
     config: dict[str, Any] = dict(run.result.get("config") or {})
     model = model_of(str((config.get("model") or {}).get("name") or run.run_id))
-    return f"{benchmark_type(dict(config))}_run_{model}_{run.folder.name}"
+    return f"{benchmark_type(dict(config))}_run_{model}_{run.path.name}"
 
 
 def as_dict(run: Run) -> dict[str, Any]:
     """One run as upstream's ``BenchmarkRun.as_dict()`` gives it."""
     result: dict[str, Any] = dict(run.result)
     config: dict[str, Any] = result.get("config") or {}
-    summary = _json(run.folder / "summary.json")
+    summary = _json(run.path / "summary.json")
     memory, cpus = summary.get("host_memory_GB") or [], summary.get("host_cpu_count") or []
     kind = benchmark_type(dict(config))
     out: dict[str, Any] = {
         "run_id": run_id(run), "benchmark_type": kind,
         "model": model_of(str((config.get("model") or {}).get("name") or "")),
         "command": "run", "num_processes": result.get("ranks_count"),
-        "parameters": _workload(run.folder, result),
+        "parameters": _workload(run.path, result),
         "system_info": {"total_memory_bytes": sum(memory) * GIB, "total_cores": sum(cpus),
                         "num_hosts": summary.get("num_hosts")} if summary else None,
         "metrics": summary.get("metric")}
@@ -151,7 +151,7 @@ def report_lines(judged: list[tuple[Run, str, list[str]]]) -> list[str]:
         for run, cat, issues in judged:
             if cat != category:
                 continue
-            lines.append(f"{category:8} {run_id(run)}  ({run.folder})")
+            lines.append(f"{category:8} {run_id(run)}  ({run.path})")
             lines += [f"           - {issue}" for issue in issues]
     return lines
 
