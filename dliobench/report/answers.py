@@ -98,8 +98,6 @@ def _search_text(search: dict[str, Any], accelerator: str) -> str:
         said += f" (at least: its cap, --max-accelerators {search.get('max')}, was reached)"
     if isinstance(fail, dict):
         said += f"; at {fail.get('ranks')}: {fail.get('limiter')}-limited ({fail.get('reason')})"
-    if search.get("stopped_by") in ("client", "storage"):
-        said += f"; the {search['stopped_by']} stopped more"
     if isinstance(err, dict):
         said += f"; the search stopped at {err.get('ranks')}: {err.get('reason')}"
     alone = search.get("storage_alone")
