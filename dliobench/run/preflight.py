@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from dliobench.base.errors import ConfigError
+from dliobench.base.errors import ConfigError, DatasetError
 from dliobench.base.units import size_text
 from dliobench.comm.world import World
 from dliobench.config.folders import (
@@ -59,10 +59,11 @@ def check_dataset_present(config: Config) -> None:
         return
     if not os.path.isdir(folder):
         what = "is not a folder" if os.path.exists(folder) else "does not exist"
-        raise ConfigError(f"dataset.data_folder {folder} {what} and workflow.generate_data is "
-                          "false, so there is nothing to read; generate the dataset first "
-                          "(`dliobench generate` with the same workload and overrides) or set "
-                          "workflow.generate_data=true")
+        d = config.dataset
+        raise DatasetError(f"dataset.data_folder {folder} {what}, so the dataset has none of "
+                           f"its {d.num_files_train} {d.format} files, and "
+                           "workflow.generate_data is false; run `dliobench generate` with the "
+                           "same workload and overrides, or set workflow.generate_data=true")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def test_a_missing_folder_that_may_not_be_generated_is_one_sentence_and_not_made
         workdir: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
     missing = workdir / "nowhere" / "sub"
     assert run_cli("run", "default", f"dataset.data_folder={missing}",
-                   "workflow.generate_data=false", *QUICK) == 2
+                   "workflow.generate_data=false", *QUICK) == 1
     out, err = capsys.readouterr()
     assert "reads:" not in out and not (workdir / "nowhere").exists()
     assert err.strip().count("\n") == 0 and f"{missing} does not exist" in err

@@ -117,7 +117,7 @@ def test_a_missing_decoder_library_is_one_sentence(workdir: Path) -> None:
         pytest.skip("every decoder's library is installed here")
     done = subprocess.run([sys.executable, "-m", "dliobench", "run", "retinanet",
                            f"reader.decoder={missing[0]}", "dataset.num_files_train=4",
-                           "reader.batch_size=2", "--no-progress"],
+                           "reader.batch_size=2", "reader.read_threads=1", "--no-progress"],
                           capture_output=True, text=True, cwd=workdir, timeout=60)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1, done.stderr  # as a missing extra
