@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dliobench.report.labels import fmt_value
+from dliobench.results.figures import FIGURES
 
 Fmt = Callable[[Any], str]
 
@@ -25,6 +26,18 @@ def _num(digits: int, unit: str = "", scale: float = 1.0) -> Fmt:
     return fmt
 
 
+def _figure_formats() -> dict[str, Fmt]:
+    """runs.csv's figure columns printed as the table of figures prints them (its unit and
+    decimals: ``results.figures``), so the report and the console cannot differ."""
+    out: dict[str, Fmt] = {}
+    for fig in FIGURES:
+        for where in fig.outputs:
+            if where.file == "runs.csv" and where.path not in out:
+                out[where.path] = _num(fig.decimals, f" {fig.unit}", 1 / where.per_unit)
+    return out
+
+
+FIGURE_FORMATS = _figure_formats()
 # column -> (header, formatter); None formatter = text.
 COLUMNS: dict[str, tuple[str, Fmt | None]] = {
     "label": ("run", None), "workload": ("workload", None),
@@ -49,6 +62,8 @@ COLUMNS: dict[str, tuple[str, Fmt | None]] = {
 }
 # The runs table: what each run achieved, narrow enough for one screen, "reads from storage"
 # (which the page-cache note points to) among them; everything else is in the settings table.
+COLUMNS.update({column: (COLUMNS[column][0], fmt) for column, fmt in FIGURE_FORMATS.items()
+                if column in COLUMNS})
 RESULT_COLUMNS = ("label", "workload", "au", "au_floor", "verdict", "samples_per_s",
                   "mb_per_s", "wait_p99_ms", "reads_from_storage", "ckpt_write_gb_per_s",
                   "ckpt_read_gb_per_s")

@@ -2,7 +2,8 @@
 (``results.figures``) walked over a small matrix of runs (training with two loaders, a
 checkpoint-only run, a KV-cache run, a two-rank run under mpiexec). Each figure a run has must
 show the same value, within its printed rounding, in the console, ``result.json``,
-``summary.json`` and ``runs.csv`` wherever the table says they hold it; and every rate or share
+``summary.json``, ``runs.csv`` and the report's runs table wherever the table says they hold
+it; and every rate or share
 the console prints (a number followed by %, MB/s, MiB/s, GB/s, GiB/s, samples/s, tokens/s or
 requests/s) must be one of the table's figures of that run."""
 
@@ -21,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from dliobench.report.cells import RESULT_COLUMNS
 from dliobench.results.figures import FIGURES, Figure, Output, family_of, markdown
 from dliobench.results.storage_reads import read_origin
 from tests.conftest import tiny_workload
@@ -61,7 +63,7 @@ def _same(fig: Figure, value: float, stored: Any, per_unit: float) -> bool:
     return abs(float(stored) / per_unit - value) <= 0.5 * 10 ** -fig.decimals + 1e-9 * abs(value)
 
 
-def check_run(run: Path, console: str, csv: pd.DataFrame) -> set[str]:
+def check_run(run: Path, console: str, csv: pd.DataFrame, html: str) -> set[str]:
     """Assert the run's figures agree across its outputs; the names of the figures it has."""
     result = json.loads((run / "result.json").read_text())
     flat = " ".join(console.split())
@@ -88,6 +90,10 @@ def check_run(run: Path, console: str, csv: pd.DataFrame) -> set[str]:
     if "honesty" in result and family_of(result) == "training":
         assert result["honesty"]["page_cache_possible"] is origin.page_cache_possible
         assert summary["dliobench"]["page_cache_possible"] is origin.page_cache_possible
+    for fig in FIGURES:  # the report's runs table prints runs.csv's figures alike
+        if fig.value(result) is not None and any(
+                o.file == "runs.csv" and o.path in RESULT_COLUMNS for o in fig.outputs):
+            assert fig.text(result) in html, f"{fig.name}: {fig.text(result)} not in the report"
     texts = {fig.text(result) for fig in FIGURES if fig.value(result) is not None}
     for number, unit in PRINTED.findall(flat):
         assert f"{number} {unit}" in texts, (
@@ -127,9 +133,10 @@ def test_every_output_prints_each_figure_alike(
         consoles[new.name] = done.stdout
     assert run_cli("report", str(reports), "--out", str(workdir / "report")) == 0
     csv = pd.read_csv(workdir / "report" / "runs.csv")
+    html = (workdir / "report" / "report.html").read_text()
     seen: set[str] = set()
     for run_dir in _runs(reports):
-        seen |= check_run(run_dir, consoles[run_dir.name], csv)
+        seen |= check_run(run_dir, consoles[run_dir.name], csv, html)
     # the matrix reaches the table's families: training, checkpoints, DLIO's, KV cache
     assert {"au", "read_MB_per_s", "train_io_mean_MB_per_second", "ckpt_write_aggregate_GB_per_s",
             "save_checkpoint_io_mean_GB_per_second", "kv_tokens_per_s"} <= seen

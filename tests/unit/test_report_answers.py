@@ -76,10 +76,10 @@ def test_the_first_section_holds_each_workload_s_verdict_and_figures(
     assert list(blocks) == ["small", "strict"]
     for workload, result in results.items():
         block, m, verdict = blocks[workload], result["metrics"], result["verdict"]
-        au, floor = f"{100 * m['au']:.1f} %", f"{100 * verdict['au_floor']:.0f} %"
+        au, floor = f"{100 * m['au']:.1f} %", f"{100 * verdict['au_floor']:.1f} %"
         assert f"AU {au}" in block["sustained"] and f"{floor} floor" in block["sustained"]
         assert f"read {m['bytes_per_s'] / 1e6:,.1f} MB/s" in block["evidence"]
-        assert f"{m['samples_per_s']:,.1f} /s" in block["evidence"]
+        assert f"{m['samples_per_s']:,.1f} samples/s" in block["evidence"]
         assert f"wait p99 {m['wait_p99_s'] * 1e3:,.2f} ms" in block["evidence"]
         assert f"verdict: {verdict['reason']}" in block["evidence"]
         runs_table = text[text.index('id="runs"'):]
@@ -91,7 +91,7 @@ def test_the_first_section_holds_each_workload_s_verdict_and_figures(
     assert blocks["small"]["limited by"] == "nothing in these runs: each met its AU floor"
     strict = results["strict"]["verdict"]
     assert strict["meets_floor"] is False
-    assert blocks["strict"]["sustained"].startswith("no run met its 100 % floor; the best: AU")
+    assert blocks["strict"]["sustained"].startswith("no run met its 100.0 % floor; the best: AU")
     assert blocks["strict"]["limited by"].startswith(f"{verdict_words(strict)} (1 run)")
 
 
