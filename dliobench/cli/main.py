@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import dliobench.cli.parser as cli_parser
 from dliobench.base.errors import ConfigError, DlioBenchError, Terminated
-from dliobench.cli import parser as cli_parser
 from dliobench.comm.abort import TERMINATED, stop_on_sigterm
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import dliobench.storage.lustre as lustre
 from dliobench.base import interrupts
 from dliobench.base.errors import DatasetError
 from dliobench.base.units import size_text
@@ -31,7 +32,6 @@ from dliobench.dataset.layout import TRAIN, sample_sizes
 from dliobench.dataset.manifest import Manifest
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.records import forget
-from dliobench.storage import lustre
 from dliobench.storage.posix import TMP_MARK
 
 log = logging.getLogger(__name__)

@@ -160,7 +160,7 @@ def measure_ceiling(config: Config, asked: Asked) -> Ceiling | None:
     """``dliobench ceiling``: what this host's loader delivers per rank from memory (cached);
     rank 0 gets the world it was measured in, the value, the cache file and, for a jpeg
     workload that decodes, each decoder's images/s per core (others: None)."""
-    from dliobench.formats import decode_rates
+    import dliobench.formats.decode_rates as decode_rates
     from dliobench.run import ceiling
 
     world, comm = join(asked.launcher)

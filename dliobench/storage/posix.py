@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dliobench.storage import checked_reads, fsinfo, posix_io
+import dliobench.storage.checked_reads as checked_reads
+import dliobench.storage.fsinfo as fsinfo
+import dliobench.storage.posix_io as posix_io
 from dliobench.storage.atomic import write_atomic
 from dliobench.storage.backend import CountingReader, ObjectStat
 from dliobench.storage.buffers import BLOCK, SampleBuffers, aligned_map
