@@ -22,7 +22,7 @@ from typing import Any
 import dliobench.storage.checked_reads as checked_reads
 import dliobench.storage.fsinfo as fsinfo
 import dliobench.storage.posix_io as posix_io
-from dliobench.storage.atomic import write_atomic
+from dliobench.storage.atomic import named, write_atomic
 from dliobench.storage.backend import CountingReader, ObjectStat
 from dliobench.storage.buffers import BLOCK, SampleBuffers, aligned_map
 
@@ -109,7 +109,12 @@ class PosixWriter:
         """Append ``data`` (see ``Writer.write``)."""
         if self._padded:
             raise ValueError(f"{self.key}: a direct write after a partial block")
-        view = memoryview(data).cast("B")
+        try:
+            self._write(memoryview(data).cast("B"))
+        except OSError as exc:
+            raise named(exc, self._final) from None
+
+    def _write(self, view: memoryview) -> None:
         fd = self._fd if self._fd is not None else self._open()
         self._fd = fd
         whole = len(view) - len(view) % BLOCK if self._direct else len(view)
@@ -164,6 +169,9 @@ class PosixWriter:
                     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # writeback starts now
             if self._tmp != self._final:
                 os.replace(self._tmp, self._final)
+        except OSError as exc:
+            self.abort()
+            raise named(exc, self._final) from None
         except BaseException:
             self.abort()
             raise

@@ -88,10 +88,10 @@ class Waterfall:
         capacity = self.budgets.get("storage")
         if tier == "storage" and capacity is not None and size > capacity:
             raise DlioBenchError(
-                f"a KV entry of {size_text(size)} is larger than the storage tier's capacity "
-                f"({size_text(capacity)}: kvcache.storage_capacity_gb, else 90 % of the free "
-                "space); give a larger capacity or kvcache.cache_dir, or a smaller "
-                "kvcache.entry_scale")
+                f"a KV entry of {size_text(size)} is larger than the capacity of the storage "
+                f"tier {self.storage.backend.describe()} ({size_text(capacity)}: "
+                "kvcache.storage_capacity_gb, else 90 % of its free space); give a larger "
+                "capacity or kvcache.cache_dir, or a smaller kvcache.entry_scale")
 
     def _idle(self, tier: str) -> Entry | None:
         """Under the lock: ``tier``'s least recently used entry with no I/O in flight."""

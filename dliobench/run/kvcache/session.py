@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dliobench.base.errors import DlioBenchError
+from dliobench.base.errors import DlioBenchError, Terminated
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
@@ -49,9 +49,16 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
     folder = kv.cache_dir or tempfile.mkdtemp(prefix="dliobench-kvcache-")
     backend = backend_for(folder, config.storage, "kvcache.cache_dir")
     prefix = f"{run_id}/rank{world.rank}"
-    backend.make_room(prefix)
-    backend.put(f"{prefix}/.probe", b"kvcache")  # an unreachable tier fails now, not later
-    backend.delete(f"{prefix}/.probe")
+    try:  # an unreachable or full tier fails now, not later
+        backend.make_room(prefix)
+        backend.put(f"{prefix}/.probe", b"kvcache")
+        backend.delete(f"{prefix}/.probe")
+    except OSError as exc:
+        _remove_folders(folder, prefix, run_id, not kv.cache_dir)
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise DlioBenchError(f"the KV-cache storage tier {backend.describe()} cannot be "
+                             f"written{where}: {exc.strerror or exc}; free space there or "
+                             "give another kvcache.cache_dir") from None
     fill = make_fill(kv.seed)
     budgets = {"gpu": int(kv.gpu_mem_gb * kv.num_gpus * GIB * kv.entry_scale),
                "cpu": int(kv.cpu_mem_gb * GIB * kv.entry_scale)}
@@ -178,21 +185,28 @@ def _partial(config: Config, world: World, run: tuple[str, Path, str], stats: KV
     """After a rank failed: what it served, as its partial result (its place said in the
     error's sentence); nothing served, no empty run folder is left."""
     run_id, run_dir, started = run
+    gone = "the cache entries are deleted"
     if not stats.requests:
         journaling.drop(run_dir, world)
         if world.is_root:
             with contextlib.suppress(OSError):
                 run_dir.rmdir()
+        if isinstance(exc, Terminated):
+            exc.kept = f"no request was served, so there is no result; {gone}"
         return
     error = str(exc) or type(exc).__name__
     result = _result(config, (run_id, "partial", started), [_trace(world, stats, error)],
                      [stats], known)
+    if isinstance(exc, Terminated):  # until the partial result is written
+        exc.kept = f"no partial result could be written in {run_dir}; {gone}"
     with contextlib.suppress(DlioBenchError, OSError):
         run_dir.mkdir(parents=True, exist_ok=True)
         where = write_partial_result(run_dir, result, world.rank)
         said = f"what rank {world.rank} served before it is in {where} (status: partial)"
         if isinstance(exc, DlioBenchError) and len(exc.args) == 1:
             exc.args = (f"{exc.args[0]}; {said}",)
+        elif isinstance(exc, Terminated):
+            exc.kept = f"{said}; {gone}"
 
 
 def _upstream_file(path: str, result: Any, where: Path) -> str | None:
