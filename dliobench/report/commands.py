@@ -62,7 +62,13 @@ def recover_runs(runs: list[str]) -> None:
         if status == "complete":
             raise InputError(f"{run_dir} holds a complete result already; there is nothing "
                              "to recover")
-        show_recovered(*recover(run_dir))
+        where, result = recover(run_dir)
+        show_recovered(where, result)
+        if "kvcache" in result:  # the cache entries the killed run left, found by their lock
+            from dliobench.run.kvcache.leftovers import sweep_tier
+
+            for sentence in sweep_tier(result["config"]["kvcache"]["cache_dir"]):
+                print(sentence)
 
 
 def check_runs(runs: list[str], division: str, as_json: bool, details: bool = False) -> int:

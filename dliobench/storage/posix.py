@@ -51,11 +51,14 @@ def _create_new(path: str, open_file: Callable[[str, int], int]) -> int:
         return open_file(path, NEW_FILE)
 
 
-def _write_at(fd: int, view: memoryview, offset: int) -> None:
-    """pwrite until all of ``view`` is written at ``offset``."""
+def _write_at(fd: int, view: memoryview, offset: int, path: str) -> None:
+    """pwrite until all of ``view`` is written at ``offset`` (an error names ``path``)."""
     done = 0
-    while done < len(view):
-        done += os.pwrite(fd, view[done:done + CHUNK], offset + done)
+    try:
+        while done < len(view):
+            done += os.pwrite(fd, view[done:done + CHUNK], offset + done)
+    except OSError as exc:
+        raise named(exc, path) from None
 
 
 class PosixWriter:
@@ -109,27 +112,22 @@ class PosixWriter:
         """Append ``data`` (see ``Writer.write``)."""
         if self._padded:
             raise ValueError(f"{self.key}: a direct write after a partial block")
-        try:
-            self._write(memoryview(data).cast("B"))
-        except OSError as exc:
-            raise named(exc, self._final) from None
-
-    def _write(self, view: memoryview) -> None:
+        view = memoryview(data).cast("B")
         fd = self._fd if self._fd is not None else self._open()
         self._fd = fd
         whole = len(view) - len(view) % BLOCK if self._direct else len(view)
         try:
-            _write_at(fd, view[:whole], self._size)
+            _write_at(fd, view[:whole], self._size, self._final)
         except OSError as exc:
             if not (self._direct and exc.errno == errno.EINVAL):
                 raise
             self._buffered(fd)  # unaligned memory, or a file system that refuses O_DIRECT
             whole = len(view)
-            _write_at(fd, view, self._size)
+            _write_at(fd, view, self._size, self._final)
         if whole < len(view):  # a direct write's last partial block, padded
             block = aligned_map(BLOCK)
             block[:len(view) - whole] = view[whole:]
-            _write_at(fd, memoryview(block), self._size + whole)
+            _write_at(fd, memoryview(block), self._size + whole, self._final)
             self._padded = True
         self._size += len(view)
         if not self._direct and self._size - self._behind >= WRITE_BEHIND_BYTES:
@@ -308,7 +306,7 @@ class PosixBackend:
 
     def sync(self) -> None:
         """One ``syncfs`` of the file system holding the root."""
-        posix_io.sync_filesystem(Path(_existing(self.root)))
+        posix_io.sync_filesystem(Path(fsinfo.existing(self.root)))
 
     def evict(self, keys: list[str], flush: bool = True) -> None:
         """``posix_fadvise(DONTNEED)`` of each file (flushed first unless ``flush`` is False)."""
@@ -330,11 +328,11 @@ class PosixBackend:
         """Free bytes of the file system holding the root."""
         import shutil
 
-        return shutil.disk_usage(_existing(self.root)).free
+        return shutil.disk_usage(fsinfo.existing(self.root)).free
 
     def block_bytes(self) -> int:
         """The file system's fragment size, at most 64 KiB (some report stripe-sized blocks)."""
-        return max(1, min(os.statvfs(_existing(self.root)).f_frsize, 64 << 10))
+        return max(1, min(os.statvfs(fsinfo.existing(self.root)).f_frsize, 64 << 10))
 
     def drop_leftovers(self, prefix: str = "") -> int:
         """None here: a killed writer's temporary file is visible, and swept by name."""
@@ -349,10 +347,3 @@ class PosixBackend:
             for name in sorted(files):
                 if not (name.startswith(".") and TMP_MARK in name):
                     yield name if rel == "." else f"{rel}/{name}"
-
-
-def _existing(path: str) -> str:
-    """``path`` or its nearest existing ancestor."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path

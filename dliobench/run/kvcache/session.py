@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import shutil
 import tempfile
@@ -24,7 +25,7 @@ from dliobench.results.kv_summary import kv_summary
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.facts import run_facts
-from dliobench.run.kvcache import journaling, models, sharegpt
+from dliobench.run.kvcache import journaling, leftovers, models, sharegpt
 from dliobench.run.kvcache.cache import Waterfall
 from dliobench.run.kvcache.engine import pool_size, serve_schedule
 from dliobench.run.kvcache.schedule import schedule
@@ -33,6 +34,7 @@ from dliobench.storage import backend_for
 from dliobench.storage.atomic import write_json_atomic
 
 GIB = 1 << 30
+log = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -46,15 +48,20 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
     conversations = (sharegpt.load(kv.dataset_path, kv.max_conversations, kv.num_users)
                      if kv.dataset_path else None)
     requests = schedule(kv, world.rank, conversations)
-    folder = kv.cache_dir or tempfile.mkdtemp(prefix="dliobench-kvcache-")
+    for sentence in leftovers.sweep_tier(kv.cache_dir):  # before the free space is taken
+        log.warning("%s", sentence)
+    folder = kv.cache_dir or tempfile.mkdtemp(prefix=leftovers.TEMPORARY)
     backend = backend_for(folder, config.storage, "kvcache.cache_dir")
     prefix = f"{run_id}/rank{world.rank}"
+    alive: int | None = None
     try:  # an unreachable or full tier fails now, not later
         backend.make_room(prefix)
+        local = backend.local_path(prefix)
+        alive = leftovers.hold(local) if local is not None else None
         backend.put(f"{prefix}/.probe", b"kvcache")
         backend.delete(f"{prefix}/.probe")
     except OSError as exc:
-        _remove_folders(folder, prefix, run_id, not kv.cache_dir)
+        _remove_folders(folder, prefix, run_id, not kv.cache_dir, alive)
         where = f" ({exc.filename})" if exc.filename else ""
         raise DlioBenchError(f"the KV-cache storage tier {backend.describe()} cannot be "
                              f"written{where}: {exc.strerror or exc}; free space there or "
@@ -78,7 +85,7 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
                              "another kvcache.cache_dir") from None
     finally:
         cache.clear_storage()
-        _remove_folders(folder, prefix, run_id, not kv.cache_dir)
+        _remove_folders(folder, prefix, run_id, not kv.cache_dir, alive)
     stats.direct_io = storage.direct and kv.direct_io
 
 
@@ -91,8 +98,12 @@ def _capacity(given: float, backend: Any, ranks: int) -> int | None:
     return None if free is None else int(free * 0.9 / ranks)
 
 
-def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool) -> None:
-    """The run's emptied folders of a local storage tier (a temporary one whole)."""
+def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool,
+                    alive: int | None) -> None:
+    """The run's emptied folders of a local storage tier (a temporary one whole), its
+    live mark first (``leftovers``)."""
+    if alive is not None:
+        leftovers.release(alive, str(Path(folder) / prefix))
     if "://" in folder:
         return
     if temporary:
