@@ -43,6 +43,7 @@ follows it), and every one of them so far could point down.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,13 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
+@functools.cache
+def parsed(module: str) -> ast.Module:
+    """The syntax tree of a ``.py`` module (parsed once for every scan)."""
+    path = MODULES[module]
+    return ast.parse(path.read_text(), str(path))
+
+
 def _face(name: str) -> str | None:
     """The package's ``__init__`` that ``from name import ...`` runs and reads its names from
     (Python looks a name up in the package first, even a submodule's), or None when ``name``
@@ -128,7 +136,7 @@ def imports_of(module: str) -> set[str]:
     if module == "dliobench.__init__":
         package = "dliobench"
     found: set[str | None] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(module)):
         if isinstance(node, ast.Import):
             found |= {_owner(alias.name) for alias in node.names
                       if alias.name.split(".")[0] == "dliobench"}
@@ -230,11 +238,12 @@ def test_no_import_cycle() -> None:
         pytest.fail(f"import cycles: {found}", pytrace=False)
 
 
-def defined_in(module: str) -> set[str]:
+@functools.cache
+def defined_in(module: str) -> frozenset[str]:
     """The names ``module``'s own text defines at top level (functions, classes, assignments,
     also under ``if``/``try``), not those it imports."""
     names: set[str] = set()
-    body = list(ast.parse(MODULES[module].read_text()).body)
+    body = list(parsed(module).body)
     while body:
         node = body.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -244,7 +253,7 @@ def defined_in(module: str) -> set[str]:
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif isinstance(node, (ast.If, ast.Try)):
             body += node.body + node.orelse + getattr(node, "finalbody", [])
-    return names
+    return frozenset(names)
 
 
 def through_faces(module: str) -> list[str]:
@@ -254,8 +263,10 @@ def through_faces(module: str) -> list[str]:
     if path.suffix != ".py":
         return []
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        face = _face(node.module or "") if isinstance(node, ast.ImportFrom) else None
+    for node in ast.walk(parsed(module)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        face = _face(node.module or "")
         if face is None or not GRAPH[face]:
             continue
         own = defined_in(face)
