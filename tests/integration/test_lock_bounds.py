@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from dliobench.base.errors import DatasetError
 from dliobench.dataset.lock import FolderLock
 from dliobench.storage.posix import PosixBackend
-from tests.conftest import tiny_workload
+from tests.conftest import S3Server, tiny_workload
 
 BOUND = "storage.lock_wait_s=0.3"
 
@@ -75,3 +76,28 @@ def test_generate_leaves_a_complete_datasets_readers_be(
     err = " ".join(capsys.readouterr().err.split())
     assert "gave up after 0.3 s (storage.lock_wait_s) waiting for the dliobench runs reading " \
            "the dataset in data/tiny to finish before writing it" in err, err
+
+
+def test_a_lease_wait_gives_up_naming_the_holder(s3_env: S3Server,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an object store (lock objects with leases), the same bound: a reader waiting for
+    a live writer's object stops at it, naming the writer."""
+    from dliobench.config.load import load
+    from dliobench.dataset import lease
+    from dliobench.dataset.lock import LOCK_KEY
+    from dliobench.storage import backend_for
+
+    monkeypatch.setattr(lease, "POLL_S", 0.05)
+    config, _ = load(None, [f"dataset.data_folder=s3://{s3_env.bucket('bound')}/tiny",
+                            *s3_env.overrides()])
+    backend = backend_for(config.dataset.data_folder, config.storage)
+    writer, reader = lease.LeaseLock(backend, LOCK_KEY), lease.LeaseLock(backend, LOCK_KEY, 0.3)
+    writer.acquire(True, "generating")
+    try:
+        with pytest.raises(DatasetError, match=r"gave up after 0\.3 s \(storage\.lock_wait_s\) "
+                           r"waiting for the writer of the dataset in s3://bound/tiny to "
+                           r"finish \(being written \(generating\) by "):
+            reader.acquire(False, "by a run")
+    finally:
+        reader.release()
+        writer.release()
