@@ -80,8 +80,9 @@ def sweep(folder: Path) -> list[str]:
                 continue  # another rank claimed it first
             nbytes, files = _size(claimed)
             shutil.rmtree(claimed, ignore_errors=True)
-            said.append(f"removed {size_text(nbytes)} ({files} cache entries) that the killed "
-                        f"KV-cache run {run.name} left in {folder}")
+            if files:  # an emptied run's folder goes without a word
+                said.append(f"removed {size_text(nbytes)} ({files} cache entries) that the "
+                            f"killed KV-cache run {run.name} left in {folder}")
     return said
 
 
@@ -94,9 +95,7 @@ def sweep_tier(cache_dir: str) -> list[str]:
         return sweep(Path(cache_dir)) if Path(cache_dir).is_dir() else []
     said = []
     for tier in sorted(Path(tempfile.gettempdir()).glob(f"{TEMPORARY}*")):
-        found = sweep(tier)
-        if found:
-            with contextlib.suppress(OSError):
-                tier.rmdir()  # only when emptied
-        said += found
+        said += sweep(tier)
+        with contextlib.suppress(OSError):  # only when empty (a live run starting there
+            tier.rmdir()                    # makes it again with its own folder)
     return said
