@@ -129,6 +129,8 @@ class Waterfall:
         capacity = self.budgets.get("storage")
         if capacity is None:
             return True
+        if size > capacity:  # a demoted entry no room can hold (a write's own is refused)
+            return False
         mine = sum(v.size for v, dest in moves if dest == "drop")
         while self.used["storage"] + self.freeing - mine + size > capacity:
             victim = self._idle("storage")
