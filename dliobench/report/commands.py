@@ -67,7 +67,8 @@ def recover_runs(runs: list[str]) -> None:
         if "kvcache" in result:  # the cache entries the killed run left, found by their lock
             from dliobench.run.kvcache.leftovers import sweep_tier
 
-            for sentence in sweep_tier(result["config"]["kvcache"]["cache_dir"]):
+            kv = (result.get("config") or {}).get("kvcache") or {}
+            for sentence in sweep_tier(str(kv.get("cache_dir") or "")):
                 print(sentence)
 
 
