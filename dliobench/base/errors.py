@@ -83,6 +83,9 @@ class MissingExtraError(DlioBenchError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived (a batch system's time limit, a preemption): handled like Ctrl-C, so
-    what was measured is written as a partial result, then the command exits with 143."""
+    what was measured is written as a partial result, then the command exits with 143.
+    ``kept``: what the command kept and where, when it knows better than the default
+    (``comm.abort.terminated_line``: "generated files are kept", a training run's dataset)."""
 
     exit_code = 143
+    kept: str | None = None

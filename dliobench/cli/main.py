@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import dliobench.cli.parser as cli_parser
 from dliobench.base.errors import ConfigError, DlioBenchError, Terminated
-from dliobench.cli import parser as cli_parser
-from dliobench.comm.abort import TERMINATED, stop_on_sigterm
+from dliobench.comm.abort import stop_on_sigterm, terminated_line
 
 if TYPE_CHECKING:
     from dliobench.config.schema import Config
@@ -284,9 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         if not (isinstance(exc, ConfigError) and _a_quiet_rank()):
             print(f"dliobench: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except Terminated:
+    except Terminated as exc:
         if not _a_quiet_rank():  # under MPI, rank 0 says it for the job
-            print(f"dliobench: {TERMINATED}", file=sys.stderr)
+            print(f"dliobench: {terminated_line(exc)}", file=sys.stderr)
         return Terminated.exit_code
     except KeyboardInterrupt:
         print("dliobench: interrupted", file=sys.stderr)

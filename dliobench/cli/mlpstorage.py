@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+import dliobench.cli.mlpstorage_args as mlpstorage_args
 from dliobench.base.errors import ConfigError
-from dliobench.cli import mlpstorage_args
 from dliobench.config import mlpstorage as mlps
 
 log = logging.getLogger("dliobench")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 
+import dliobench.cli.kvcache_args as kvcache_args
+import dliobench.cli.mlpstorage as front_door
+import dliobench.cli.report_parser as reading
+import dliobench.cli.trace_parser as trace_parser
 from dliobench import __version__
-from dliobench.cli import kvcache_args, trace_parser
-from dliobench.cli import mlpstorage as front_door
-from dliobench.cli import report_parser as reading
 from dliobench.cli.args import (
     add_launcher_arg,
     add_workload_args,

@@ -29,6 +29,13 @@ TERMINATED_GRACE_S = 5.0  # batch systems allow 30 s or more between SIGTERM and
 TERMINATED = "terminated (SIGTERM); generated files are kept"
 
 
+def terminated_line(exc: BaseException) -> str:
+    """The line a job stopped by SIGTERM ends with: what its command said it kept
+    (``Terminated.kept``: a KV-cache run's partial result), else ``TERMINATED``."""
+    kept = getattr(exc, "kept", None)
+    return f"terminated (SIGTERM); {kept}" if kept else TERMINATED
+
+
 def stop_on_sigterm() -> None:
     """SIGTERM unwinds like Ctrl-C (partial results, clean-up), by raising ``Terminated``."""
     signal.signal(signal.SIGTERM, _terminate)
@@ -64,7 +71,7 @@ def _end_the_job(world: World, comm: Comm, exc: BaseException) -> None:
     code = exc.exit_code if isinstance(exc, (DlioBenchError, Terminated)) else 1
     if isinstance(exc, Terminated):  # a batch system signals every rank: one line
         if world.is_root:
-            _say(TERMINATED)
+            _say(terminated_line(exc))
         else:  # rank 0 (signalled too) first writes the partial result and says so
             time.sleep(TERMINATED_GRACE_S)
     elif world.launcher == "torch" and _torch_peer_lost(exc):

@@ -26,6 +26,10 @@ class StorageConfig:
                            "the node's ranks read (node), or everything (all)",
                            choices=("shard", "node", "all"))
     keep_staged: bool = key(False, "bool", "keep the staged copy after the run")
+    lock_wait_s: float = key(3600.0, "float", "seconds a dliobench waits for the lock of a "
+                             "data folder another one holds (a generation writing it, or runs "
+                             "reading it while this one must write) before it stops, naming "
+                             "the holder (0: no limit)", minimum=0, maximum=7 * 86400)
     lustre_stripe_count: int = key(0, "int", "Lustre: `lfs setstripe -c` on the data and "
                                    "checkpoint folders before writing (0: leave as is)",
                                    aliases=("storage.lustre.stripe_count",), minimum=-1)

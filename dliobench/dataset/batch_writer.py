@@ -23,8 +23,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.dataset.file_writer import Fill, write_error, write_file
 from dliobench.dataset.layout import TRAIN, DataFile, relpath
 from dliobench.dataset.records import record_dtype
-from dliobench.formats import Format
-from dliobench.formats.base import ContiguousFormat
+from dliobench.formats.base import ContiguousFormat, Format
 from dliobench.storage.backend import Backend
 from dliobench.storage.posix import WRITEBACK_MIN_BYTES
 

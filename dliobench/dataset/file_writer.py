@@ -20,13 +20,18 @@ from dataclasses import dataclass
 import crc32c
 import numpy as np
 
+import dliobench.storage.posix_io as storage
 from dliobench.base.errors import DatasetError
 from dliobench.config.schema import DatasetConfig
 from dliobench.dataset import fill as datafill
 from dliobench.dataset.layout import DataFile
-from dliobench.formats import Format
-from dliobench.formats.base import AssembledFormat, EncodedFormat, FileFormat, StreamedFormat
-from dliobench.storage import posix_io as storage
+from dliobench.formats.base import (
+    AssembledFormat,
+    EncodedFormat,
+    FileFormat,
+    Format,
+    StreamedFormat,
+)
 from dliobench.storage.backend import Backend, Writer
 from dliobench.storage.buffers import AlignedBuffer
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import dliobench.storage.lustre as lustre
 from dliobench.base import interrupts
 from dliobench.base.errors import DatasetError
 from dliobench.base.units import size_text
@@ -31,7 +32,6 @@ from dliobench.dataset.layout import TRAIN, sample_sizes
 from dliobench.dataset.manifest import Manifest
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.records import forget
-from dliobench.storage import lustre
 from dliobench.storage.posix import TMP_MARK
 
 log = logging.getLogger(__name__)
@@ -102,26 +102,29 @@ def survey(plan: Plan, manifest: Manifest, world: World, comm: Comm, verify: boo
 
 
 def generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: bool = False,
-             manifest: Manifest | None = None, missing: list[int] | None = None) -> Generated:
+             manifest: Manifest | None = None, missing: list[int] | None = None,
+             damaged: list[int] | None = None) -> Generated:
     """Write the files that are missing (or, with ``check``, damaged); ranks split the work.
 
-    ``manifest`` and ``missing``: what the caller found already (then nothing is re-checked).
+    ``manifest``, ``missing`` and ``damaged``: what the caller found already (then nothing is
+    re-checked).
     A rank without progress (a file written or checked) for ``train.stall_timeout_s`` ends
     the job, naming itself and what it was doing.
     """
     with Watchdog(plan.config.train.stall_timeout_s, world, comm) as watchdog:
-        return _generate(plan, world, comm, show_progress, check, manifest, missing, watchdog)
+        return _generate(plan, world, comm, show_progress, check, manifest,
+                         (missing, damaged or []), watchdog)
 
 
 def _generate(plan: Plan, world: World, comm: Comm, show_progress: bool, check: bool,
-              manifest: Manifest | None, missing: list[int] | None,
+              manifest: Manifest | None, found: tuple[list[int] | None, list[int]],
               watchdog: Watchdog) -> Generated:
     dataset = plan.config.dataset
     if manifest is None:
         watchdog.beat("reading the manifest" if world.is_root else
                       "waiting for rank 0 to read the manifest")
         manifest = open_manifest(plan, world, comm)
-    damaged: list[int] = []
+    missing, damaged = found
     if missing is None:
         watchdog.beat("checking the dataset's files")
         missing, damaged, _ = survey(plan, manifest, world, comm, check, show_progress,

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import dliobench.formats._npyheader as npyheader
 from dliobench.base.errors import CorruptSampleError, DatasetError, InputError
 from dliobench.dataset.check import crc_of
 from dliobench.dataset.manifest import FOLDER
-from dliobench.formats import _npyheader as npyheader
 from dliobench.formats.base import Stored
 from dliobench.formats.npz import Split, locate, members, samples_along
 from dliobench.formats.tfrecord import walk_records

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import secrets
 import socket
@@ -79,12 +80,21 @@ class Holder:
         return f"{self.owner.rsplit(':', 1)[0]} (its lease runs to {end} unless renewed)"
 
 
-class LeaseLock:
-    """The lock objects of one data folder this process holds, renewed while held."""
+def gave_up(line: str, wait_s: float) -> str:
+    """The sentence of a lock's wait past its bound, from the line said while waiting (it
+    names the holder)."""
+    return (f"gave up after {wait_s:g} s (storage.lock_wait_s) {line}; let that dliobench "
+            "finish or stop it, or raise storage.lock_wait_s (0: no limit)")
 
-    def __init__(self, backend: Backend, key: str) -> None:
+
+class LeaseLock:
+    """The lock objects of one data folder this process holds, renewed while held; a wait
+    gives up after ``wait_s`` (0: never)."""
+
+    def __init__(self, backend: Backend, key: str, wait_s: float = 0.0) -> None:
         self.backend = backend
         self.key = key
+        self.wait_s = wait_s
         self.readers = f"{key}.readers"
         token = secrets.token_hex(4)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{token}"
@@ -144,6 +154,7 @@ class LeaseLock:
     def _wait(self, attempt: Callable[[], str | None], problem: str | None = None) -> None:
         """Try until ``attempt`` succeeds, saying each new thing waited for once."""
         said = ""
+        deadline = time.monotonic() + self.wait_s if self.wait_s > 0 else math.inf
         if problem is None:
             problem = attempt()
         while problem is not None:
@@ -151,6 +162,8 @@ class LeaseLock:
             if head != said:
                 log.warning("%s", problem)
                 said = head
+            if time.monotonic() >= deadline:
+                raise DatasetError(gave_up(problem, self.wait_s))
             time.sleep(POLL_S)
             problem = attempt()
 

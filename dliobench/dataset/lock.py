@@ -8,6 +8,10 @@ naming the holder and waits, instead of mixing seeds or deleting files another o
 POSIX ``flock``: rank 0 of a job holds it for the job; an object store gets lock objects
 with leases instead (``dataset.lease``).
 
+A wait has a bound (``storage.lock_wait_s``, an hour unless set; 0: none): past it the
+command ends with one sentence naming the holder, rather than sit in a batch job's allocation
+behind a forgotten or hung dliobench.
+
 Taking a shared ``flock`` exclusively is not atomic where it has to wait (the kernel drops
 the shared lock first), so another writer may have written meanwhile: ``upgrade`` says
 whether it waited, and the caller then checks again what is missing.
@@ -17,26 +21,30 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dliobench.base.errors import DatasetError
 from dliobench.comm.world import Comm, World
-from dliobench.dataset.lease import LeaseLock
+from dliobench.dataset.lease import LeaseLock, gave_up
 from dliobench.storage.backend import Backend
 
 log = logging.getLogger(__name__)
 LOCK_KEY = ".dliobench.lock"
 WAIT_WRITER = "waiting for the writer"
+LOCK_WAIT_S = 3600.0  # storage.lock_wait_s's default
 
 
 class FolderLock:
     """The lock of one data folder, held by this process (rank 0 of a job)."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, wait_s: float = LOCK_WAIT_S) -> None:
         self.backend = backend
+        self.wait_s = wait_s
         self.exclusive = False
         self._fd: int | None = None
         self._lease: LeaseLock | None = None
@@ -51,7 +59,7 @@ class FolderLock:
         way that excludes this one."""
         path = self.backend.local_path(LOCK_KEY)
         if path is None:  # an object store: lock objects with leases
-            self._lease = LeaseLock(self.backend, LOCK_KEY)  # released even if this fails
+            self._lease = LeaseLock(self.backend, LOCK_KEY, self.wait_s)  # released on failure
             self._lease.acquire(exclusive, doing)
         else:
             self.backend.make_room("")
@@ -110,7 +118,7 @@ class FolderLock:
         except BlockingIOError:
             log.warning("%s", _waiting(self._fd, self.backend.describe(), exclusive))
             fcntl.flock(self._fd, fcntl.LOCK_UN)  # what _waiting took to look
-            fcntl.flock(self._fd, mode)
+            self._wait(mode, exclusive)
         if exclusive:
             self._name_writer(doing)
 
@@ -129,13 +137,32 @@ class FolderLock:
             log.warning("%s", line)
             self.exclusive = not line.startswith(WAIT_WRITER)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
-            fcntl.flock(self._fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
+            self._wait(fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH, True)
             if self.exclusive:
                 self._name_writer(doing)
             return True
         self.exclusive = True
         self._name_writer(doing)
         return False
+
+    def _wait(self, mode: int, exclusive: bool) -> None:
+        """flock in ``mode``, looking again a few times a second, for at most ``wait_s``;
+        past it, a ``DatasetError`` naming the holder (the lock not held)."""
+        assert self._fd is not None
+        deadline = time.monotonic() + self.wait_s if self.wait_s > 0 else math.inf
+        pause = 0.01
+        while True:
+            try:
+                fcntl.flock(self._fd, mode | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+            time.sleep(pause)
+            pause = min(2 * pause, 0.25)
+        line = _waiting(self._fd, self.backend.describe(), exclusive)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        raise DatasetError(gave_up(line, self.wait_s))
 
     def _name_writer(self, doing: str) -> None:
         """Say in the lock file who writes (what a waiting dliobench says)."""
@@ -160,9 +187,11 @@ def _waiting(fd: int, where: str, exclusive: bool) -> str:
 
 
 @contextmanager
-def locked(backend: Backend, world: World, exclusive: bool, doing: str) -> Iterator[FolderLock]:
-    """The folder's lock for the duration (rank 0 holds it for the job)."""
-    lock = FolderLock(backend)
+def locked(backend: Backend, world: World, exclusive: bool, doing: str,
+           wait_s: float = LOCK_WAIT_S) -> Iterator[FolderLock]:
+    """The folder's lock for the duration (rank 0 holds it for the job), waited for at most
+    ``wait_s`` (0: no limit)."""
+    lock = FolderLock(backend, wait_s)
     try:
         if world.is_root:
             lock.acquire(exclusive, doing)

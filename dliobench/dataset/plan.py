@@ -17,7 +17,7 @@ import numpy as np
 
 from dliobench.config.schema import Config
 from dliobench.dataset.sharding import ShardSpec, rank_samples
-from dliobench.formats import Format
+from dliobench.formats.base import Format
 from dliobench.storage.backend import Backend
 
 

@@ -67,6 +67,22 @@ def prepare(plan: Plan, world: World, comm: Comm, show_progress: bool,
     return ReadyDataset(plan.with_sizes(sizes, crcs), generated, present)
 
 
+def generate_locked(plan: Plan, world: World, comm: Comm, lock: FolderLock, show_progress: bool,
+                    check: bool) -> Generated:
+    """``dliobench generate`` under the folder's ``lock``, held shared while it looks and
+    exclusively only to write (journals to fold, files missing or, with ``check``, damaged),
+    so runs reading a complete dataset are not kept waiting; when taking it had to wait, the
+    writer waited for may have written, so it looks again."""
+    while comm.bcast(world.is_root and not lock.exclusive and _unsettled(plan)):
+        lock.upgrade("generating", comm)
+    while True:
+        manifest = open_manifest(plan, world, comm)
+        missing, damaged, _ = survey(plan, manifest, world, comm, check, show_progress)
+        if not (missing or damaged) or not lock.upgrade("generating", comm):
+            break
+    return generate(plan, world, comm, show_progress, check, manifest, missing, damaged)
+
+
 def incomplete(plan: Plan, manifest: Manifest, missing: list[int]) -> DatasetError:
     """The sentence for a run that may not generate and finds files not complete: how many,
     what is wrong with the first (its path, and its size against the one written), and what

@@ -22,7 +22,7 @@ import numpy as np
 from dliobench.config.schema import Config, DatasetConfig
 from dliobench.dataset.file_writer import Fill, write_file
 from dliobench.dataset.layout import DataFile
-from dliobench.formats import Format
+from dliobench.formats.base import Format
 from dliobench.storage.posix import PosixBackend
 
 PROBE_SAMPLE_BYTES = 256 << 10  # the largest sample a probe writes

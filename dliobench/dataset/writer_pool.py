@@ -23,7 +23,7 @@ from dliobench.config.schema import DatasetConfig
 from dliobench.dataset import file_writer as filegen
 from dliobench.dataset.batch_writer import FileBatch, Job, write_batch
 from dliobench.dataset.layout import TRAIN
-from dliobench.formats import Format
+from dliobench.formats.base import Format
 from dliobench.storage.backend import Backend
 
 OBJECT_STORE_THREADS = 8  # uploads in flight per rank: each mostly waits for its answer

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import dliobench.formats._npyheader as npyheader
 from dliobench.base.errors import CorruptSampleError, DatasetError
-from dliobench.formats import _npyheader as npyheader
 from dliobench.formats._npzwrite import array_header
 from dliobench.formats.base import ByteRange, ContiguousFormat, Stored
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from isal.isal_zlib import crc32  # zlib's CRC-32 at ~25 GB/s, not ~3: decides large-sample speed
 
+import dliobench.formats._npyheader as npyheader
+import dliobench.formats._npzwrite as npzwrite
 from dliobench.base.errors import CorruptSampleError, DatasetError
-from dliobench.formats import _npyheader as npyheader
-from dliobench.formats import _npzwrite as npzwrite
 from dliobench.formats.base import ByteRange, ContiguousFormat, Format, Stored
 
 if TYPE_CHECKING:

@@ -10,11 +10,10 @@ from typing import Protocol
 import crc32c
 import numpy as np
 
+import dliobench.storage.checked_reads as checked_reads
 from dliobench.base.errors import ConfigError, CorruptSampleError, unreadable
-from dliobench.formats import ByteRange, Format
-from dliobench.formats.base import Columns, Stored, consecutive
+from dliobench.formats.base import ByteRange, Columns, Format, Stored, consecutive
 from dliobench.loaders.queued import Started
-from dliobench.storage import checked_reads
 from dliobench.storage.backend import Backend
 from dliobench.storage.buffers import SampleBuffers
 from dliobench.storage.checked_reads import Template

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import dliobench.storage.latency as latency
 from dliobench.base import leftovers
 from dliobench.base.errors import DlioBenchError, MissingExtraError
 from dliobench.dataset.sharding import batches
 from dliobench.loaders.base import Batch, SampleReader
-from dliobench.storage import latency
 
 if TYPE_CHECKING:
     from dliobench.dataset.plan import Plan

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dliobench.storage import checked_reads
+import dliobench.storage.checked_reads as checked_reads
 
 Samples = list[tuple[np.ndarray, int]]  # each sample and the bytes read for it, in order
 # ``SampleReader._results``: the samples of ``read_checked``'s results

@@ -62,7 +62,14 @@ def recover_runs(runs: list[str]) -> None:
         if status == "complete":
             raise InputError(f"{run_dir} holds a complete result already; there is nothing "
                              "to recover")
-        show_recovered(*recover(run_dir))
+        where, result = recover(run_dir)
+        show_recovered(where, result)
+        if "kvcache" in result:  # the cache entries the killed run left, found by their lock
+            from dliobench.run.kvcache.leftovers import sweep_tier
+
+            kv = (result.get("config") or {}).get("kvcache") or {}
+            for sentence in sweep_tier(str(kv.get("cache_dir") or "")):
+                print(sentence)
 
 
 def check_runs(runs: list[str], division: str, as_json: bool, details: bool = False) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+import dliobench.storage.latency as latency
 from dliobench.base import interrupts
 from dliobench.base.errors import Terminated
 from dliobench.comm.watchdog import Watchdog
@@ -22,7 +23,8 @@ from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, batches, delivered_exactly_once, rank_samples
-from dliobench.loaders import Loader, make_loader
+from dliobench.loaders import make_loader
+from dliobench.loaders.base import Loader
 from dliobench.results import live
 from dliobench.results.hostcpu import CpuMeter
 from dliobench.results.journal import Journal, journal_path
@@ -36,7 +38,6 @@ from dliobench.results.timeline import Timeline
 from dliobench.run.accelerator import Accelerator
 from dliobench.run.checkpoint.checkpointer import Checkpointer
 from dliobench.run.gradients import GradientSync
-from dliobench.storage import latency
 from dliobench.storage.devreads import DeviceMeter
 from dliobench.storage.latency import LatencyLog
 

@@ -21,7 +21,8 @@ from dliobench.dataset.existing import adopt
 from dliobench.dataset.layout import TRAIN, FileKeys
 from dliobench.dataset.plan import Plan
 from dliobench.dataset.sharding import ShardSpec, rank_sample_count
-from dliobench.formats import Format, format_for, get_format
+from dliobench.formats import format_for, get_format
+from dliobench.formats.base import Format
 from dliobench.storage import backend_for
 
 

@@ -67,7 +67,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     """
     plan = resolve(config, world, comm)
     check_run(plan.config, world)  # an existing dataset's files decide its layout
-    with locked(plan.manifest_backend, world, exclusive=False, doing="by a run") as lock:
+    with locked(plan.manifest_backend, world, exclusive=False, doing="by a run",
+                wait_s=config.storage.lock_wait_s) as lock:
         ready = dataset_mod.prepare(plan, world, comm, show_progress, lock)
         lock.share()
         return _train_and_report(ready, world, comm, warnings, show_progress)

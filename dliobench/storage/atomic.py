@@ -20,7 +20,8 @@ def write_atomic(path: str | Path, write: Callable[[IO[bytes]], object],
     With ``replace=False`` an existing file is kept and False returned: a file another
     process committed first wins. ``durable`` fsyncs before the rename (off for scratch files
     nobody needs after a crash). Raises OSError (the temporary file removed) when the write
-    fails, e.g. on a full disk.
+    fails, e.g. on a full disk, naming ``path`` when the call that failed named no file (a
+    write or flush: "No space left on device" alone says not where).
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -38,8 +39,18 @@ def write_atomic(path: str | Path, write: Callable[[IO[bytes]], object],
         except FileExistsError:
             return False
         return True
+    except OSError as exc:
+        raise named(exc, path) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def named(exc: OSError, path: str | Path) -> OSError:
+    """``exc`` naming ``path`` when it names no file (a failed write or flush), so the one
+    sentence a user reads says where; ``exc`` itself otherwise."""
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, os.fspath(path))
 
 
 def write_json_atomic(path: str | Path, doc: Any, replace: bool = True, indent: int | None = 2,

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dliobench.storage import buffers as bufferpool
-from dliobench.storage import posix_io
+import dliobench.storage.buffers as bufferpool
+import dliobench.storage.posix_io as posix_io
 from dliobench.storage.posix_io import Whole
 
 _read_checked = getattr(posix_io._readfiles, "read_checked", None)  # None: a build before it

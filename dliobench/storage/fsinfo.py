@@ -13,11 +13,17 @@ def _unescape(field: str) -> str:
     return field.encode().decode("unicode_escape") if "\\" in field else field
 
 
+def existing(path: str | Path) -> str:
+    """``path`` or its nearest existing ancestor."""
+    path = os.fspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
 def mount_of(path: str | Path) -> dict[str, Any]:
     """File-system type, mount point and source device of the mount holding ``path``."""
-    target = os.path.realpath(path)
-    while not os.path.exists(target):
-        target = os.path.dirname(target)
+    target = existing(os.path.realpath(path))
     best: dict[str, Any] = {"fs_type": "unknown", "mount": "/", "device": "unknown"}
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -40,9 +46,7 @@ def mount_of(path: str | Path) -> dict[str, Any]:
 def facts(path: str | Path) -> dict[str, Any]:
     """Where the data folder lives: path, file system, mount, free and total bytes."""
     info = {"data_folder": os.path.abspath(path), **mount_of(path)}
-    probe = Path(path)
-    while not probe.exists():
-        probe = probe.parent
+    probe = Path(existing(path))
     usage = shutil.disk_usage(probe)
     stat = os.statvfs(probe)
     info.update({"free_bytes": usage.free, "total_bytes": usage.total,

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dliobench.storage import checked_reads, fsinfo, posix_io
-from dliobench.storage.atomic import write_atomic
+import dliobench.storage.checked_reads as checked_reads
+import dliobench.storage.fsinfo as fsinfo
+import dliobench.storage.posix_io as posix_io
+from dliobench.storage.atomic import named, write_atomic
 from dliobench.storage.backend import CountingReader, ObjectStat
 from dliobench.storage.buffers import BLOCK, SampleBuffers, aligned_map
 
@@ -49,11 +51,14 @@ def _create_new(path: str, open_file: Callable[[str, int], int]) -> int:
         return open_file(path, NEW_FILE)
 
 
-def _write_at(fd: int, view: memoryview, offset: int) -> None:
-    """pwrite until all of ``view`` is written at ``offset``."""
+def _write_at(fd: int, view: memoryview, offset: int, path: str) -> None:
+    """pwrite until all of ``view`` is written at ``offset`` (an error names ``path``)."""
     done = 0
-    while done < len(view):
-        done += os.pwrite(fd, view[done:done + CHUNK], offset + done)
+    try:
+        while done < len(view):
+            done += os.pwrite(fd, view[done:done + CHUNK], offset + done)
+    except OSError as exc:
+        raise named(exc, path) from None
 
 
 class PosixWriter:
@@ -112,17 +117,17 @@ class PosixWriter:
         self._fd = fd
         whole = len(view) - len(view) % BLOCK if self._direct else len(view)
         try:
-            _write_at(fd, view[:whole], self._size)
+            _write_at(fd, view[:whole], self._size, self._final)
         except OSError as exc:
             if not (self._direct and exc.errno == errno.EINVAL):
                 raise
             self._buffered(fd)  # unaligned memory, or a file system that refuses O_DIRECT
             whole = len(view)
-            _write_at(fd, view, self._size)
+            _write_at(fd, view, self._size, self._final)
         if whole < len(view):  # a direct write's last partial block, padded
             block = aligned_map(BLOCK)
             block[:len(view) - whole] = view[whole:]
-            _write_at(fd, memoryview(block), self._size + whole)
+            _write_at(fd, memoryview(block), self._size + whole, self._final)
             self._padded = True
         self._size += len(view)
         if not self._direct and self._size - self._behind >= WRITE_BEHIND_BYTES:
@@ -162,6 +167,9 @@ class PosixWriter:
                     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # writeback starts now
             if self._tmp != self._final:
                 os.replace(self._tmp, self._final)
+        except OSError as exc:
+            self.abort()
+            raise named(exc, self._final) from None
         except BaseException:
             self.abort()
             raise
@@ -298,7 +306,7 @@ class PosixBackend:
 
     def sync(self) -> None:
         """One ``syncfs`` of the file system holding the root."""
-        posix_io.sync_filesystem(Path(_existing(self.root)))
+        posix_io.sync_filesystem(Path(fsinfo.existing(self.root)))
 
     def evict(self, keys: list[str], flush: bool = True) -> None:
         """``posix_fadvise(DONTNEED)`` of each file (flushed first unless ``flush`` is False)."""
@@ -320,11 +328,11 @@ class PosixBackend:
         """Free bytes of the file system holding the root."""
         import shutil
 
-        return shutil.disk_usage(_existing(self.root)).free
+        return shutil.disk_usage(fsinfo.existing(self.root)).free
 
     def block_bytes(self) -> int:
         """The file system's fragment size, at most 64 KiB (some report stripe-sized blocks)."""
-        return max(1, min(os.statvfs(_existing(self.root)).f_frsize, 64 << 10))
+        return max(1, min(os.statvfs(fsinfo.existing(self.root)).f_frsize, 64 << 10))
 
     def drop_leftovers(self, prefix: str = "") -> int:
         """None here: a killed writer's temporary file is visible, and swept by name."""
@@ -339,10 +347,3 @@ class PosixBackend:
             for name in sorted(files):
                 if not (name.startswith(".") and TMP_MARK in name):
                     yield name if rel == "." else f"{rel}/{name}"
-
-
-def _existing(path: str) -> str:
-    """``path`` or its nearest existing ancestor."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path

@@ -19,7 +19,7 @@ from typing import Any
 import crc32c
 import numpy as np
 
-from dliobench.storage import buffers as bufferpool
+import dliobench.storage.buffers as bufferpool
 
 try:  # optional: built where a C compiler is (setup.py)
     import dliobench.storage._readfiles as _readfiles

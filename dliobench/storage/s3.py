@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dliobench.storage import latency, s3client, s3reads
+import dliobench.storage.latency as latency
+import dliobench.storage.s3client as s3client
+import dliobench.storage.s3reads as s3reads
 from dliobench.storage.backend import ObjectStat
 from dliobench.storage.posix_io import SpanFile
 from dliobench.storage.s3target import Refused, S3Target, botocore_error

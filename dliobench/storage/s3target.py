@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dliobench.storage import s3client
+import dliobench.storage.s3client as s3client
 from dliobench.storage.location import BucketPrefix
 from dliobench.storage.s3client import S3Settings
 

@@ -43,6 +43,7 @@ follows it), and every one of them so far could point down.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,23 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
+@functools.cache
+def parsed(module: str) -> ast.Module:
+    """The syntax tree of a ``.py`` module (parsed once for every scan)."""
+    path = MODULES[module]
+    return ast.parse(path.read_text(), str(path))
+
+
+def _face(name: str) -> str | None:
+    """The package's ``__init__`` that ``from name import ...`` runs and reads its names from
+    (Python looks a name up in the package first, even a submodule's), or None when ``name``
+    is a plain module."""
+    if name == "dliobench":
+        return "dliobench.__init__"
+    path = MODULES.get(name)
+    return name if path is not None and path.name == "__init__.py" else None
+
+
 def imports_of(module: str) -> set[str]:
     """The package's modules ``module`` imports anywhere in its text."""
     path = MODULES[module]
@@ -118,7 +136,7 @@ def imports_of(module: str) -> set[str]:
     if module == "dliobench.__init__":
         package = "dliobench"
     found: set[str | None] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(module)):
         if isinstance(node, ast.Import):
             found |= {_owner(alias.name) for alias in node.names
                       if alias.name.split(".")[0] == "dliobench"}
@@ -130,6 +148,7 @@ def imports_of(module: str) -> set[str]:
             if base.split(".")[0] != "dliobench":
                 continue
             found |= {_owner(f"{base}.{alias.name}") for alias in node.names}
+            found.add(_face(base))
     return {name for name in found if name and name != module}
 
 
@@ -219,6 +238,55 @@ def test_no_import_cycle() -> None:
         pytest.fail(f"import cycles: {found}", pytrace=False)
 
 
+@functools.cache
+def defined_in(module: str) -> frozenset[str]:
+    """The names ``module``'s own text defines at top level (functions, classes, assignments,
+    also under ``if``/``try``), not those it imports."""
+    names: set[str] = set()
+    body = list(parsed(module).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try)):
+            body += node.body + node.orelse + getattr(node, "finalbody", [])
+    return frozenset(names)
+
+
+def through_faces(module: str) -> list[str]:
+    """Each ``from P import x`` in ``module`` where P's ``__init__`` imports modules of the
+    package and ``x`` is not its own: a submodule, or a name P only re-exports."""
+    path = MODULES[module]
+    if path.suffix != ".py":
+        return []
+    found = []
+    for node in ast.walk(parsed(module)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        face = _face(node.module or "")
+        if face is None or not GRAPH[face]:
+            continue
+        own = defined_in(face)
+        found += [f"{module}:{node.lineno} takes {alias.name} from {face}"
+                  for alias in node.names if alias.name not in own]
+    return found
+
+
+def test_imports_name_the_defining_module() -> None:
+    """A package's ``__init__`` that imports is its face for users (tests, scripts); inside
+    the package a name or a submodule is imported from the module that defines it, so the face
+    never becomes a hub that its own modules reach back through (the storage package did:
+    docs/ARCHITECTURE.md, "Layers")."""
+    found = [line for module in sorted(MODULES) for line in through_faces(module)]
+    if found:
+        pytest.fail("imports through a package's face (import the defining module: "
+                    "`from P.mod import name`, `import P.mod as mod`):\n" + "\n".join(found),
+                    pytrace=False)
+
+
 def test_the_scan_sees_every_kind_of_import() -> None:
     """The scan's own check, on the real tree: a top-level import, one inside a function
     (``storage.timed``), one under ``TYPE_CHECKING`` (the loaders' ``Plan``); and the
@@ -228,6 +296,10 @@ def test_the_scan_sees_every_kind_of_import() -> None:
     assert "dliobench.dataset.plan" in GRAPH["dliobench.loaders"]
     assert _owner("dliobench.results.verdict.verdict") == "dliobench.results.verdict"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _face("dliobench.storage") == "dliobench.storage"  # a package: its __init__
+    assert _face("dliobench.storage.posix") is None
+    assert "backend_for" in defined_in("dliobench.storage")
+    assert "PosixBackend" not in defined_in("dliobench.storage")  # imported, not defined
     assert upward({"dliobench.base.errors": {"dliobench.cli.main"}, "dliobench.cli.main": set()})
 
 

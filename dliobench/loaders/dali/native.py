@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+import dliobench.formats.tfrecord as tfrecord
 from dliobench.dataset.sharding import ShardSpec
-from dliobench.formats import tfrecord
 from dliobench.formats.base import Stored
 from dliobench.loaders.base import Batch, SampleReader
 from dliobench.loaders.dali.base import (

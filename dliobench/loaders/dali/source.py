@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+import dliobench.storage.latency as latency
 from dliobench.base import leftovers
 from dliobench.base.errors import DlioBenchError
 from dliobench.dataset.writer_pool import die_with_parent
@@ -30,7 +31,6 @@ from dliobench.loaders.dali.base import (
     worker_error,
     workers_ignore_interrupts,
 )
-from dliobench.storage import latency
 from dliobench.storage.atomic import write_atomic
 from dliobench.storage.latency import LatencyLog
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+import dliobench.storage.buffers as bufferpool
 from dliobench.base.errors import DlioBenchError
 from dliobench.loaders.base import SampleReader
 from dliobench.loaders.tfdata.base import no_autograph, tf
-from dliobench.storage import buffers as bufferpool
 from dliobench.storage.buffers import SampleBuffers
 
 TFRECORD_BUFFER = 256 * 1024  # TFRecordDataset's default read buffer (bytes)

@@ -63,11 +63,12 @@ def looks_like(head: str) -> bool:
 
 
 def _records(path: Path, notes: list[str]) -> list[dict[str, Any]]:
-    """The JSON events of one file (gzip or not); a line that does not parse is skipped
-    and a torn gzip stream read up to the tear (a process killed mid-write), said in
-    ``notes``."""
+    """The JSON events of one file (gzip or not); a line that does not parse (the last one
+    cut by a process killed mid-write, or the file cut short) is skipped and a torn gzip
+    stream read up to the tear, both said in ``notes``."""
     opener: Any = gzip.open if path.name.endswith(".gz") else open
     out: list[dict[str, Any]] = []
+    bad = 0
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -76,13 +77,17 @@ def _records(path: Path, notes: list[str]) -> list[dict[str, Any]]:
                     try:
                         out.append(json.loads(text))
                     except json.JSONDecodeError:
-                        continue
+                        bad += 1
     except EOFError:
         notes.append(f"{path} ends early (its process was killed while writing); its "
                      f"events up to there were read ({len(out)})")
     except OSError as exc:
         raise InputError(f"cannot read the trace {path} ({exc}); name a readable .pfw or "
                          ".pfw.gz file") from None
+    if bad:
+        notes.append(f"{bad} event line(s) of {path} are not whole JSON (cut short: its "
+                     "process was killed while writing, or the file was truncated); they "
+                     "were left out")
     return out
 
 

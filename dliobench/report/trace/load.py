@@ -27,6 +27,6 @@ def load(path: Path) -> Trace:
         return dftracer.read(path)
     if strace.looks_like(head):
         with open(first, encoding="utf-8", errors="replace") as handle:
-            return strace.read(handle)
+            return strace.read(handle, str(first))
     raise InputError(f"{first} is neither strace output (strace -f -tt -T -y -o FILE) nor a "
                      "DFTracer trace (JSON lines); name one of those")

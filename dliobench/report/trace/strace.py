@@ -38,11 +38,25 @@ _OPENS = {"openat", "open", "openat2"}
 TORCH_BATCH = "torch.multiproces"  # a pickled tensor's rebuild function, as strace shows it
 
 
-def read(lines: Iterable[str]) -> Trace:
-    """The trace in ``lines`` (strace's output file)."""
+def read(lines: Iterable[str], name: str = "the trace") -> Trace:
+    """The trace in ``lines`` (strace's output file, ``name`` in notes). strace ends every
+    line it writes; a file's last line without its newline was cut mid-call (strace killed,
+    the file truncated or copied short): its numbers may be cut too (``= 81`` of ``= 8192``),
+    so it is left out, and said in the notes."""
     parser = _Parser()
+    previous: str | None = None
+    ended = False  # whether a line of the file ended with its newline (a file, not a list)
     for line in lines:
-        parser.line(line.rstrip("\n"))
+        if previous is not None:
+            parser.line(previous.rstrip("\n"))
+            ended = ended or previous.endswith("\n")
+        previous = line
+    if previous is not None and ended and not previous.endswith("\n") and previous.strip():
+        parser.trace.notes.append(
+            f"the last line of {name} is cut mid-call (strace was killed or the file was cut "
+            "short); it was left out, so sizes and counts taken from the trace stop before it")
+    elif previous is not None:
+        parser.line(previous.rstrip("\n"))
     parser.finish()
     return parser.trace
 

@@ -12,13 +12,14 @@ import contextlib
 import shutil
 import time
 
+import dliobench.storage.lustre as lustre
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.dataset import fill as datafill
 from dliobench.results.measured import CheckpointEvent
 from dliobench.run.checkpoint.files import READ_BYTES, WRITE_BYTES, StampedChunk, checkpoint_writer
 from dliobench.run.checkpoint.space import Room, mapped
-from dliobench.storage import backend_for, lustre
+from dliobench.storage import backend_for
 
 SHRINK = "model.model_size_bytes, checkpoint.epochs_between_checkpoints"  # full disk advice
 

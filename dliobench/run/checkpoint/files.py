@@ -26,8 +26,7 @@ from dliobench.dataset import fill as datafill
 from dliobench.run.checkpoint import space
 from dliobench.run.checkpoint.layout import DTYPE_BYTES, ShardFile
 from dliobench.run.checkpoint.space import Room
-from dliobench.storage import Backend
-from dliobench.storage.backend import Writer
+from dliobench.storage.backend import Backend, Writer
 
 # one raw write, as fio's bs=4M (benchmarks/checkpoints/checkpoints.py uses both)
 WRITE_BYTES = 4 << 20

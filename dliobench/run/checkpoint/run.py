@@ -23,8 +23,8 @@ from dliobench.results.measured import CheckpointOp
 from dliobench.run.checkpoint import files as shards
 from dliobench.run.checkpoint import space
 from dliobench.run.checkpoint.layout import Layout, ShardFile, layout_for
-from dliobench.storage import Backend, backend_for
-from dliobench.storage.backend import drop_leftovers
+from dliobench.storage import backend_for
+from dliobench.storage.backend import Backend, drop_leftovers
 
 MEMORY_SHARE = 0.8  # of host memory the ranks' torch tensors may take
 SHRINK = "checkpoint.scale, checkpoint.num_checkpoints_write"  # a full disk's advice

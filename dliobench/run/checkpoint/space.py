@@ -24,7 +24,7 @@ from typing import Any
 
 from dliobench.base.errors import DatasetError
 from dliobench.base.units import size_text
-from dliobench.storage import Backend
+from dliobench.storage.backend import Backend
 
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 

@@ -17,7 +17,8 @@ from dataclasses import replace
 
 from dliobench.config.schema import Config
 from dliobench.run.checkpoint.layout import layout_for
-from dliobench.storage import Backend, backend_for
+from dliobench.storage import backend_for
+from dliobench.storage.backend import Backend
 
 
 def phase(config: Config) -> str:

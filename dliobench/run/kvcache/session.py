@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from dliobench.base.errors import DlioBenchError
+from dliobench.base.errors import DlioBenchError, Terminated
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
@@ -24,7 +25,7 @@ from dliobench.results.kv_summary import kv_summary
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
 from dliobench.run.facts import run_facts
-from dliobench.run.kvcache import journaling, models, sharegpt
+from dliobench.run.kvcache import journaling, leftovers, models, sharegpt
 from dliobench.run.kvcache.cache import Waterfall
 from dliobench.run.kvcache.engine import pool_size, serve_schedule
 from dliobench.run.kvcache.schedule import schedule
@@ -33,6 +34,7 @@ from dliobench.storage import backend_for
 from dliobench.storage.atomic import write_json_atomic
 
 GIB = 1 << 30
+log = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -46,12 +48,24 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
     conversations = (sharegpt.load(kv.dataset_path, kv.max_conversations, kv.num_users)
                      if kv.dataset_path else None)
     requests = schedule(kv, world.rank, conversations)
-    folder = kv.cache_dir or tempfile.mkdtemp(prefix="dliobench-kvcache-")
+    for sentence in leftovers.sweep_tier(kv.cache_dir):  # before the free space is taken
+        log.warning("%s", sentence)
+    folder = kv.cache_dir or tempfile.mkdtemp(prefix=leftovers.TEMPORARY)
     backend = backend_for(folder, config.storage, "kvcache.cache_dir")
     prefix = f"{run_id}/rank{world.rank}"
-    backend.make_room(prefix)
-    backend.put(f"{prefix}/.probe", b"kvcache")  # an unreachable tier fails now, not later
-    backend.delete(f"{prefix}/.probe")
+    alive: int | None = None
+    try:  # an unreachable or full tier fails now, not later
+        backend.make_room(prefix)
+        local = backend.local_path(prefix)
+        alive = leftovers.hold(local) if local is not None else None
+        backend.put(f"{prefix}/.probe", b"kvcache")
+        backend.delete(f"{prefix}/.probe")
+    except OSError as exc:
+        _remove_folders(folder, prefix, run_id, not kv.cache_dir, alive)
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise DlioBenchError(f"the KV-cache storage tier {backend.describe()} cannot be "
+                             f"written{where}: {exc.strerror or exc}; free space there or "
+                             "give another kvcache.cache_dir") from None
     fill = make_fill(kv.seed)
     budgets = {"gpu": int(kv.gpu_mem_gb * kv.num_gpus * GIB * kv.entry_scale),
                "cpu": int(kv.cpu_mem_gb * GIB * kv.entry_scale)}
@@ -71,7 +85,7 @@ def _rank_stats(config: Config, world: World, run_id: str, stats: KVStats) -> No
                              "another kvcache.cache_dir") from None
     finally:
         cache.clear_storage()
-        _remove_folders(folder, prefix, run_id, not kv.cache_dir)
+        _remove_folders(folder, prefix, run_id, not kv.cache_dir, alive)
     stats.direct_io = storage.direct and kv.direct_io
 
 
@@ -84,8 +98,12 @@ def _capacity(given: float, backend: Any, ranks: int) -> int | None:
     return None if free is None else int(free * 0.9 / ranks)
 
 
-def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool) -> None:
-    """The run's emptied folders of a local storage tier (a temporary one whole)."""
+def _remove_folders(folder: str, prefix: str, run_id: str, temporary: bool,
+                    alive: int | None) -> None:
+    """The run's emptied folders of a local storage tier (a temporary one whole), its
+    live mark first (``leftovers``)."""
+    if alive is not None:
+        leftovers.release(alive, str(Path(folder) / prefix))
     if "://" in folder:
         return
     if temporary:
@@ -178,21 +196,28 @@ def _partial(config: Config, world: World, run: tuple[str, Path, str], stats: KV
     """After a rank failed: what it served, as its partial result (its place said in the
     error's sentence); nothing served, no empty run folder is left."""
     run_id, run_dir, started = run
+    gone = "the cache entries are deleted"
     if not stats.requests:
         journaling.drop(run_dir, world)
         if world.is_root:
             with contextlib.suppress(OSError):
                 run_dir.rmdir()
+        if isinstance(exc, Terminated):
+            exc.kept = f"no request was served, so there is no result; {gone}"
         return
     error = str(exc) or type(exc).__name__
     result = _result(config, (run_id, "partial", started), [_trace(world, stats, error)],
                      [stats], known)
+    if isinstance(exc, Terminated):  # until the partial result is written
+        exc.kept = f"no partial result could be written in {run_dir}; {gone}"
     with contextlib.suppress(DlioBenchError, OSError):
         run_dir.mkdir(parents=True, exist_ok=True)
         where = write_partial_result(run_dir, result, world.rank)
         said = f"what rank {world.rank} served before it is in {where} (status: partial)"
         if isinstance(exc, DlioBenchError) and len(exc.args) == 1:
             exc.args = (f"{exc.args[0]}; {said}",)
+        elif isinstance(exc, Terminated):
+            exc.kept = f"{said}; {gone}"
 
 
 def _upstream_file(path: str, result: Any, where: Path) -> str | None:
