@@ -66,16 +66,32 @@ def _asked(args: argparse.Namespace) -> Asked:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Generate the dataset if needed, train, write results, print the summary."""
+    """Generate the dataset if needed, train, write results, print the summary (``--ranks
+    N`` with no launcher around: as N ranks started here)."""
+    from dliobench.comm import local_launch
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
     cfg, warnings = _load(args)
+    if args.ranks and local_launch.needed(args.ranks):
+        return local_launch.run(args.ranks, args.argv)
+    if args.ranks:
+        _check_ranks(args.ranks)
     if args.repeat or args.run_set:
         return _run_set(args, cfg, warnings)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, args.trace,
                     args.fail_below_floor or cfg.metric.fail_below_floor)
+
+
+def _check_ranks(asked: int) -> None:
+    """``--ranks N`` under a launcher: N must be the job's size."""
+    from dliobench.cli.mlpstorage import launched_ranks
+
+    if asked != launched_ranks():
+        raise ConfigError(f"--ranks {asked} but the launcher started {launched_ranks()} "
+                          f"ranks; give --ranks {launched_ranks()}, or run without a launcher "
+                          "and dliobench starts them")
 
 
 def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
@@ -94,12 +110,18 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
 def cmd_kvcache(args: argparse.Namespace) -> int:
     """The KV-cache benchmark: upstream's options as ``kvcache.*`` overrides of the workload
     (workloads/kvcache.yaml unless one is named), run as ``run`` runs one."""
+    from dliobench.cli.mlpstorage_kvcache import front_door
     from dliobench.config.kvcache_keys import overrides_from
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
+    ended = front_door(COMMANDS, args)  # mlpstorage's kvcache run|datasize|validate
+    if ended is not None:
+        return ended
     named = args.workload and "=" not in args.workload[0]
     args.workload = [*([] if named else ["kvcache"]), *args.workload, *overrides_from(vars(args))]
+    if args.what_if:
+        return cmd_show(args)
     cfg, warnings = _load(args)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, False, False)
@@ -260,8 +282,12 @@ def _a_quiet_rank() -> bool:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     """The arguments; overrides given after options (`run W --no-progress a=b`) join the
     workload's (or the sweep's) positional items."""
+    from dliobench.cli.mlpstorage_argv import normalize
+
+    given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(normalize(given))
+    args.argv = given  # what ranks started here run again
     positional = "workload" if hasattr(args, "workload") else \
         "sweep" if hasattr(args, "sweep") else None
     if extra and (positional is None or any(x.startswith("-") for x in extra)):

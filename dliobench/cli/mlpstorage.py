@@ -20,8 +20,9 @@ from functools import partial
 from typing import Any
 
 from dliobench.base.errors import ConfigError
-from dliobench.cli import mlpstorage_args
+from dliobench.cli import kvcache_args, mlpstorage_args, mlpstorage_later
 from dliobench.config import mlpstorage as mlps
+from dliobench.config.mlps_storage import object_overrides, translate_params
 
 log = logging.getLogger("dliobench")
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
@@ -39,9 +40,8 @@ def launched_ranks() -> int:
 
 def _refuse(args: argparse.Namespace) -> None:
     """A ConfigError for the first flag given that means nothing here (one sentence)."""
-    given = [d for d in ("mpi_bin", "oversubscribe", "allow_run_as_root", "mpi_params",
-                         "ssh_username", "dlio_bin_path", "config_file", "object",
-                         "verify_lockfile", "timeseries") if getattr(args, d, None)]
+    given = [d for d in ("ssh_username", "dlio_bin_path", "config_file", "verify_lockfile",
+                         "timeseries") if getattr(args, d, None)]
     given += ["exec_type"] if getattr(args, "exec_type", "mpi") == "docker" else []
     if getattr(args, "loops", 1) < 1:
         raise ConfigError(f"--loops {args.loops}: give 1 or more runs")
@@ -56,19 +56,31 @@ def _refuse(args: argparse.Namespace) -> None:
                           "on every host")
 
 
-def _ranks(args: argparse.Namespace, asked: int | None, flag: str) -> None:
-    """Refuse a rank count the launcher did not start, with the command that would."""
-    sentence = mlps.ranks_sentence(asked or launched_ranks(), launched_ranks(), flag,
-                                   sys.argv[1:])
+def _launch(args: argparse.Namespace, asked: int | None, flag: str) -> int | None:
+    """Start ``asked`` ranks on this host when no launcher did (their exit status), or
+    None to go on as this rank: one process, or a rank of the job a launcher started (whose
+    size must be what was asked)."""
+    from dliobench.comm import local_launch
+
+    if args.what_if:  # nothing runs
+        return None
+    if asked and local_launch.needed(asked):
+        options = local_launch.MpiOptions.parse(
+            args.mpi_bin, args.mpi_params, args.mpi_btl, args.allow_run_as_root,
+            args.oversubscribe)
+        return local_launch.run(asked, getattr(args, "argv", sys.argv[1:]), options)
+    sentence = mlps.ranks_sentence(asked or launched_ranks(), launched_ranks(), flag)
     if sentence:
         raise ConfigError(sentence)
+    return None
 
 
 def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
           **extra: Any) -> argparse.Namespace:
     """The arguments our own command would have had: the workload, the overrides (mlpstorage's
     --params first, then what its other flags set), and the rest of our options."""
-    items = [workload, *mlps.flat_params(getattr(args, "params", None)), *overrides]
+    items = [workload, *translate_params(mlps.flat_params(getattr(args, "params", None))),
+             *_storage(args), *overrides]
     accel = getattr(args, "accelerator_type", None)
     log.debug("as dliobench: %s", shlex.join(
         ["dliobench", "...", *items, *(["--accelerator", accel] if accel else [])]))
@@ -77,6 +89,11 @@ def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
                 fail_below_floor=False, repeat=None, run_set=False,
                 verbose=getattr(args, "verbose", False))
     return argparse.Namespace(**{**base, **extra})
+
+
+def _storage(args: argparse.Namespace) -> list[str]:
+    """``--object`` (or the positional ``object``): S3 from upstream's variables."""
+    return object_overrides() if getattr(args, "object", None) else []
 
 
 def _results(args: argparse.Namespace) -> list[str]:
@@ -112,10 +129,15 @@ def _memory_note(args: argparse.Namespace) -> None:
 def training_run(commands: Commands, args: argparse.Namespace) -> int:
     """``training run``: our run of the model's workload, in mlpstorage's results layout."""
     _refuse(args)
-    _ranks(args, args.num_accelerators, "--num-accelerators")
+    folder = [mlps.path_item("checkpoint.checkpoint_folder", os.path.join(
+        args.checkpoint_folder, args.model))] if args.checkpoint_folder else []
+    ns = _ours(args, args.model, [*_data(args), *folder, *_results(args)],
+               repeat=args.loops - 1 or None)
+    started = _launch(args, args.num_accelerators, "--num-accelerators")
+    if started is not None:
+        return started
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, args.model, [*_data(args), *_results(args)],
-                                              repeat=args.loops - 1 or None))
+    return _run_or_show(commands, args, ns)
 
 
 def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
@@ -138,7 +160,8 @@ def training_datasize(commands: Commands, args: argparse.Namespace) -> int:
 
 
 def _checkpoint_args(args: argparse.Namespace) -> list[str]:
-    """Our overrides for mlpstorage's checkpointing flags."""
+    """Our overrides for mlpstorage's checkpointing flags (the ranks asked for, or those
+    launched)."""
     processes = args.num_processes or launched_ranks()
     return [*mlps.checkpoint_overrides(args.model, processes, args.checkpoint_folder,
                                        args.num_checkpoints_write, args.num_checkpoints_read),
@@ -148,15 +171,16 @@ def _checkpoint_args(args: argparse.Namespace) -> list[str]:
 def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
     """``checkpointing run``: our llama3 checkpoint workload, in mlpstorage's layout."""
     _refuse(args)
-    overrides = _checkpoint_args(args)
-    _ranks(args, args.num_processes, "--num-processes")
-    _memory_note(args)
-    ns = _ours(args, mlps.workload_of(args.model), overrides,
+    ns = _ours(args, mlps.workload_of(args.model), _checkpoint_args(args),
                repeat=args.loops if args.loops > 1 else None)
     if not args.what_if:  # a read-only invocation's checkpoints, before any rank starts
         from dliobench.run.checkpoint.split import refuse_missing
 
         refuse_missing(ns.workload, args.num_processes or launched_ranks())
+    started = _launch(args, args.num_processes, "--num-processes")
+    if started is not None:
+        return started
+    _memory_note(args)
     return _run_or_show(commands, args, ns)
 
 
@@ -249,3 +273,5 @@ def add_parsers(sub: Any, commands: Commands) -> None:
         mlpstorage_args.add_checkpointing(target, handlers)
         mlpstorage_args.add_reports(target, handlers)
         _add_validate(target)
+        mlpstorage_later.add_parsers(target, target is sub)
+    kvcache_args.add_parser(inner, commands)  # `mlpstorage kvcache ...` as `kvcache ...`

@@ -57,13 +57,19 @@ def _hosts_and_mpi(p: argparse.ArgumentParser) -> None:
                    help="this host only (127.0.0.1, localhost, its name) unless under a "
                    "launcher: dliobench opens no ssh sessions (mpiexec -hosts or srun)")
     p.add_argument("--exec-type", "-et", choices=("mpi", "docker"), default="mpi",
-                   help="mpi: ranks as the launcher started them; docker: refused")
-    p.add_argument("--mpi-bin", choices=("mpirun", "mpiexec"), help="refused: start ranks "
-                   "with your own mpiexec")
-    p.add_argument("--oversubscribe", action="store_true", help="refused (an mpirun flag)")
+                   help="mpi: ranks as the launcher started them, or started here; docker: "
+                   "refused")
+    p.add_argument("--mpi-bin", choices=("mpirun", "mpiexec"), help="which of the mpi "
+                   "extra's MPICH (Hydra) launchers starts the ranks (default mpiexec)")
+    p.add_argument("--oversubscribe", action="store_true", help="accepted: Hydra places "
+                   "more ranks than cores on a host unasked")
     p.add_argument("--allow-run-as-root", action="store_true",
-                   help="refused (an mpirun flag)")
-    p.add_argument("--mpi-params", nargs="+", action="append", help="refused (mpirun's)")
+                   help="accepted: Hydra runs as root unasked")
+    p.add_argument("--mpi-btl", choices=("auto", "vader", "tcp"), default="auto",
+                   help="tcp: ranks on this host talk over TCP, not shared memory")
+    p.add_argument("--mpi-params", nargs="+", action="append", metavar="MPI_PARAMS",
+                   help="given verbatim to the mpiexec that starts the ranks (Hydra's "
+                   "options, e.g. --mpi-params=\"-genv FI_PROVIDER=tcp\")")
     p.add_argument("--ssh-username", help="refused: no ssh sessions")
 
 
@@ -76,8 +82,10 @@ def _universal(p: argparse.ArgumentParser) -> None:
                    "set (training: the first is the rules' warm-up, as `run --repeat N-1`)")
     p.add_argument("--config-file", "-c", help="refused: use a workload file or --param")
     p.add_argument("--file", action="store_true", help="POSIX files (the default)")
-    p.add_argument("--object", nargs="?", const="s3", choices=("s3",),
-                   help="refused: --param storage.storage_type=s3 storage.storage_root=...")
+    p.add_argument("--object", nargs="?", const="s3", metavar="s3",
+                   help="S3 from upstream's variables: BUCKET, STORAGE_URI_SCHEME, "
+                   "AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
+                   "(docs/mlpstorage.md)")
     p.add_argument("--open", action="store_true", help="accepted; `dliobench check "
                    "--division open` judges a run")
     p.add_argument("--closed", action="store_true", help="accepted; `dliobench check` "
@@ -88,8 +96,10 @@ def _universal(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-invalid-params", "-aip", action="store_true",
                    help="accepted, no effect: dliobench refuses unknown keys, `dliobench "
                    "check` judges the rules")
-    p.add_argument("--what-if", action="store_true", help="print the resolved "
-                   "configuration (dliobench show-config) and run nothing")
+    p.add_argument("--what-if", "--dry-run", dest="what_if", action="store_true",
+                   help="print the resolved configuration (dliobench show-config) and run "
+                   "nothing")
+    p.add_argument("--quiet", action="store_true", help="accepted, no effect")
     p.add_argument("--verify-lockfile", help="refused: result.json records version and commit")
     p.add_argument("--skip-validation", action="store_true", help="accepted, no effect")
 
@@ -142,9 +152,13 @@ def add_training(sub: Any, handlers: dict[str, Any]) -> None:
     cmds.choices["datasize"].add_argument("--max-accelerators", "-ma", type=int, default=1,
                                           metavar="N", help="accelerators (datasize "
                                           "--accelerators)")
-    cmds.choices["run"].add_argument("--num-accelerators", "-na", type=int, metavar="N",
-                                     help="ranks: must be how many the launcher started "
-                                     "(default: that many)")
+    cmds.choices["run"].add_argument("--num-accelerators", "-na", "--num-processes",
+                                     dest="num_accelerators", type=int, metavar="N",
+                                     help="ranks: started on this host with the mpi extra's "
+                                     "mpiexec, or as many as a launcher started (default: "
+                                     "that many)")
+    cmds.choices["run"].add_argument("--checkpoint-folder", "-cf", metavar="DIR",
+                                     help="checkpoint.checkpoint_folder=DIR/<model>")
     _timeseries(cmds.choices["run"])
 
 
@@ -168,8 +182,12 @@ def add_checkpointing(sub: Any, handlers: dict[str, Any]) -> None:
         c.add_argument("--num-checkpoints-write", "-ncw", type=int, default=10, metavar="N",
                        help="checkpoint.num_checkpoints_write (default 10)")
         c.add_argument("--num-processes", "-np", type=int, metavar="N",
-                       help="ranks (default: as many as launched); fewer than the model's "
-                       "closed count set checkpoint.mode=subset")
+                       help="ranks: started on this host with the mpi extra's mpiexec, or "
+                       "as many as a launcher started; fewer than the model's closed count "
+                       "set checkpoint.mode=subset")
+        c.add_argument("--accelerator-type", "-g", choices=ACCELERATORS,
+                       dest="checkpoint_accelerator",
+                       help="accepted: a checkpoint's bytes do not depend on it")
         c.add_argument("--checkpoint-folder", "-cf", required=True, metavar="DIR",
                        help="checkpoint.checkpoint_folder=DIR/<model>")
         _params(c)
