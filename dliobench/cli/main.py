@@ -73,10 +73,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dliobench.run.commands import run_benchmark
 
     cfg, warnings = _load(args)
-    if args.ranks and local_launch.needed(args.ranks):
-        return local_launch.run(args.ranks, args.argv)
-    if args.ranks:
-        _check_ranks(args.ranks)
+    ranks = getattr(args, "ranks", None)  # the front door's runs have started theirs
+    if ranks and local_launch.needed(ranks):
+        return local_launch.run(ranks, args.argv)
+    if ranks:
+        _check_ranks(ranks)
     if args.repeat or args.run_set:
         return _run_set(args, cfg, warnings)
     done = run_benchmark(cfg, warnings, _asked(args))
