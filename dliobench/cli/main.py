@@ -68,31 +68,44 @@ def _asked(args: argparse.Namespace) -> Asked:
 def cmd_run(args: argparse.Namespace) -> int:
     """Generate the dataset if needed, train, write results, print the summary (``--ranks
     N`` with no launcher around: as N ranks started here)."""
-    from dliobench.comm import local_launch
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
     cfg, warnings = _load(args)
-    ranks = getattr(args, "ranks", None)  # the front door's runs have started theirs
-    if ranks and local_launch.needed(ranks):
-        return local_launch.run(ranks, args.argv)
-    if ranks:
-        _check_ranks(ranks)
-    if args.repeat or args.run_set:
-        return _run_set(args, cfg, warnings)
+    other = _started_here_or_set(args, cfg, warnings)
+    if other is not None:
+        return other
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, args.trace,
                     args.fail_below_floor or cfg.metric.fail_below_floor)
 
 
-def _check_ranks(asked: int) -> None:
-    """``--ranks N`` under a launcher: N must be the job's size."""
-    from dliobench.cli.mlpstorage import launched_ranks
+def _started_here_or_set(args: argparse.Namespace, cfg: Config,
+                         warnings: list[str]) -> int | None:
+    """``run --ranks N`` with no launcher around: N ranks started here (their exit status);
+    ``--repeat``/``--run-set``: the set (its exit status); else None, one run."""
+    from dliobench.comm.local_launch import start_or_join
 
-    if asked != launched_ranks():
-        raise ConfigError(f"--ranks {asked} but the launcher started {launched_ranks()} "
-                          f"ranks; give --ranks {launched_ranks()}, or run without a launcher "
-                          "and dliobench starts them")
+    started = start_or_join(getattr(args, "ranks", None), getattr(args, "argv", sys.argv[1:]),
+                            None, "--ranks")
+    if started is not None:
+        return started
+    return _run_set(args, cfg, warnings) if args.repeat or args.run_set else None
+
+
+def _kvcache_door(args: argparse.Namespace) -> int | None:
+    """mlpstorage's ``kvcache run|datasize|validate`` (``cli.mlpstorage_kvcache``) and
+    ``--what-if``: their exit status; else None, the workload and upstream's options made
+    overrides in ``args.workload``."""
+    from dliobench.cli.mlpstorage_kvcache import front_door
+    from dliobench.config.kvcache_keys import overrides_from
+
+    ended = front_door(COMMANDS, args)
+    if ended is not None:
+        return ended
+    named = args.workload and "=" not in args.workload[0]
+    args.workload = [*([] if named else ["kvcache"]), *args.workload, *overrides_from(vars(args))]
+    return cmd_show(args) if args.what_if else None
 
 
 def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
@@ -111,18 +124,12 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
 def cmd_kvcache(args: argparse.Namespace) -> int:
     """The KV-cache benchmark: upstream's options as ``kvcache.*`` overrides of the workload
     (workloads/kvcache.yaml unless one is named), run as ``run`` runs one."""
-    from dliobench.cli.mlpstorage_kvcache import front_door
-    from dliobench.config.kvcache_keys import overrides_from
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
-    ended = front_door(COMMANDS, args)  # mlpstorage's kvcache run|datasize|validate
+    ended = _kvcache_door(args)
     if ended is not None:
         return ended
-    named = args.workload and "=" not in args.workload[0]
-    args.workload = [*([] if named else ["kvcache"]), *args.workload, *overrides_from(vars(args))]
-    if args.what_if:
-        return cmd_show(args)
     cfg, warnings = _load(args)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, False, False)

@@ -21,23 +21,12 @@ from typing import Any
 
 from dliobench.base.errors import ConfigError
 from dliobench.cli import kvcache_args, mlpstorage_args, mlpstorage_later
+from dliobench.comm.local_launch import MpiOptions, launched_ranks, start_or_join
 from dliobench.config import mlpstorage as mlps
 from dliobench.config.mlps_storage import object_overrides, translate_params
 
 log = logging.getLogger("dliobench")
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
-# what a launcher tells every rank about the job's size (MPICH/Hydra, Open MPI, PMIx; torchrun)
-SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "WORLD_SIZE")
-
-
-def launched_ranks() -> int:
-    """How many ranks the launcher started (1 without one), from the environment."""
-    for var in SIZE_VARS:
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 1
-
-
 def _refuse(args: argparse.Namespace) -> None:
     """A ConfigError for the first flag given that means nothing here (one sentence)."""
     given = [d for d in ("ssh_username", "dlio_bin_path", "config_file", "verify_lockfile",
@@ -58,21 +47,12 @@ def _refuse(args: argparse.Namespace) -> None:
 
 def _launch(args: argparse.Namespace, asked: int | None, flag: str) -> int | None:
     """Start ``asked`` ranks on this host when no launcher did (their exit status), or
-    None to go on as this rank: one process, or a rank of the job a launcher started (whose
-    size must be what was asked)."""
-    from dliobench.comm import local_launch
-
-    if args.what_if:  # nothing runs
+    None to go on as this rank (``--what-if``: nothing runs, nothing is started)."""
+    if args.what_if:
         return None
-    if asked and local_launch.needed(asked):
-        options = local_launch.MpiOptions.parse(
-            args.mpi_bin, args.mpi_params, args.mpi_btl, args.allow_run_as_root,
-            args.oversubscribe)
-        return local_launch.run(asked, getattr(args, "argv", sys.argv[1:]), options)
-    sentence = mlps.ranks_sentence(asked or launched_ranks(), launched_ranks(), flag)
-    if sentence:
-        raise ConfigError(sentence)
-    return None
+    options = MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
+                               args.allow_run_as_root, args.oversubscribe)
+    return start_or_join(asked, getattr(args, "argv", sys.argv[1:]), options, flag)
 
 
 def _ours(args: argparse.Namespace, workload: str, overrides: list[str],

@@ -74,26 +74,17 @@ def front_door(commands: Commands, args: argparse.Namespace) -> int | None:
             runs=[args.results_dir], division="open" if args.open else "closed", json=False))
     if verb == "datasize":
         return _datasize(args)
-    if args.what_if:
-        return commands["show-config"](args)
-    return _launch(args)
+    return None if args.what_if else _launch(args)
 
 
 def _launch(args: argparse.Namespace) -> int | None:
     """Start ``--num-processes`` ranks here when no launcher did."""
-    from dliobench.cli.mlpstorage import launched_ranks
-    from dliobench.comm import local_launch
+    from dliobench.comm.local_launch import MpiOptions, start_or_join
 
-    asked = args.num_processes
-    if asked and local_launch.needed(asked):
-        options = local_launch.MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
-                                                args.allow_run_as_root, args.oversubscribe)
-        return local_launch.run(asked, getattr(args, "argv", sys.argv[1:]), options)
-    if asked and asked != launched_ranks():
-        raise ConfigError(f"--num-processes {asked} asks for {asked} ranks but the launcher "
-                          f"started {launched_ranks()}; give --num-processes "
-                          f"{launched_ranks()} or run without a launcher")
-    return None
+    options = MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
+                               args.allow_run_as_root, args.oversubscribe)
+    return start_or_join(args.num_processes, getattr(args, "argv", sys.argv[1:]), options,
+                         "--num-processes")
 
 
 def _datasize(args: Any) -> int:

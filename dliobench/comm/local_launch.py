@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dliobench.base.errors import InputError
+from dliobench.base.errors import ConfigError, InputError
 
 log = logging.getLogger("dliobench")
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
@@ -36,6 +36,8 @@ BTLS = ("auto", "vader", "tcp")
 # --mpi-btl tcp: MPICH's ranks on one host talk through the network module, over TCP
 TCP_ONLY = {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 INSTALL = "pip install 'dliobench[mpi]'"
+# what a launcher tells every rank about the job's size (MPICH/Hydra, Open MPI, PMIx; torchrun)
+SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "WORLD_SIZE")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,30 @@ class MpiOptions:
                                      "FI_PROVIDER=tcp\"") from None
         return cls(mpi_bin or "mpiexec", tuple(words), btl or "auto", allow_run_as_root,
                    oversubscribe, dict(TCP_ONLY) if btl == "tcp" else {})
+
+
+def launched_ranks() -> int:
+    """How many ranks the launcher started (1 without one), from the environment."""
+    for var in SIZE_VARS:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def start_or_join(asked: int | None, argv: Sequence[str], options: MpiOptions | None,
+                  flag: str) -> int | None:
+    """Start ``asked`` ranks here when no launcher did (their exit status), or None to go
+    on as this rank: one process, or a rank of a launcher's job, whose size must then be
+    ``asked`` (else one sentence naming ``flag``)."""
+    if asked and needed(asked):
+        return run(asked, argv, options)
+    launched = launched_ranks()
+    if asked and asked != launched:
+        raise ConfigError(f"{flag} {asked} asks for {asked} ranks but the launcher started "
+                          f"{launched}; start {asked} (mpiexec -n {asked}), give {flag} "
+                          f"{launched}, or run the command without a launcher and dliobench "
+                          "starts them")
+    return None
 
 
 def needed(ranks: int) -> bool:

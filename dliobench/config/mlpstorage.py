@@ -156,13 +156,3 @@ def checkpoint_overrides(model: str, processes: int, folder: str, writes: int,
     if processes < LLM_CLOSED_PROCESSES[model]:
         out.append("checkpoint.mode=subset")
     return out
-
-
-def ranks_sentence(asked: int, launched: int, flag: str) -> str | None:
-    """Why ``asked`` ranks (``--num-accelerators``/``--num-processes``) cannot run in a job
-    of ``launched`` ranks that a launcher started, or None when they match."""
-    if asked == launched:
-        return None
-    return (f"{flag} {asked} asks for {asked} ranks but the launcher started {launched}; "
-            f"start {asked} (mpiexec -n {asked}), give {flag} {launched}, or run the command "
-            "without a launcher and dliobench starts them")
