@@ -44,7 +44,7 @@ STAMP_LEN = len("20261207_104222")
 
 
 def ident(entry: dict[str, Any]) -> str:
-    return f"{entry['doc']}:{entry.get('line') or entry['section']}"
+    return f"{entry['doc']}:{entry['line']}"
 
 
 def argv_of(entry: dict[str, Any], tmp: Path) -> list[str]:
@@ -105,7 +105,7 @@ def test_every_document_and_command_has_a_status() -> None:
     for entry in ENTRIES:
         assert entry["status"] in STATUSES and entry["test"] in TESTS, ident(entry)
         assert entry["status"] == "runs" or entry.get("why"), ident(entry)
-        assert entry["command"].strip(), ident(entry)
+        assert entry["command"].strip() and isinstance(entry["line"], int), ident(entry)
         if entry.get("argv"):  # the part run is the document's own words
             flat = " ".join(entry["command"].replace("\\\n", " ").split())
             assert " ".join(entry["argv"].split()) in flat, ident(entry)
