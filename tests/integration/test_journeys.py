@@ -111,6 +111,14 @@ def test_every_document_and_command_has_a_status() -> None:
             assert " ".join(entry["argv"].split()) in flat, ident(entry)
 
 
+def test_docs_table_lists_every_command_with_its_status() -> None:
+    table = (REPO / "docs" / "mlpstorage.md").read_text()
+    for entry in ENTRIES:
+        assert f"| {entry['doc']}:{entry['line']} | " in table, ident(entry)
+        row = table.split(f"| {entry['doc']}:{entry['line']} | ", 1)[1].split("\n", 1)[0]
+        assert f"| {entry['status']} |" in row, ident(entry)
+
+
 QUICK = [e for e in ENTRIES if e["test"] in ("help", "refused", "what-if")]
 
 
