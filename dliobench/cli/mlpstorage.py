@@ -23,7 +23,7 @@ from dliobench.base.errors import ConfigError
 from dliobench.cli import kvcache_args, mlpstorage_args, mlpstorage_later
 from dliobench.comm.local_launch import MpiOptions, launched_ranks, start_or_join
 from dliobench.config import mlpstorage as mlps
-from dliobench.config.mlps_storage import object_overrides, translate_params
+from dliobench.config.mlps_storage import dotenv, object_overrides, translate_params
 
 log = logging.getLogger("dliobench")
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
@@ -72,8 +72,15 @@ def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
 
 
 def _storage(args: argparse.Namespace) -> list[str]:
-    """``--object`` (or the positional ``object``): S3 from upstream's variables."""
-    return object_overrides() if getattr(args, "object", None) else []
+    """``--object`` (or the positional ``object``): S3 from upstream's variables; the
+    ``AWS_*`` ones of ``./.env`` join the environment (ours and the ranks'), where our S3
+    client reads them, as upstream reads ``.env``."""
+    if not getattr(args, "object", None):
+        return []
+    for key, value in dotenv().items():
+        if key.startswith("AWS_"):
+            os.environ.setdefault(key, value)
+    return object_overrides()
 
 
 def _results(args: argparse.Namespace) -> list[str]:
