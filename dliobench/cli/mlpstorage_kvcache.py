@@ -26,41 +26,71 @@ from dliobench.base.errors import ConfigError
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 VERBS = ("run", "datasize", "validate")
 PLANNING_CONTEXT_TOKENS = 8192  # kv_cache_benchmark/README.md@dfe7b1f, "Peak In-Flight RAM"
-NO_EFFECT = ("--trials", "--inter-option-delay", "--npernode", "--loops", "--rag-num-docs",
+NO_EFFECT = ("--trials", "--inter-option-delay", "--loops", "--rag-num-docs",
              "--stream-log-level")
+REFUSED_HERE = {"kvcache_bin_path": "--kvcache-bin-path: dliobench runs no kv-cache.py",
+                "enable_rag": "--enable-rag: dliobench emulates no RAG documents",
+                "object": "--object: the KV cache is POSIX storage, as upstream's kvcache "
+                          "refuses it too"}
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    """mlpstorage's own flags of ``kvcache run|datasize``, beside kv-cache.py's."""
-    from dliobench.cli.mlpstorage_args import _hosts_and_mpi
+    """mlpstorage's own flags of ``kvcache run|datasize`` (``kvcache_args.py``@dfe7b1f and
+    the universal ones of ``common_args.py``), beside kv-cache.py's."""
+    from dliobench.cli.mlpstorage_args import _hosts_and_mpi, _timeseries
 
     _hosts_and_mpi(p)
+    _timeseries(p)
     p.add_argument("--results-dir", "-rd", metavar="DIR",
                    help="mlpstorage kvcache: the root folder of results (output.folder)")
     p.add_argument("--num-processes", "-np", type=int, metavar="N",
                    help="ranks: started on this host with the mpi extra's mpiexec, or as "
                    "many as a launcher started")
+    p.add_argument("--npernode", "--num-processes-per-client", metavar="N",
+                   help="accepted: ranks per host (one host here)")
     for flag in NO_EFFECT:
         p.add_argument(flag, metavar="N", help="accepted, no effect (one run per invocation)")
-    p.add_argument("--enable-rag", action="store_true", help="refused: no RAG documents here")
     p.add_argument("--config", metavar="YAML", help="kv-cache.py's config.yaml: not read "
                    "(dliobench's kvcache.* keys hold those settings: dliobench keys kvcache)")
+    p.add_argument("--config-file", "-c", help="refused: use a workload file or KEY=VALUE")
+    p.add_argument("--verify-lockfile", help="refused: result.json records the version")
     p.add_argument("--kvcache-bin-path", help="refused: no kv-cache.py runs")
+    p.add_argument("--enable-rag", action="store_true", help="refused: no RAG documents here")
+    p.add_argument("--object", nargs="?", const="s3", help="refused: POSIX storage only")
     p.add_argument("--what-if", "--dry-run", dest="what_if", action="store_true",
                    help="print the resolved configuration and run nothing")
-    for flag in ("--closed", "--open", "--skip-validation", "--allow-invalid-params",
-                 "--debug", "--quiet", "--skip-timeseries"):
+    p.add_argument("--debug", "--verbose", dest="verbose", action="store_true",
+                   default=argparse.SUPPRESS, help="log debug messages (dliobench -v)")
+    for flag in ("--closed", "--open", "--file", "--skip-validation", "--allow-invalid-params",
+                 "--quiet"):
         p.add_argument(flag, action="store_true", help="accepted, no effect")
+
+
+def _refuse(args: argparse.Namespace) -> None:
+    """One sentence for the first flag given that means nothing here."""
+    from dliobench.comm.local_launch import launched_ranks
+    from dliobench.config import mlpstorage as mlps
+
+    for dest, why in REFUSED_HERE.items():
+        if getattr(args, dest, None):
+            raise ConfigError(f"mlpstorage kvcache's {why}; leave it out")
+    given = [d for d in ("ssh_username", "config_file", "verify_lockfile", "timeseries")
+             if getattr(args, d, None)]
+    given += ["exec_type"] if args.exec_type == "docker" else []
+    sentence = mlps.refusal(given)
+    remote = mlps.remote_hosts(args.hosts) if launched_ranks() == 1 else []
+    if not sentence and remote:
+        sentence = (f"--hosts names other hosts ({', '.join(remote)}): start the ranks there "
+                    f"with `mpiexec -hosts {','.join(remote)} -n N dliobench kvcache ...` or "
+                    "srun")
+    if sentence:
+        raise ConfigError(sentence)
 
 
 def front_door(commands: Commands, args: argparse.Namespace) -> int | None:
     """Run a verb's work, or prepare ``args`` for our kvcache run and return None (or the
     exit status of the ranks started here)."""
-    for dest, flag in (("kvcache_bin_path", "--kvcache-bin-path"), ("enable_rag",
-                                                                    "--enable-rag")):
-        if getattr(args, dest, None):
-            raise ConfigError(f"mlpstorage kvcache's {flag} has no meaning in dliobench, which "
-                              "runs no kv-cache.py and emulates no RAG documents; leave it out")
+    _refuse(args)
     verb = args.workload[0] if args.workload[:1] and args.workload[0] in VERBS else None
     if verb:
         args.workload = args.workload[1:]
