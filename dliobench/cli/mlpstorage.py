@@ -90,10 +90,13 @@ def _results(args: argparse.Namespace) -> list[str]:
 
 
 def _data(args: argparse.Namespace) -> list[str]:
-    """--data-dir as mlpstorage reads it: the data folder ``<dir>/<model>``."""
+    """--data-dir as mlpstorage reads it: the data folder ``<dir>/<model>``; --o-direct:
+    reads that bypass the page cache."""
+    odirect = ["reader.odirect=true"] if getattr(args, "o_direct", False) else []
     if not args.data_dir:
-        return []
-    return [mlps.path_item("dataset.data_folder", mlps.data_folder(args.data_dir, args.model))]
+        return odirect
+    return [mlps.path_item("dataset.data_folder", mlps.data_folder(args.data_dir, args.model)),
+            *odirect]
 
 
 def _run_or_show(commands: Commands, args: argparse.Namespace, ns: argparse.Namespace) -> int:

@@ -102,6 +102,8 @@ def _universal(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="accepted, no effect")
     p.add_argument("--verify-lockfile", help="refused: result.json records version and commit")
     p.add_argument("--skip-validation", action="store_true", help="accepted, no effect")
+    p.add_argument("--systemname", "-sn", help="accepted, no effect (the run records this "
+                   "host's facts; mlpstorage's newest layout files runs under it)")
 
 
 def _timeseries(p: argparse.ArgumentParser) -> None:
@@ -134,7 +136,7 @@ def add_training(sub: Any, handlers: dict[str, Any]) -> None:
                        help="our workload of that name (workloads/<model>.yaml)")
         if name != "datagen":
             _memory(c)
-            c.add_argument("--accelerator-type", "-g", choices=ACCELERATORS,
+            c.add_argument("--accelerator-type", "-g", "-at", choices=ACCELERATORS,
                            help="the workload's accelerator profile (--accelerator)")
             c.add_argument("--num-client-hosts", "-nc", type=int, default=1,
                            help="hosts, for datasize's memory rule (a run counts the hosts "
@@ -159,6 +161,15 @@ def add_training(sub: Any, handlers: dict[str, Any]) -> None:
                                      "that many)")
     cmds.choices["run"].add_argument("--checkpoint-folder", "-cf", metavar="DIR",
                                      help="checkpoint.checkpoint_folder=DIR/<model>")
+    cmds.choices["run"].add_argument("--drop-caches-timeout-seconds", type=int,
+                                     metavar="SECONDS", help="accepted, no effect: "
+                                     "storage.drop_cache evicts the dataset's pages per file, "
+                                     "without sudo")
+    for name in ("datagen", "run"):
+        cmds.choices[name].add_argument("--o-direct", action="store_true",
+                                        help="reader.odirect=true (reads bypass the page "
+                                        "cache; large files are written with O_DIRECT "
+                                        "already: dataset.write_odirect)")
     _timeseries(cmds.choices["run"])
 
 

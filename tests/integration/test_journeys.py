@@ -237,8 +237,14 @@ def test_front_door_forms_that_were_refused(here: Path, capsys: pytest.CaptureFi
                               "ck", "--num-accelerators", "4", "--what-if"], capsys)
     assert rc == 0, err
     assert yaml.safe_load(out)["checkpoint"]["checkpoint_folder"] == "ck/unet3d"
-    rc, out, err = dliobench(["closed", "training", "unet3d", "configview", "file"], capsys)
-    assert rc == 0 and yaml.safe_load(out)["dataset"]["format"] == "npz", err
+    # the newest CLI's shape and flags (training_args.py@36dcedf): division first, model and
+    # storage as words, -at, --o-direct, --systemname, --drop-caches-timeout-seconds
+    rc, out, err = dliobench(["closed", "training", "unet3d", "configview", "file", "-at", "b200",
+                              "--o-direct", "-sn", "sys1", "--drop-caches-timeout-seconds",
+                              "30", "--num-accelerators", "4", "--results-dir", "r"], capsys)
+    config = yaml.safe_load(out)
+    assert rc == 0 and config["reader"]["odirect"] is True, err
+    assert config["train"]["accelerator"] == "b200"
     for words, says in ((["history", "show"], "result.json"),
                         (["mlpstorage", "vectordb", "run"], "VectorDB"),
                         (["closed", "vectordb", "run", "--num-shards", "1"], "VectorDB"),
