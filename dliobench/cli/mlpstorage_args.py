@@ -1,12 +1,16 @@
 """The front door's flags: mlpstorage's subcommands and flags, as its argparse declares them
-(``mlpstorage_py/cli/{training,checkpointing,common}_args.py`` at ``config.mlpstorage.UPSTREAM``),
-so that its users' command lines parse here unchanged.
+(``mlpstorage_py/cli/{training,checkpointing,common}_args.py`` at ``config.mlpstorage.UPSTREAM``,
+with the union of the later CLIs: ``common_args.py``@dfe7b1f's ``--mpi-btl``, ``--dry-run``,
+``--quiet``, and ``training_args.py``@36dcedf's ``-at``, ``--o-direct``, ``--systemname``,
+``--drop-caches-timeout-seconds``; their positional shape: ``cli/mlpstorage_argv.py``), so that
+its users' command lines parse here unchanged.
 
 Differences, on purpose: the counts (``--num-accelerators``, ``--num-processes``,
 ``--max-accelerators``), ``--accelerator-type`` and ``--client-host-memory-in-gb`` are optional
 (the launched ranks, the workload's accelerator, this host's memory), and ``--file`` /
-``--object`` need not be given (POSIX). ``--param`` is accepted beside ``--params``. Flags
-that mean nothing here are parsed, then refused in one sentence (``config.mlpstorage.REFUSED``).
+``--object`` need not be given (POSIX). ``--param`` is accepted beside ``--params``. The MPI
+flags are options of the launch that starts the ranks (``comm.local_launch``). Flags that mean
+nothing here are parsed, then refused in one sentence (``config.mlpstorage.REFUSED``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ Upstream is read at mlcommons/storage@be69aeb5dccb701ae207b27820b7ae7c7bcf80b1:
 ``mlpstorage_py/config.py`` (models, accelerators, results folder, date format),
 ``mlpstorage_py/benchmarks/dlio.py`` (``--data-dir`` is ``<dir>/<model>``, the checkpoint
 folder ``<folder>/<model>``, subset mode below the closed rank count) and
-``mlpstorage_py/rules/utils.py`` ``generate_output_location`` (the results layout).
+``mlpstorage_py/rules/utils.py`` ``generate_output_location`` (the results layout). The later
+CLIs' flags (``mlpstorage_py/cli``@dfe7b1f, ``training_args.py``@36dcedf) are in
+``cli/mlpstorage_args.py``; the storage selection in ``config.mlps_storage``.
 """
 
 from __future__ import annotations
