@@ -86,8 +86,8 @@ def _started_here_or_set(args: argparse.Namespace, cfg: Config,
     ``--repeat``/``--run-set``: the set (its exit status); else None, one run."""
     from dliobench.comm.local_launch import start_or_join
 
-    started = start_or_join(getattr(args, "ranks", None), getattr(args, "argv", sys.argv[1:]),
-                            None, "--ranks")
+    typed = getattr(args, "typed_argv", sys.argv[1:])
+    started = start_or_join(getattr(args, "ranks", None), typed, None, "--ranks")
     if started is not None:
         return started
     return _run_set(args, cfg, warnings) if args.repeat or args.run_set else None
@@ -295,7 +295,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(normalize(given))
-    args.argv = given  # what ranks started here run again
+    args.typed_argv = given  # what ranks started here run again (`nodes` has its own argv)
     positional = "workload" if hasattr(args, "workload") else \
         "sweep" if hasattr(args, "sweep") else None
     if extra and (positional is None or any(x.startswith("-") for x in extra)):

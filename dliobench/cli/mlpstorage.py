@@ -52,7 +52,7 @@ def _launch(args: argparse.Namespace, asked: int | None, flag: str) -> int | Non
         return None
     options = MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
                                args.allow_run_as_root, args.oversubscribe)
-    return start_or_join(asked, getattr(args, "argv", sys.argv[1:]), options, flag)
+    return start_or_join(asked, getattr(args, "typed_argv", sys.argv[1:]), options, flag)
 
 
 def _ours(args: argparse.Namespace, workload: str, overrides: list[str],

@@ -113,7 +113,7 @@ def _launch(args: argparse.Namespace) -> int | None:
 
     options = MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
                                args.allow_run_as_root, args.oversubscribe)
-    return start_or_join(args.num_processes, getattr(args, "argv", sys.argv[1:]), options,
+    return start_or_join(args.num_processes, getattr(args, "typed_argv", sys.argv[1:]), options,
                          "--num-processes")
 
 
