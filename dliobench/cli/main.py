@@ -100,7 +100,7 @@ def _kvcache_door(args: argparse.Namespace) -> int | None:
     from dliobench.cli.mlpstorage_kvcache import front_door
     from dliobench.config.kvcache_keys import overrides_from
 
-    ended = front_door(COMMANDS, args)
+    ended = front_door(args)
     if ended is not None:
         return ended
     named = args.workload and "=" not in args.workload[0]

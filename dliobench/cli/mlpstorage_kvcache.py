@@ -11,19 +11,18 @@ already takes (``config.kvcache_keys.UPSTREAM_FLAGS``); this module adds mlpstor
 - ``datasize``: the model's KV bytes per token and what ``--num-users`` users hold at
   upstream's planning context of 8,192 tokens (``kv_cache_benchmark/README.md``@dfe7b1f,
   "Peak In-Flight RAM": ``max_concurrent_allocs x avg_context_tokens x bytes_per_token``).
-- ``validate``: ``dliobench check`` of the runs below ``--results-dir``.
+- ``validate``: ``dliobench check`` of the runs below ``--results-dir``, as mlpstorage's
+  ``validate`` (``report.mlpstorage_report.validate``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from dliobench.base.errors import ConfigError
 
-Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 VERBS = ("run", "datasize", "validate")
 PLANNING_CONTEXT_TOKENS = 8192  # kv_cache_benchmark/README.md@dfe7b1f, "Peak In-Flight RAM"
 NO_EFFECT = ("--trials", "--inter-option-delay", "--loops", "--rag-num-docs",
@@ -87,7 +86,7 @@ def _refuse(args: argparse.Namespace) -> None:
         raise ConfigError(sentence)
 
 
-def front_door(commands: Commands, args: argparse.Namespace) -> int | None:
+def front_door(args: argparse.Namespace) -> int | None:
     """Run a verb's work, or prepare ``args`` for our kvcache run and return None (or the
     exit status of the ranks started here)."""
     _refuse(args)
@@ -100,8 +99,9 @@ def front_door(commands: Commands, args: argparse.Namespace) -> int | None:
         if not args.results_dir:
             raise ConfigError("kvcache validate needs --results-dir DIR, the folder of the "
                               "runs to check")
-        return commands["check"](argparse.Namespace(
-            runs=[args.results_dir], division="open" if args.open else "closed", json=False))
+        from dliobench.report.mlpstorage_report import validate
+
+        return validate(args.results_dir, "open" if args.open else "closed")
     if verb == "datasize":
         return _datasize(args)
     return None if args.what_if else _launch(args)
