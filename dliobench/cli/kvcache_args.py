@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import dliobench.cli.mlpstorage_kvcache as mlpstorage_kvcache
 from dliobench.config.kvcache_keys import UPSTREAM_FLAGS, KVCacheConfig
 
 
@@ -36,4 +37,5 @@ def add_parser(sub: Any, commands: Mapping[str, Callable[[argparse.Namespace], i
                    "upstream's --output: the figures also go there (kvcache.output_json)")
     p.add_argument("--launcher", choices=("auto", "mpi", "torch", "none"), default="auto",
                    help="what started the ranks (default auto, as `run`)")
+    mlpstorage_kvcache.add_args(p)  # mlpstorage kvcache run|datasize|validate
     p.set_defaults(func=commands["kvcache"])

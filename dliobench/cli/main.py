@@ -66,16 +66,46 @@ def _asked(args: argparse.Namespace) -> Asked:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Generate the dataset if needed, train, write results, print the summary."""
+    """Generate the dataset if needed, train, write results, print the summary (``--ranks
+    N`` with no launcher around: as N ranks started here)."""
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
     cfg, warnings = _load(args)
-    if args.repeat or args.run_set:
-        return _run_set(args, cfg, warnings)
+    other = _started_here_or_set(args, cfg, warnings)
+    if other is not None:
+        return other
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, args.trace,
                     args.fail_below_floor or cfg.metric.fail_below_floor)
+
+
+def _started_here_or_set(args: argparse.Namespace, cfg: Config,
+                         warnings: list[str]) -> int | None:
+    """``run --ranks N`` with no launcher around: N ranks started here (their exit status);
+    ``--repeat``/``--run-set``: the set (its exit status); else None, one run."""
+    from dliobench.comm.local_launch import start_or_join
+
+    typed = getattr(args, "typed_argv", sys.argv[1:])
+    started = start_or_join(getattr(args, "ranks", None), typed, None, "--ranks")
+    if started is not None:
+        return started
+    return _run_set(args, cfg, warnings) if args.repeat or args.run_set else None
+
+
+def _kvcache_door(args: argparse.Namespace) -> int | None:
+    """mlpstorage's ``kvcache run|datasize|validate`` (``cli.mlpstorage_kvcache``) and
+    ``--what-if``: their exit status; else None, the workload and upstream's options made
+    overrides in ``args.workload``."""
+    from dliobench.cli.mlpstorage_kvcache import front_door
+    from dliobench.config.kvcache_keys import overrides_from
+
+    ended = front_door(args)
+    if ended is not None:
+        return ended
+    named = args.workload and "=" not in args.workload[0]
+    args.workload = [*([] if named else ["kvcache"]), *args.workload, *overrides_from(vars(args))]
+    return cmd_show(args) if args.what_if else None
 
 
 def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
@@ -94,12 +124,12 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
 def cmd_kvcache(args: argparse.Namespace) -> int:
     """The KV-cache benchmark: upstream's options as ``kvcache.*`` overrides of the workload
     (workloads/kvcache.yaml unless one is named), run as ``run`` runs one."""
-    from dliobench.config.kvcache_keys import overrides_from
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
-    named = args.workload and "=" not in args.workload[0]
-    args.workload = [*([] if named else ["kvcache"]), *args.workload, *overrides_from(vars(args))]
+    ended = _kvcache_door(args)
+    if ended is not None:
+        return ended
     cfg, warnings = _load(args)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, False, False)
@@ -260,8 +290,12 @@ def _a_quiet_rank() -> bool:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     """The arguments; overrides given after options (`run W --no-progress a=b`) join the
     workload's (or the sweep's) positional items."""
+    from dliobench.cli.mlpstorage_argv import normalize
+
+    given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(normalize(given))
+    args.typed_argv = given  # what ranks started here run again (`nodes` has its own argv)
     positional = "workload" if hasattr(args, "workload") else \
         "sweep" if hasattr(args, "sweep") else None
     if extra and (positional is None or any(x.startswith("-") for x in extra)):

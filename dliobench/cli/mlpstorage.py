@@ -19,29 +19,20 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+import dliobench.cli.kvcache_args as kvcache_args
 import dliobench.cli.mlpstorage_args as mlpstorage_args
+import dliobench.cli.mlpstorage_later as mlpstorage_later
 from dliobench.base.errors import ConfigError
+from dliobench.comm.local_launch import MpiOptions, launched_ranks, start_or_join
 from dliobench.config import mlpstorage as mlps
+from dliobench.config.mlps_storage import dotenv, object_overrides, translate_params
 
 log = logging.getLogger("dliobench")
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
-# what a launcher tells every rank about the job's size (MPICH/Hydra, Open MPI, PMIx; torchrun)
-SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "WORLD_SIZE")
-
-
-def launched_ranks() -> int:
-    """How many ranks the launcher started (1 without one), from the environment."""
-    for var in SIZE_VARS:
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 1
-
-
 def _refuse(args: argparse.Namespace) -> None:
     """A ConfigError for the first flag given that means nothing here (one sentence)."""
-    given = [d for d in ("mpi_bin", "oversubscribe", "allow_run_as_root", "mpi_params",
-                         "ssh_username", "dlio_bin_path", "config_file", "object",
-                         "verify_lockfile", "timeseries") if getattr(args, d, None)]
+    given = [d for d in ("ssh_username", "dlio_bin_path", "config_file", "verify_lockfile",
+                         "timeseries") if getattr(args, d, None)]
     given += ["exec_type"] if getattr(args, "exec_type", "mpi") == "docker" else []
     if getattr(args, "loops", 1) < 1:
         raise ConfigError(f"--loops {args.loops}: give 1 or more runs")
@@ -56,19 +47,22 @@ def _refuse(args: argparse.Namespace) -> None:
                           "on every host")
 
 
-def _ranks(args: argparse.Namespace, asked: int | None, flag: str) -> None:
-    """Refuse a rank count the launcher did not start, with the command that would."""
-    sentence = mlps.ranks_sentence(asked or launched_ranks(), launched_ranks(), flag,
-                                   sys.argv[1:])
-    if sentence:
-        raise ConfigError(sentence)
+def _launch(args: argparse.Namespace, asked: int | None, flag: str) -> int | None:
+    """Start ``asked`` ranks on this host when no launcher did (their exit status), or
+    None to go on as this rank (``--what-if``: nothing runs, nothing is started)."""
+    if args.what_if:
+        return None
+    options = MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
+                               args.allow_run_as_root, args.oversubscribe)
+    return start_or_join(asked, getattr(args, "typed_argv", sys.argv[1:]), options, flag)
 
 
 def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
           **extra: Any) -> argparse.Namespace:
     """The arguments our own command would have had: the workload, the overrides (mlpstorage's
     --params first, then what its other flags set), and the rest of our options."""
-    items = [workload, *mlps.flat_params(getattr(args, "params", None)), *overrides]
+    items = [workload, *translate_params(mlps.flat_params(getattr(args, "params", None))),
+             *_storage(args), *overrides]
     accel = getattr(args, "accelerator_type", None)
     log.debug("as dliobench: %s", shlex.join(
         ["dliobench", "...", *items, *(["--accelerator", accel] if accel else [])]))
@@ -79,6 +73,18 @@ def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
     return argparse.Namespace(**{**base, **extra})
 
 
+def _storage(args: argparse.Namespace) -> list[str]:
+    """``--object`` (or the positional ``object``): S3 from upstream's variables; the
+    ``AWS_*`` ones of ``./.env`` join the environment (ours and the ranks'), where our S3
+    client reads them, as upstream reads ``.env``."""
+    if not getattr(args, "object", None):
+        return []
+    for key, value in dotenv().items():
+        if key.startswith("AWS_"):
+            os.environ.setdefault(key, value)
+    return object_overrides()
+
+
 def _results(args: argparse.Namespace) -> list[str]:
     """Where runs go: --results-dir, laid out as mlpstorage lays it out (checked as every
     output.folder is)."""
@@ -86,10 +92,13 @@ def _results(args: argparse.Namespace) -> list[str]:
 
 
 def _data(args: argparse.Namespace) -> list[str]:
-    """--data-dir as mlpstorage reads it: the data folder ``<dir>/<model>``."""
+    """--data-dir as mlpstorage reads it: the data folder ``<dir>/<model>``; --o-direct:
+    reads that bypass the page cache."""
+    odirect = ["reader.odirect=true"] if getattr(args, "o_direct", False) else []
     if not args.data_dir:
-        return []
-    return [mlps.path_item("dataset.data_folder", mlps.data_folder(args.data_dir, args.model))]
+        return odirect
+    return [mlps.path_item("dataset.data_folder", mlps.data_folder(args.data_dir, args.model)),
+            *odirect]
 
 
 def _run_or_show(commands: Commands, args: argparse.Namespace, ns: argparse.Namespace) -> int:
@@ -112,10 +121,15 @@ def _memory_note(args: argparse.Namespace) -> None:
 def training_run(commands: Commands, args: argparse.Namespace) -> int:
     """``training run``: our run of the model's workload, in mlpstorage's results layout."""
     _refuse(args)
-    _ranks(args, args.num_accelerators, "--num-accelerators")
+    folder = [mlps.path_item("checkpoint.checkpoint_folder", os.path.join(
+        args.checkpoint_folder, args.model))] if args.checkpoint_folder else []
+    ns = _ours(args, args.model, [*_data(args), *folder, *_results(args)],
+               repeat=args.loops - 1 or None)
+    started = _launch(args, args.num_accelerators, "--num-accelerators")
+    if started is not None:
+        return started
     _memory_note(args)
-    return _run_or_show(commands, args, _ours(args, args.model, [*_data(args), *_results(args)],
-                                              repeat=args.loops - 1 or None))
+    return _run_or_show(commands, args, ns)
 
 
 def training_datagen(commands: Commands, args: argparse.Namespace) -> int:
@@ -138,7 +152,8 @@ def training_datasize(commands: Commands, args: argparse.Namespace) -> int:
 
 
 def _checkpoint_args(args: argparse.Namespace) -> list[str]:
-    """Our overrides for mlpstorage's checkpointing flags."""
+    """Our overrides for mlpstorage's checkpointing flags (the ranks asked for, or those
+    launched)."""
     processes = args.num_processes or launched_ranks()
     return [*mlps.checkpoint_overrides(args.model, processes, args.checkpoint_folder,
                                        args.num_checkpoints_write, args.num_checkpoints_read),
@@ -148,15 +163,16 @@ def _checkpoint_args(args: argparse.Namespace) -> list[str]:
 def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
     """``checkpointing run``: our llama3 checkpoint workload, in mlpstorage's layout."""
     _refuse(args)
-    overrides = _checkpoint_args(args)
-    _ranks(args, args.num_processes, "--num-processes")
-    _memory_note(args)
-    ns = _ours(args, mlps.workload_of(args.model), overrides,
+    ns = _ours(args, mlps.workload_of(args.model), _checkpoint_args(args),
                repeat=args.loops if args.loops > 1 else None)
     if not args.what_if:  # a read-only invocation's checkpoints, before any rank starts
         from dliobench.run.checkpoint.split import refuse_missing
 
         refuse_missing(ns.workload, args.num_processes or launched_ranks())
+    started = _launch(args, args.num_processes, "--num-processes")
+    if started is not None:
+        return started
+    _memory_note(args)
     return _run_or_show(commands, args, ns)
 
 
@@ -249,3 +265,5 @@ def add_parsers(sub: Any, commands: Commands) -> None:
         mlpstorage_args.add_checkpointing(target, handlers)
         mlpstorage_args.add_reports(target, handlers)
         _add_validate(target)
+        mlpstorage_later.add_parsers(target, target is sub)
+    kvcache_args.add_parser(inner, commands)  # `mlpstorage kvcache ...` as `kvcache ...`

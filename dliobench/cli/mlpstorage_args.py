@@ -1,12 +1,16 @@
 """The front door's flags: mlpstorage's subcommands and flags, as its argparse declares them
-(``mlpstorage_py/cli/{training,checkpointing,common}_args.py`` at ``config.mlpstorage.UPSTREAM``),
-so that its users' command lines parse here unchanged.
+(``mlpstorage_py/cli/{training,checkpointing,common}_args.py`` at ``config.mlpstorage.UPSTREAM``,
+with the union of the later CLIs: ``common_args.py``@dfe7b1f's ``--mpi-btl``, ``--dry-run``,
+``--quiet``, and ``training_args.py``@36dcedf's ``-at``, ``--o-direct``, ``--systemname``,
+``--drop-caches-timeout-seconds``; their positional shape: ``cli/mlpstorage_argv.py``), so that
+its users' command lines parse here unchanged.
 
 Differences, on purpose: the counts (``--num-accelerators``, ``--num-processes``,
 ``--max-accelerators``), ``--accelerator-type`` and ``--client-host-memory-in-gb`` are optional
 (the launched ranks, the workload's accelerator, this host's memory), and ``--file`` /
-``--object`` need not be given (POSIX). ``--param`` is accepted beside ``--params``. Flags
-that mean nothing here are parsed, then refused in one sentence (``config.mlpstorage.REFUSED``).
+``--object`` need not be given (POSIX). ``--param`` is accepted beside ``--params``. The MPI
+flags are options of the launch that starts the ranks (``comm.local_launch``). Flags that mean
+nothing here are parsed, then refused in one sentence (``config.mlpstorage.REFUSED``).
 """
 
 from __future__ import annotations
@@ -57,13 +61,19 @@ def _hosts_and_mpi(p: argparse.ArgumentParser) -> None:
                    help="this host only (127.0.0.1, localhost, its name) unless under a "
                    "launcher: dliobench opens no ssh sessions (mpiexec -hosts or srun)")
     p.add_argument("--exec-type", "-et", choices=("mpi", "docker"), default="mpi",
-                   help="mpi: ranks as the launcher started them; docker: refused")
-    p.add_argument("--mpi-bin", choices=("mpirun", "mpiexec"), help="refused: start ranks "
-                   "with your own mpiexec")
-    p.add_argument("--oversubscribe", action="store_true", help="refused (an mpirun flag)")
+                   help="mpi: ranks as the launcher started them, or started here; docker: "
+                   "refused")
+    p.add_argument("--mpi-bin", choices=("mpirun", "mpiexec"), help="which of the mpi "
+                   "extra's MPICH (Hydra) launchers starts the ranks (default mpiexec)")
+    p.add_argument("--oversubscribe", action="store_true", help="accepted: Hydra places "
+                   "more ranks than cores on a host unasked")
     p.add_argument("--allow-run-as-root", action="store_true",
-                   help="refused (an mpirun flag)")
-    p.add_argument("--mpi-params", nargs="+", action="append", help="refused (mpirun's)")
+                   help="accepted: Hydra runs as root unasked")
+    p.add_argument("--mpi-btl", choices=("auto", "vader", "tcp"), default="auto",
+                   help="tcp: ranks on this host talk over TCP, not shared memory")
+    p.add_argument("--mpi-params", nargs="+", action="append", metavar="MPI_PARAMS",
+                   help="given verbatim to the mpiexec that starts the ranks (Hydra's "
+                   "options, e.g. --mpi-params=\"-genv FI_PROVIDER=tcp\")")
     p.add_argument("--ssh-username", help="refused: no ssh sessions")
 
 
@@ -76,8 +86,10 @@ def _universal(p: argparse.ArgumentParser) -> None:
                    "set (training: the first is the rules' warm-up, as `run --repeat N-1`)")
     p.add_argument("--config-file", "-c", help="refused: use a workload file or --param")
     p.add_argument("--file", action="store_true", help="POSIX files (the default)")
-    p.add_argument("--object", nargs="?", const="s3", choices=("s3",),
-                   help="refused: --param storage.storage_type=s3 storage.storage_root=...")
+    p.add_argument("--object", nargs="?", const="s3", metavar="s3",
+                   help="S3 from upstream's variables: BUCKET, STORAGE_URI_SCHEME, "
+                   "AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
+                   "(docs/mlpstorage.md)")
     p.add_argument("--open", action="store_true", help="accepted; `dliobench check "
                    "--division open` judges a run")
     p.add_argument("--closed", action="store_true", help="accepted; `dliobench check` "
@@ -88,10 +100,14 @@ def _universal(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-invalid-params", "-aip", action="store_true",
                    help="accepted, no effect: dliobench refuses unknown keys, `dliobench "
                    "check` judges the rules")
-    p.add_argument("--what-if", action="store_true", help="print the resolved "
-                   "configuration (dliobench show-config) and run nothing")
+    p.add_argument("--what-if", "--dry-run", dest="what_if", action="store_true",
+                   help="print the resolved configuration (dliobench show-config) and run "
+                   "nothing")
+    p.add_argument("--quiet", action="store_true", help="accepted, no effect")
     p.add_argument("--verify-lockfile", help="refused: result.json records version and commit")
     p.add_argument("--skip-validation", action="store_true", help="accepted, no effect")
+    p.add_argument("--systemname", "-sn", help="accepted, no effect (the run records this "
+                   "host's facts; mlpstorage's newest layout files runs under it)")
 
 
 def _timeseries(p: argparse.ArgumentParser) -> None:
@@ -124,7 +140,7 @@ def add_training(sub: Any, handlers: dict[str, Any]) -> None:
                        help="our workload of that name (workloads/<model>.yaml)")
         if name != "datagen":
             _memory(c)
-            c.add_argument("--accelerator-type", "-g", choices=ACCELERATORS,
+            c.add_argument("--accelerator-type", "-g", "-at", choices=ACCELERATORS,
                            help="the workload's accelerator profile (--accelerator)")
             c.add_argument("--num-client-hosts", "-nc", type=int, default=1,
                            help="hosts, for datasize's memory rule (a run counts the hosts "
@@ -142,9 +158,22 @@ def add_training(sub: Any, handlers: dict[str, Any]) -> None:
     cmds.choices["datasize"].add_argument("--max-accelerators", "-ma", type=int, default=1,
                                           metavar="N", help="accelerators (datasize "
                                           "--accelerators)")
-    cmds.choices["run"].add_argument("--num-accelerators", "-na", type=int, metavar="N",
-                                     help="ranks: must be how many the launcher started "
-                                     "(default: that many)")
+    cmds.choices["run"].add_argument("--num-accelerators", "-na", "--num-processes",
+                                     dest="num_accelerators", type=int, metavar="N",
+                                     help="ranks: started on this host with the mpi extra's "
+                                     "mpiexec, or as many as a launcher started (default: "
+                                     "that many)")
+    cmds.choices["run"].add_argument("--checkpoint-folder", "-cf", metavar="DIR",
+                                     help="checkpoint.checkpoint_folder=DIR/<model>")
+    cmds.choices["run"].add_argument("--drop-caches-timeout-seconds", type=int,
+                                     metavar="SECONDS", help="accepted, no effect: "
+                                     "storage.drop_cache evicts the dataset's pages per file, "
+                                     "without sudo")
+    for name in ("datagen", "run"):
+        cmds.choices[name].add_argument("--o-direct", action="store_true",
+                                        help="reader.odirect=true (reads bypass the page "
+                                        "cache; large files are written with O_DIRECT "
+                                        "already: dataset.write_odirect)")
     _timeseries(cmds.choices["run"])
 
 
@@ -168,8 +197,12 @@ def add_checkpointing(sub: Any, handlers: dict[str, Any]) -> None:
         c.add_argument("--num-checkpoints-write", "-ncw", type=int, default=10, metavar="N",
                        help="checkpoint.num_checkpoints_write (default 10)")
         c.add_argument("--num-processes", "-np", type=int, metavar="N",
-                       help="ranks (default: as many as launched); fewer than the model's "
-                       "closed count set checkpoint.mode=subset")
+                       help="ranks: started on this host with the mpi extra's mpiexec, or "
+                       "as many as a launcher started; fewer than the model's closed count "
+                       "set checkpoint.mode=subset")
+        c.add_argument("--accelerator-type", "-g", choices=ACCELERATORS,
+                       dest="checkpoint_accelerator",
+                       help="accepted: a checkpoint's bytes do not depend on it")
         c.add_argument("--checkpoint-folder", "-cf", required=True, metavar="DIR",
                        help="checkpoint.checkpoint_folder=DIR/<model>")
         _params(c)

@@ -48,6 +48,9 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
                    "runs, then the set's figures and verdict (runset-<id>.json)")
     p.add_argument("--run-set", action="store_true", help="run the set the MLPerf Storage "
                    "rules score: a warm-up and 5 runs, or one checkpoint invocation")
+    p.add_argument("--ranks", type=positive(int, 1e6), metavar="N",
+                   help="with no launcher around: start N ranks on this host with the mpi "
+                   "extra's mpiexec (under a launcher: must be the job's size)")
     add_launcher_arg(p)
     trace_parser.add_trace_io_arg(p)
     p.set_defaults(func=commands["run"])

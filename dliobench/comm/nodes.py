@@ -73,24 +73,23 @@ class Layout:
         return [f"{NODE_PREFIX}{k}" for k in range(self.nodes)]
 
 
-def find_mpiexec() -> str:
-    """MPICH's Hydra ``mpiexec`` (the one beside this Python first), or one sentence why
-    there is none."""
-    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or \
-        shutil.which("mpiexec")
+def find_mpiexec(who: str = "dliobench nodes", name: str = "mpiexec") -> str:
+    """MPICH's Hydra ``mpiexec`` (or its ``mpirun``; the one beside this Python first), or
+    one sentence, naming ``who`` needs it, why there is none."""
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
     if found is None:
-        raise InputError("dliobench nodes needs MPICH's mpiexec and found none; install the "
-                         "mpi extra (pip install 'dliobench[mpi]')")
+        raise InputError(f"{who} needs MPICH's {name} and found none; install the mpi "
+                         "extra (pip install 'dliobench[mpi]'), which brings it")
     try:
         text = subprocess.run([found, "--version"], capture_output=True, text=True,
                               timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(f"{found} --version failed ({exc}); dliobench nodes needs MPICH's "
-                         "mpiexec (Hydra)") from None
+        raise InputError(f"{found} --version failed ({exc}); {who} needs MPICH's "
+                         f"{name} (Hydra)") from None
     if "HYDRA" not in text:
-        raise InputError(f"{found} is not MPICH's Hydra mpiexec (dliobench nodes starts "
-                         "each node's ranks through Hydra's -launcher-exec); install the mpi "
-                         "extra or put MPICH's mpiexec first on PATH")
+        raise InputError(f"{found} is not MPICH's Hydra {name} ({who} starts ranks through "
+                         "Hydra, as the mpi extra's mpi4py expects); install the mpi extra or "
+                         f"put MPICH's {name} first on PATH")
     return found
 
 

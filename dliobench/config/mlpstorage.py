@@ -11,7 +11,9 @@ Upstream is read at mlcommons/storage@be69aeb5dccb701ae207b27820b7ae7c7bcf80b1:
 ``mlpstorage_py/config.py`` (models, accelerators, results folder, date format),
 ``mlpstorage_py/benchmarks/dlio.py`` (``--data-dir`` is ``<dir>/<model>``, the checkpoint
 folder ``<folder>/<model>``, subset mode below the closed rank count) and
-``mlpstorage_py/rules/utils.py`` ``generate_output_location`` (the results layout).
+``mlpstorage_py/rules/utils.py`` ``generate_output_location`` (the results layout). The later
+CLIs' flags (``mlpstorage_py/cli``@dfe7b1f, ``training_args.py``@36dcedf) are in
+``cli/mlpstorage_args.py``; the storage selection in ``config.mlps_storage``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ LLM_CLOSED_PROCESSES = {"llama3-8b": 8, "llama3-70b": 64, "llama3-405b": 512, "l
 # <datetime> and <results-dir>/checkpointing/<model>/<datetime>; DATETIME_STR's format
 DATETIME_FORMAT = "%Y%m%d_%H%M%S"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-LAUNCH_HINT = "dliobench does not start ranks itself: start them with mpiexec or srun"
 
 
 ACCEPTED = (
@@ -48,7 +49,14 @@ ACCEPTED = (
     ("reports reportgen", "dliobench report DIR (--output-dir: -o)"),
     ("--model", "our workload of that name; llama3-8b is llama3_8b"),
     ("--accelerator-type", "--accelerator (the workload's profile)"),
-    ("--num-accelerators, --num-processes", "ranks: as many as mpiexec/srun started"),
+    ("--num-accelerators, --num-processes", "ranks: started on this host with the mpi "
+     "extra's mpiexec, or as many as mpiexec/srun/torchrun started"),
+    ("--mpi-bin, --mpi-params, --mpi-btl, --oversubscribe, --allow-run-as-root",
+     "options of that mpiexec (comm/local_launch.py)"),
+    ("--file, --object, file|object", "POSIX; or S3 from upstream's BUCKET, AWS_* and "
+     "STORAGE_URI_SCHEME variables"),
+    ("closed|open|whatif <benchmark> [<model>] <command>", "the division-first form, as "
+     "<benchmark> <command> --model <model> --closed|--open"),
     ("--data-dir DIR", "dataset.data_folder=DIR/<model>"),
     ("--checkpoint-folder DIR", "checkpoint.checkpoint_folder=DIR/<model>"),
     ("--param(s)/-p KEY=VALUE", "our overrides (DLIO's spellings map onto our keys)"),
@@ -69,22 +77,12 @@ class Refused:
 REFUSED = (
     Refused("--exec-type docker", "exec_type", "dliobench runs where it is started; run it "
             "inside your container"),
-    Refused("--mpi-bin", "mpi_bin", f"{LAUNCH_HINT}, so there is no MPI binary to choose; "
-            "run `mpiexec -n N dliobench ...` with the one you want"),
-    Refused("--oversubscribe", "oversubscribe", f"{LAUNCH_HINT}; give --oversubscribe to "
-            "your own mpirun"),
-    Refused("--allow-run-as-root", "allow_run_as_root", f"{LAUNCH_HINT}; give "
-            "--allow-run-as-root to your own mpirun"),
-    Refused("--mpi-params", "mpi_params", f"{LAUNCH_HINT}; give those parameters to your "
-            "own mpiexec"),
     Refused("--ssh-username", "ssh_username", "dliobench opens no ssh sessions; start ranks "
             "on other hosts with mpiexec -hosts or srun"),
     Refused("--dlio-bin-path", "dlio_bin_path", "dliobench is its own benchmark and runs no "
             "DLIO binary; leave the flag out"),
     Refused("--config-file", "config_file", "put the keys in a workload YAML file and run it "
             "with `dliobench run FILE`, or give them as --param KEY=VALUE"),
-    Refused("--object", "object", "set the S3 location with --param storage.storage_type=s3 "
-            "storage.storage_root=s3://BUCKET/PREFIX (docs/storage.md)"),
     Refused("--verify-lockfile", "verify_lockfile", "result.json records the dliobench "
             "version and commit of every run; leave the flag out"),
     Refused("--timeseries-interval, --max-timeseries-samples", "timeseries",
@@ -160,16 +158,3 @@ def checkpoint_overrides(model: str, processes: int, folder: str, writes: int,
     if processes < LLM_CLOSED_PROCESSES[model]:
         out.append("checkpoint.mode=subset")
     return out
-
-
-def ranks_sentence(asked: int, launched: int, flag: str, argv: Sequence[str]) -> str | None:
-    """Why ``asked`` ranks (``--num-accelerators``/``--num-processes``) cannot run in a job
-    of ``launched`` ranks, with the command that would, or None when they match."""
-    if asked == launched:
-        return None
-    line = " ".join(["dliobench", *argv])
-    if launched == 1:
-        return (f"{flag} {asked} asks for {asked} ranks and this is one process; {LAUNCH_HINT}: "
-                f"`mpiexec -n {asked} {line}` (or `srun -n {asked} {line}`)")
-    return (f"{flag} {asked} asks for {asked} ranks but the launcher started {launched}; "
-            f"start {asked} (mpiexec -n {asked}) or give {flag} {launched}")

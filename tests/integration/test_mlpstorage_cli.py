@@ -5,8 +5,9 @@ The commands are upstream's own: the README's U-Net3D ``training run`` quick-sta
 (mlcommons/storage README.md@be69aeb5dccb701ae207b27820b7ae7c7bcf80b1, "U-Net3D", with
 v3.0's b200) and test/run_tests.sh's llama3-8b ``checkpointing run``
 (@caa90c9c7d6a543de815222fff834a846823f922), scaled down with --param (sizes, and the two
-settings below that spare the test imports and sleeps), with one rank (their 4 and 8 would
-need mpiexec) and without --allow-run-as-root (an mpirun flag, refused).
+settings below that spare the test imports and sleeps), with one rank (their 4 and 8 ranks,
+which dliobench starts itself, and the rest of the documents' commands:
+tests/integration/test_journeys.py).
 """
 
 from __future__ import annotations
@@ -97,9 +98,9 @@ def test_checkpointing_quick_start_runs_into_mlpstorage_layout(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["--allow-run-as-root"], "mpirun"),
+    (["--ssh-username", "me"], "ssh"),
     (["--hosts", "10.1.2.3", "10.1.2.4"], "mpiexec -hosts 10.1.2.3,10.1.2.4"),
-    (["--num-accelerators", "4"], "mpiexec -n 4"),
+    (["--exec-type", "docker"], "container"),
     (["--frobnicate"], "--frobnicate"),
 ])
 def test_flags_without_meaning_here_are_one_sentence(tmp_path: Path, argv: list[str],
@@ -118,7 +119,7 @@ def test_help_lists_the_flags_accepted_and_refused(tmp_path: Path) -> None:
         assert flag in run, flag
         assert flag.split()[0] in door or flag in ("--results-dir",
                                                    "--client-host-memory-in-gb"), flag
-    assert "Refused, exit 2" in door and "--allow-run-as-root" in door
+    assert "Refused, exit 2" in door and "--ssh-username" in door
     assert "be69aeb5dccb701ae207b27820b7ae7c7bcf80b1" in door
 
 
