@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import dliobench.cli.parser as cli_parser
-from dliobench.base.errors import ConfigError, DlioBenchError, Terminated
+from dliobench.base.errors import ConfigError, DlioBenchError, InputError, Terminated
 from dliobench.comm.abort import stop_on_sigterm, terminated_line
 
 if TYPE_CHECKING:
@@ -235,8 +235,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_nodes(args: argparse.Namespace) -> int:
     """Run a dliobench command on emulated nodes of this machine (one mpiexec)."""
+    from dliobench.cli.nodes import run_cluster
     from dliobench.comm.nodes import Layout, run
 
+    if args.argv[:1] in (["up"], ["down"]):
+        return run_cluster(args.argv)
+    if args.nodes is None or args.ranks_per_node is None:
+        raise InputError("dliobench nodes needs --nodes K --ranks-per-node P -- COMMAND, or "
+                         "up --compute K --storage S, or down")
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     return run(Layout(args.nodes, args.ranks_per_node, args.local), argv)
 

@@ -1,0 +1,88 @@
+"""A GlusterFS volume on the emulated cluster: each storage host runs ``glusterd`` and
+serves a brick in its folder; each compute host mounts the volume with the FUSE client,
+through its own link, at the same path (``MOUNT``).
+
+Debian's glusterfs-server 10.3. Its state (``/var/lib/glusterd``), logs and sockets are
+per host: folders of the host's own mounted over those paths inside it (its sockets are in
+the host's own ``/run``). Bricks on 127/8
+addresses need ``force`` (gluster warns about loopback addresses).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from dliobench.base.errors import InputError
+from dliobench.comm.cluster_net import Host, in_host
+
+VOLUME = "dliobench"
+MOUNT = "/mnt/dliobench"  # where every compute host sees the volume
+GLUSTERD_STATE = "/var/lib/glusterd"
+READY_TIMEOUT_S = 60.0
+
+
+def gluster_binds(host_dir: Path, storage: bool) -> list[tuple[Path, str]]:
+    """The folders a host mounts over gluster's paths: its logs, and a storage
+    host's glusterd state (seeded from the package's ``/var/lib/glusterd``: hooks, groups)."""
+    (host_dir / "log").mkdir(parents=True, exist_ok=True)
+    binds = [(host_dir / "log", "/var/log/glusterfs")]
+    if storage:
+        state = host_dir / "glusterd"
+        shutil.copytree(GLUSTERD_STATE, state, symlinks=True)
+        (host_dir / "brick").mkdir()
+        binds.append((state, GLUSTERD_STATE))
+    return binds
+
+
+def check_installed() -> None:
+    """One sentence when Debian's glusterfs-server is missing."""
+    if shutil.which("glusterd") is None or not Path(GLUSTERD_STATE).is_dir():
+        raise InputError("dliobench nodes up needs GlusterFS (glusterd, mount.glusterfs): "
+                         "apt-get install glusterfs-server")
+
+
+def _gluster(pid: int, *args: str, check: bool = True) -> str:
+    return in_host(pid, "gluster", "--mode=script", *args, check=check).stdout
+
+
+def _wait(pid: int, ok: str, *args: str) -> None:
+    """Until ``gluster ARGS`` succeeds and prints ``ok`` (a daemon or a peer coming up)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        done = in_host(pid, "gluster", "--mode=script", *args, check=False)
+        if done.returncode == 0 and ok in done.stdout:
+            return
+        if time.monotonic() > deadline:
+            raise InputError(f"gluster {' '.join(args)} did not show {ok!r} within "
+                             f"{READY_TIMEOUT_S:.0f} s; see the storage hosts' logs")
+        time.sleep(0.2)
+
+
+def serve(storage: list[tuple[Host, int, Path]]) -> None:
+    """Start glusterd on each storage host (host, sleeper pid, its folder), join them, and
+    create and start the volume of one brick per host (distributed)."""
+    for _, pid, _ in storage:
+        in_host(pid, "glusterd", "-p", "/run/gluster/glusterd.pid")
+    first = storage[0][1]
+    for _, pid, _ in storage:
+        _wait(pid, "", "volume", "list")  # "No volumes present" once it answers
+    for host, _, _ in storage[1:]:
+        _gluster(first, "peer", "probe", host.address)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while _gluster(first, "pool", "list").count("Connected") < len(storage):
+        if time.monotonic() > deadline:
+            raise InputError("the storage hosts' glusterd did not join within "
+                             f"{READY_TIMEOUT_S:.0f} s; see their logs")
+        time.sleep(0.2)
+    bricks = [f"{host.address}:{folder / 'brick'}" for host, _, folder in storage]
+    _gluster(first, "volume", "create", VOLUME, "transport", "tcp", *bricks, "force")
+    _gluster(first, "volume", "start", VOLUME)
+
+
+def mount(host: Host, pid: int, server: Host) -> None:
+    """Mount the volume at ``MOUNT`` inside the compute host ``host`` (its FUSE client runs
+    there, so its traffic crosses the host's link)."""
+    Path(MOUNT).mkdir(parents=True, exist_ok=True)
+    in_host(pid, "mount", "-t", "glusterfs", f"{server.address}:/{VOLUME}", MOUNT)
