@@ -19,7 +19,7 @@ Layout, as checked on this machine kind (issue 51):
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import shlex
 import signal
@@ -183,10 +183,8 @@ def remove_namespaces(names: list[str], grace_s: float = 2.0) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = [p for ns in names for p in namespace_pids(ns)]
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + grace_s
         while pids and time.monotonic() < deadline:
             pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
@@ -202,18 +200,3 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
-
-
-def link_rate(dev: str = "eth0") -> float | None:
-    """The rate, bytes/s, of the tbf capping ``dev``'s egress in this network namespace
-    (None: no tbf there), from ``tc -j qdisc``."""
-    try:
-        out = subprocess.run(["tc", "-j", "qdisc", "show", "dev", dev], capture_output=True,
-                             text=True, timeout=10).stdout
-        qdiscs = json.loads(out or "[]")
-    except (OSError, subprocess.TimeoutExpired, ValueError):
-        return None
-    for q in qdiscs:
-        if q.get("kind") == "tbf" and "rate" in q.get("options", {}):
-            return float(q["options"]["rate"])
-    return None

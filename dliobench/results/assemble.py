@@ -13,6 +13,7 @@ from dliobench.dataset.bounds import batches_ahead
 from dliobench.results import metrics
 from dliobench.results.files import config_dict
 from dliobench.results.measured import RankTrace
+from dliobench.results.node_wire import add_wire
 from dliobench.results.nodes import machines_memory, per_node, straggler_nodes
 from dliobench.results.schema import (
     SCHEMA_VERSION,
@@ -186,6 +187,9 @@ def build_result(config: Config, run_id: str, status: str, traces: list[RankTrac
     machine = facts["machine"]
     run, per_epoch, per_rank = run_metrics(config, traces)
     nodes = per_node(per_rank, traces, extra.get("staging"))
+    add_wire(nodes, traces, {h: metered_bytes(config, [t for t in traces if t.host == h])
+                             for h in {t.host for t in traces}},
+             Bar.of(config))
     run["straggler_nodes"] = straggler_nodes(nodes)
     errors = [f"rank {t.rank}: {t.error}" for t in traces if t.error]
     doc: RunResult = {

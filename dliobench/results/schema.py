@@ -18,7 +18,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from dliobench.results.schema_checkpoint import Checkpoint
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 12  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 13  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
@@ -30,6 +30,7 @@ SCHEMA_MINOR = 12  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv count
 # 1.11: machine.cpu_model; honesty.page_cache_possible from the one rule (results.storage_reads)
 # 1.12: nodes[].host_cpu_busy_share (the host's CPUs over the counted windows) and the
 # verdict's host_cpu_busy_* and client_ceiling_unused (the client rules, docs/results.md)
+# 1.13: nodes[] wire_*, link_*, verdict: what crossed the wire per node, its link, its limit
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -140,6 +141,24 @@ class NodeMetrics(TypedDict):
     machine_id: NotRequired[str]
     memory_bytes: NotRequired[int]
     host_cpu_busy_share: NotRequired[float | None]  # 1.12: /proc/stat, counted windows
+    # 1.13 (results/node_wire.py): bytes that crossed the wire to the node in its counted
+    # windows (None: no counter), the counter, the windows' seconds, the link's rate and its
+    # source, the wire's share of the bytes delivered, the link's use, the node's verdict
+    wire_bytes: NotRequired[int | None]
+    wire_counter: NotRequired[str]
+    wire_window_s: NotRequired[float]
+    wire_share: NotRequired[float | None]
+    link_bytes_per_s: NotRequired[float | None]
+    link_source: NotRequired[str]
+    link_use: NotRequired[float | None]
+    verdict: NotRequired[NodeVerdict]
+
+
+class NodeVerdict(TypedDict):
+    """``nodes[].verdict``: what set the node's pace (results/node_verdict.py)."""
+
+    limit: str
+    reason: str
 
 
 class Honesty(TypedDict):

@@ -29,9 +29,11 @@ as NFS or overlay). A memory file system (tmpfs, ramfs) reads from memory by con
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dliobench.storage import wire
 from dliobench.storage.fsinfo import mount_of
 from dliobench.storage.location import is_url
 
@@ -46,6 +48,13 @@ class DeviceReads:
     nbytes: int | None
     counter: str
     pid: int
+    # what crossed the wire to this node over the same windows (storage/wire.py; None: no
+    # counter on this file system), the windows' seconds, and the link's rate (bytes/s)
+    wire_bytes: int | None = None
+    wire_counter: str = ""
+    wire_window_s: float = 0.0
+    link_bytes_per_s: float | None = None
+    link_source: str = ""
 
 
 def counter_for(folder: str) -> tuple[str, str]:
@@ -143,19 +152,34 @@ class DeviceMeter:
         self.kind, self.counter = counter_for(folder)
         self.total = 0
         self._opened: int | None = None
+        self.wire = None if is_url(folder) else wire.counter_for(folder)
+        self.link = wire.link_rate(self.wire.interface) if self.wire and \
+            self.wire.interface else (None, "")
+        self.wire_total, self.wire_s = 0, 0.0
+        self._wire_opened: tuple[int, float] | None = None
 
     def open(self) -> None:
         """A window starts."""
         if self.kind == "device":
             self._opened = tree_read_bytes()
+        if self.wire is not None:
+            self._wire_opened = (self.wire.read(), time.perf_counter())
 
     def close(self) -> None:
         """A window ends (a close without an open adds nothing)."""
         if self._opened is not None:
             self.total += max(0, tree_read_bytes() - self._opened)
             self._opened = None
+        if self.wire is not None and self._wire_opened is not None:
+            self.wire_total += max(0, self.wire.read() - self._wire_opened[0])
+            self.wire_s += time.perf_counter() - self._wire_opened[1]
+            self._wire_opened = None
 
     def result(self) -> DeviceReads:
-        """The rank's device bytes over its windows (None when the counter cannot see them)."""
+        """The rank's device bytes over its windows (None when the counter cannot see them)
+        and what crossed the wire to its node meanwhile."""
         nbytes = {"device": self.total, "memory": 0}.get(self.kind)
-        return DeviceReads(nbytes, self.counter, os.getpid())
+        if self.wire is None:
+            return DeviceReads(nbytes, self.counter, os.getpid())
+        return DeviceReads(nbytes, self.counter, os.getpid(), self.wire_total, self.wire.name,
+                           self.wire_s, *self.link)
