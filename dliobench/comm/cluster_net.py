@@ -14,7 +14,9 @@ Layout, as checked on this machine kind (issue 51):
   mount made there stays in the host (``ip netns exec`` would unshare the mount namespace
   again and hide it);
 - a link's rate caps both directions: tbf on the host's ``eth0`` (what it sends) and on the
-  bridge's port (what it receives). netem is absent on this kernel, so no delay is emulated.
+  bridge's port (what it receives). netem is absent on this kernel, so no delay is emulated;
+- every veth sends packets of one TCP segment (``gso_max_segs 1``), as a real wire carries
+  them, so the bytes ``tc -s`` counts on a link are the bytes the host's interface counts.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ READY = "ready"
 SHM_SIZE = "50%"
 TBF_LATENCY = "100ms"  # the queue a capped link holds before it drops
 TBF_MIN_BURST = 256 * 1024  # bytes: above a veth's 64 KiB GSO packets
+# packets of one segment, as on a real wire: tc then counts the bytes a host's /proc/net/dev
+# counts (a 64 KiB GSO packet is one skb to the receiving veth, but tc adds each segment's
+# headers: 4 % more at a 1448-byte MSS)
+WIRE_SIZED = ("gso_max_segs", "1")
 
 
 @dataclass(frozen=True)
@@ -121,14 +127,14 @@ def make_host_network(host: Host) -> None:
     sh("ip", "link", "add", host.name, "netns", BRIDGE_NS, "type", "veth", "peer", "name",
        "eth0", "netns", ns)
     sh("ip", "link", "set", host.name, "master", "br0", netns=BRIDGE_NS)
-    sh("ip", "link", "set", host.name, "up", netns=BRIDGE_NS)
+    sh("ip", "link", "set", host.name, *WIRE_SIZED, "up", netns=BRIDGE_NS)
     sh("sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1",
        "net.ipv4.conf.eth0.route_localnet=1", netns=ns)
     sh("ip", "link", "set", "lo", "up", netns=ns)
     sh("ip", "addr", "del", "127.0.0.1/8", "dev", "lo", netns=ns, check=False)
     sh("ip", "addr", "add", "127.0.0.1/32", "dev", "lo", netns=ns)
     sh("ip", "addr", "add", f"{host.address}/16", "dev", "eth0", netns=ns)
-    sh("ip", "link", "set", "eth0", "up", netns=ns)
+    sh("ip", "link", "set", "eth0", *WIRE_SIZED, "up", netns=ns)
     if host.link_bytes_per_s is not None:
         tbf("eth0", host.link_bytes_per_s, ns)
         tbf(host.name, host.link_bytes_per_s, BRIDGE_NS)
