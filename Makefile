@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # An unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the tested CPU wheel.
 TORCH := torch==2.13.0
 
-.PHONY: run test lint clean-data help slurm-for-tests
+.PHONY: run test lint clean-data help slurm-for-tests cluster-for-tests
 
 help:
 	@echo "make run   - install the core (with torch and mpi) into .venv and run workloads/default.yaml"
@@ -47,8 +47,16 @@ slurm-for-tests:
 	    --no-install-recommends slurmctld slurmd slurm-client) >/dev/null 2>&1 \
 	    || echo "could not install Slurm (slurmctld, slurmd): tests/slurm will skip"; fi
 
+# the emulated cluster's sshd and GlusterFS (dliobench nodes up; tests/cluster)
+cluster-for-tests: slurm-for-tests  # after it: one apt-get at a time
+	@if { ! [ -x /usr/sbin/sshd ] || ! command -v glusterd >/dev/null; } \
+	    && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends openssh-server glusterfs-server) >/dev/null 2>&1 \
+	    || echo "could not install openssh-server, glusterfs-server: tests/cluster will skip"; fi
+
 test:
-	@$(MAKE) --no-print-directory -j2 lint slurm-for-tests
+	@$(MAKE) --no-print-directory -j2 lint slurm-for-tests cluster-for-tests
 	$(BIN)/pytest
 
 clean-data:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from dliobench import __version__
 from dliobench.comm import cluster
 from dliobench.comm.cluster_net import BRIDGE_NS, in_host, leftover_namespaces, sh
 from dliobench.results.node_verdict import NodeFacts, node_verdicts
@@ -106,6 +107,25 @@ def test_a_capped_link_is_the_node_s_limit_and_a_cached_read_the_page_cache(
     node = NodeFacts("compute-0", True, warm["n"], warm["wire"], warm["window"],
                      warm["link"], False, warm["counter"])
     assert node_verdicts([node])["compute-0"]["limit"] == "page cache"
+
+
+LAUNCH = """
+import sys
+from pathlib import Path
+from dliobench.comm.hosts_launch import launch_over_ssh, place, preflight, ssh_probe
+from dliobench.comm.nodes import find_mpiexec
+placement = place(["compute-0", "compute-1"], 2, None)
+problems = preflight(placement, ssh_probe(None, "/mnt/dliobench", "manifest"), "/mnt/dliobench",
+                     None, 1 << 20)
+sys.exit(launch_over_ssh(find_mpiexec(), placement, ["--version"], problems))
+"""
+
+
+def test_two_hosts_launched_over_ssh(up: dict[str, Any]) -> None:
+    done = in_host(pid_of(up, "compute-0"), sys.executable, "-c", LAUNCH, check=False,
+                   env={"PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n").count(f"dliobench {__version__}") == 2
 
 
 def test_down_removes_what_a_killed_up_left(up: dict[str, Any], tmp_path: Path) -> None:
