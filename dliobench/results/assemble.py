@@ -13,7 +13,7 @@ from dliobench.dataset.bounds import batches_ahead
 from dliobench.results import metrics
 from dliobench.results.files import config_dict
 from dliobench.results.measured import RankTrace
-from dliobench.results.node_wire import add_wire
+from dliobench.results.node_wire import add_wire, wire_total
 from dliobench.results.nodes import machines_memory, per_node, straggler_nodes
 from dliobench.results.schema import (
     SCHEMA_VERSION,
@@ -113,9 +113,11 @@ def device_reads(traces: list[RankTrace], delivered: int) -> dict[str, Any]:
     its counted window, summed over ranks.
 
     ``device_read_bytes`` is None when a rank's counter could not see its reads (the
-    counter says why); ranks that are threads of one process measured the same process, so
-    it counts once (the largest of their figures). ``device_read_share`` divides it by the
-    bytes the loaders ``delivered`` in those steps; readahead can take it above 1.
+    counter says why), unless every node counted what crossed the wire to it: on a network
+    file system those are the bytes from below the page cache (``node_wire.wire_total``);
+    ranks that are threads of one process measured the same process, so it counts once (the
+    largest of their figures). ``device_read_share`` divides it by the bytes the loaders
+    ``delivered`` in those steps; readahead can take it above 1.
     """
     reads = [t.device_reads for t in traces]
     known = [r for r in reads if r is not None]
@@ -123,6 +125,11 @@ def device_reads(traces: list[RankTrace], delivered: int) -> dict[str, Any]:
         return {"device_read_bytes": None, "device_read_share": None,
                 "device_read_counter": "not measured: no rank read the dataset"}
     unseen = next((r for r in known if r.nbytes is None), None)
+    wire = wire_total(traces) if unseen is not None else None
+    if wire is not None:  # a network file system: the bytes from below the cache crossed it
+        return {"device_read_bytes": wire[0],
+                "device_read_share": wire[0] / delivered if delivered else None,
+                "device_read_counter": wire[1]}
     if unseen is not None:
         return {"device_read_bytes": None, "device_read_share": None,
                 "device_read_counter": f"unknown: {unseen.counter}"}

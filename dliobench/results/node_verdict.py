@@ -65,8 +65,8 @@ def node_verdicts(nodes: list[NodeFacts]) -> dict[str, dict[str, Any]]:
 
 def _one(n: NodeFacts, storage_possible: bool) -> dict[str, str]:
     share, use = n.wire_share, n.link_use
-    wire = (f"{n.wire_bytes:,} bytes crossed the wire ({n.counter}) for "
-            f"{n.delivered_bytes:,} delivered" if n.wire_bytes is not None else "")
+    wire = (f"{n.wire_bytes:,} bytes crossed the wire for {n.delivered_bytes:,} delivered"
+            if n.wire_bytes is not None else "")
     if share is not None and share < WIRE_SHARE_MIN:
         return _v("page cache", f"{wire}: {share:.1%}, under {WIRE_SHARE_MIN:.0%}, so the "
                   "page cache served the reads")
@@ -76,7 +76,7 @@ def _one(n: NodeFacts, storage_possible: bool) -> dict[str, str]:
         return _v("none", "its ranks met the AU floor")
     if use is not None and use >= LINK_FULL:
         return _v("client network", f"its ranks waited while its link ran at {use:.0%} of "
-                  f"{n.link_bytes_per_s / 1e6:,.1f} MB/s ({wire})")  # type: ignore[operator]
+                  f"{n.link_bytes_per_s / 1e6:,.1f} MB/s: {wire}")  # type: ignore[operator]
     if n.cpu_saturated:
         return _v("client", "its ranks waited while its CPUs were saturated")
     if storage_possible and use is not None:

@@ -21,13 +21,8 @@ from dliobench.storage.devreads import DeviceReads
 CPU_SATURATED = 0.95
 
 
-def add_wire(nodes: list[dict[str, Any]], traces: list[RankTrace],
-             delivered: dict[str, int], bar: Bar) -> None:
-    """Add the wire figures and the verdict to each node of ``nodes`` (in place), given the
-    bytes each host's loaders ``delivered`` while the meters ran and the run's ``bar`` (its
-    AU floor, none with compute 0; its CPU busy threshold). Nodes whose ranks measured no
-    wire are left as they are."""
-    au_floor = bar.au_floor if bar.demand is not None else None
+def node_reads(traces: list[RankTrace]) -> dict[str, DeviceReads]:
+    """Each host's wire figures: its ranks' largest (they read one counter)."""
     reads: dict[str, DeviceReads] = {}
     for t in traces:
         r = t.device_reads
@@ -36,6 +31,29 @@ def add_wire(nodes: list[dict[str, Any]], traces: list[RankTrace],
         best = reads.get(t.host)
         if best is None or (r.wire_bytes or 0) > (best.wire_bytes or 0):
             reads[t.host] = r
+    return reads
+
+
+def wire_total(traces: list[RankTrace]) -> tuple[int, str] | None:
+    """The bytes that crossed the wire to every node, summed, and the counter in words;
+    None unless every rank's node counted them."""
+    reads = node_reads(traces)
+    if not traces or any(t.host not in reads for t in traces) or \
+            any(r.wire_bytes is None for r in reads.values()):
+        return None
+    counters = sorted({r.wire_counter for r in reads.values()})
+    return (sum(r.wire_bytes or 0 for r in reads.values()),
+            f"the wire to {len(reads)} node(s): {'; '.join(counters)}")
+
+
+def add_wire(nodes: list[dict[str, Any]], traces: list[RankTrace],
+             delivered: dict[str, int], bar: Bar) -> None:
+    """Add the wire figures and the verdict to each node of ``nodes`` (in place), given the
+    bytes each host's loaders ``delivered`` while the meters ran and the run's ``bar`` (its
+    AU floor, none with compute 0; its CPU busy threshold). Nodes whose ranks measured no
+    wire are left as they are."""
+    au_floor = bar.au_floor if bar.demand is not None else None
+    reads = node_reads(traces)
     if not reads:
         return
     facts = []
