@@ -10,7 +10,7 @@ from rich.table import Table
 from dliobench.base.units import size_text
 from dliobench.config.profiles import profile_name
 from dliobench.results.figures import dlio_line, text
-from dliobench.results.schema import RunResult
+from dliobench.results.schema import NodeMetrics, RunResult
 from dliobench.results.storage_reads import read_origin
 from dliobench.results.verdict import verdict_words
 
@@ -128,19 +128,32 @@ def _print_nodes(result: RunResult, console: Console) -> None:
     if len(nodes) < 2:
         return
     table = Table(title="per node", title_justify="left")
-    for name in ("node", "ranks", "AU", "samples/s", "MB read", "wait", "CPU", "staging"):
-        table.add_column(name, justify="left" if name == "node" else "right")
+    wired = any("verdict" in n for n in nodes)  # network storage: the wire and each limit
+    for name in ("node", "ranks", "AU", "samples/s", "MB read", "wait", "CPU", "staging",
+                 *(("link", "limit") if wired else ())):
+        table.add_column(name, justify="left" if name in ("node", "limit") else "right")
     for n in nodes:
         staging = n.get("staging_s")
         table.add_row(n["host"], str(len(n["ranks"])), _pct(n["au"]),
                       f"{n['samples_per_s']:,.1f}", f"{n.get('bytes', 0) / 1e6:,.1f}",
                       _pct(n.get("wait_share")), _pct(n.get("cpu_share")),
-                      "-" if staging is None else f"{staging:.2f} s")
+                      "-" if staging is None else f"{staging:.2f} s",
+                      *((_pct(n.get("link_use")), _node_limit(n)) if wired else ()))
     console.print(table)
+    if wired:
+        counters = sorted({n["wire_counter"] for n in nodes if n.get("wire_counter")})
+        console.print(f"link: the share of its rate the wire carried ({'; '.join(counters)}); "
+                      "limit: nodes[].verdict in result.json says why", soft_wrap=True,
+                      highlight=False)
     slow = result["metrics"].get("straggler_nodes") or []
     if slow:
         console.print(f"[yellow]straggler node{'s' if len(slow) > 1 else ''}:[/] "
                       f"{', '.join(slow)} (samples/s per rank below 90 % of the median node's)")
+
+
+def _node_limit(node: NodeMetrics) -> str:
+    verdict = node.get("verdict")
+    return verdict["limit"] if verdict else "-"
 
 
 def _phases(result: RunResult) -> list[tuple[str, str]]:
