@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from dliobench import __version__
 from dliobench.base.errors import InputError
 
 CLOCK_SKEW_S = 1.0
+CTRL_C_GRACE_S = 60.0  # the ranks' time to write the partial result after Ctrl-C
 SSH_TIMEOUT_S = 20
 # what a host answers, one line each: its clock, MemAvailable (KiB), whether it sees the data
 # folder (1/0), the sha256 of the folder's manifest ("-" if none), its dliobench version
@@ -128,11 +131,13 @@ def preflight(placement: list[tuple[str, int]], probe: Callable[[str], Answer], 
 
 
 def mpiexec_over_ssh(mpiexec: str, placement: list[tuple[str, int]], argv: list[str],
-                     launcher_exec: str | None = None) -> list[str]:
-    """The one ``mpiexec`` that starts ``dliobench ARGV`` on every placed rank over ssh."""
+                     launcher_exec: str | None = None,
+                     mpi_args: tuple[str, ...] = ()) -> list[str]:
+    """The one ``mpiexec`` that starts ``dliobench ARGV`` on every placed rank over ssh
+    (``mpi_args``: the user's own mpiexec options, first)."""
     hosts = ",".join(f"{h}:{n}" for h, n in placement)
     wrapper = ["-launcher-exec", launcher_exec] if launcher_exec else []
-    return [mpiexec, "-launcher", "ssh", *wrapper, "-hosts", hosts, "-n",
+    return [mpiexec, *mpi_args, "-launcher", "ssh", *wrapper, "-hosts", hosts, "-n",
             str(sum(n for _, n in placement)), sys.executable, "-m", "dliobench", *argv]
 
 
@@ -145,10 +150,40 @@ def ssh_user_wrapper(folder: Path, user: str) -> str:
 
 
 def launch_over_ssh(mpiexec: str, placement: list[tuple[str, int]], argv: list[str],
-                    problems: list[str], launcher_exec: str | None = None) -> int:
-    """The hook: refuse with every host's sentence, else run the job; mpiexec's status
-    (Ctrl-C reaches mpiexec, which ends every host's ranks)."""
+                    problems: list[str], launcher_exec: str | None = None,
+                    mpi_args: tuple[str, ...] = ()) -> int:
+    """Refuse with every host's sentence, else run the job; mpiexec's status. Ctrl-C (or
+    SIGINT to this process alone) is passed to mpiexec, whose Hydra passes it to every
+    host's ranks: they end as on Ctrl-C at home, rank 0 keeping the partial result."""
     if problems:
         raise InputError("cannot start on every host: " + "; ".join(problems))
-    cmd = mpiexec_over_ssh(mpiexec, placement, argv, launcher_exec)
-    return subprocess.call(cmd)
+    proc = subprocess.Popen(mpiexec_over_ssh(mpiexec, placement, argv, launcher_exec, mpi_args))
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(timeout=CTRL_C_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return 130
+
+
+def run_on_hosts(hosts: list[str], argv: list[str], *, total: int | None,
+                 per_host: int | None, ssh_user: str | None, data_folder: str,
+                 manifest: str, bytes_per_rank: int, mpiexec: str,
+                 mpi_args: tuple[str, ...] = ()) -> int:
+    """The hook ``run --hosts`` calls (outside Slurm: inside an allocation srun places the
+    ranks and ``--hosts`` is not needed): place the ranks, ask every host, start them.
+
+    ``manifest`` is the manifest's path inside the data folder; ``bytes_per_rank`` the
+    memory a rank needs (``dataset/bounds.py``); ``mpi_args`` the launch options Journeys
+    added (``--mpi-params``...), put before mpiexec's own."""
+    placement = place(hosts, total, per_host)
+    probe = ssh_probe(ssh_user, data_folder, manifest)
+    problems = preflight(placement, probe, data_folder, Path(data_folder) / manifest,
+                         bytes_per_rank)
+    with tempfile.TemporaryDirectory(prefix="dliobench-hosts-") as folder:
+        wrapper = ssh_user_wrapper(Path(folder), ssh_user) if ssh_user else None
+        return launch_over_ssh(mpiexec, placement, argv, problems, wrapper, mpi_args)

@@ -1,10 +1,12 @@
 """`dliobench nodes up` / `down` for real (root, iproute2, openssh-server, glusterfs-server:
 `make test` installs the last two as root): hosts that reach each other over ssh, the
 GlusterFS mount on every compute host, a node's wire bytes and verdict over a capped link,
-and `down` after a killed `up`."""
+2 ranks launched over ssh from compute-0 and ended by Ctrl-C on the launcher, and `down`
+after a killed `up`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from dliobench import __version__
 from dliobench.comm import cluster
 from dliobench.comm.cluster_net import BRIDGE_NS, in_host, leftover_namespaces, sh
 from dliobench.results.node_verdict import NodeFacts, node_verdicts
@@ -109,23 +110,63 @@ def test_a_capped_link_is_the_node_s_limit_and_a_cached_read_the_page_cache(
     assert node_verdicts([node])["compute-0"]["limit"] == "page cache"
 
 
-LAUNCH = """
+HOOK = """
 import sys
-from pathlib import Path
-from dliobench.comm.hosts_launch import launch_over_ssh, place, preflight, ssh_probe
-from dliobench.comm.nodes import find_mpiexec
-placement = place(["compute-0", "compute-1"], 2, None)
-problems = preflight(placement, ssh_probe(None, "/mnt/dliobench", "manifest"), "/mnt/dliobench",
-                     None, 1 << 20)
-sys.exit(launch_over_ssh(find_mpiexec(), placement, ["--version"], problems))
+from dliobench.comm.hosts_launch import run_on_hosts
+sys.exit(run_on_hosts(["compute-0", "compute-1"], sys.argv[2:], total=2, per_host=None,
+                      ssh_user=None, data_folder="/mnt/dliobench/data",
+                      manifest="dliobench-manifest/manifest.json", bytes_per_rank=1 << 20,
+                      mpiexec=sys.argv[1]))
 """
 
 
-def test_two_hosts_launched_over_ssh(up: dict[str, Any]) -> None:
-    done = in_host(pid_of(up, "compute-0"), sys.executable, "-c", LAUNCH, check=False,
-                   env={"PYTHONPATH": str(REPO)})
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n").count(f"dliobench {__version__}") == 2
+def small_run(out: Path) -> list[str]:
+    return ["dataset.data_folder=/mnt/dliobench/data", "dataset.num_files_train=8",
+            "dataset.num_samples_per_file=1", "dataset.record_length_bytes=100000",
+            "dataset.record_length_bytes_stdev=0", "dataset.num_subfolders_train=0",
+            "reader.batch_size=1", "reader.read_threads=1", "reader.data_loader=native",
+            "train.epochs=1000", "train.computation_time=0.05", f"output.folder={out}",
+            "--no-progress"]
+
+
+def ranks_left(up: dict[str, Any]) -> list[str]:
+    """The dliobench ranks still running in the compute hosts."""
+    left = []
+    for host in ("compute-0", "compute-1"):
+        for pid in sh("ip", "netns", "pids", f"dlb-{host}", check=False).split():
+            with contextlib.suppress(OSError):
+                if "-m\0dliobench" in Path(f"/proc/{pid}/cmdline").read_text():
+                    left.append(f"{host}: {pid}")
+    return left
+
+
+def test_two_hosts_over_ssh_and_ctrl_c_on_the_launcher_ends_them_keeping_the_result(
+        up: dict[str, Any], tmp_path: Path) -> None:
+    """The hook places 2 ranks, asks both hosts over ssh (the real probe), starts them with
+    Hydra's ssh launcher from compute-0; SIGINT to the launcher alone ends both."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MPIR_CVAR_CH4_NETMOD": "ofi",
+           "FI_PROVIDER": "tcp"}
+    c0 = str(pid_of(up, "compute-0"))
+    run = small_run(tmp_path)
+    in_host(int(c0), sys.executable, "-m", "dliobench", "generate", "unet3d", *run,
+            env={"PYTHONPATH": str(REPO)})
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    launcher = subprocess.Popen(["nsenter", "-t", c0, "-n", "-u", "-m", sys.executable, "-c",
+                                 HOOK, mpiexec, "run", "unet3d", *run], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*/journal/rank-*"))) < 2:
+        assert launcher.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # some steps in
+    os.kill(launcher.pid, signal.SIGINT)  # the launcher alone, as a terminal's Ctrl-C
+    out, _ = launcher.communicate(timeout=120)
+    result = json.loads(next(tmp_path.glob("*/result.json")).read_text())
+    assert result["status"] == "partial", out
+    assert result["ranks_count"] == 2 and {r["host"] for r in result["ranks"]} == \
+        {"compute-0", "compute-1"}
+    assert ranks_left(up) == []
 
 
 def test_down_removes_what_a_killed_up_left(up: dict[str, Any], tmp_path: Path) -> None:
