@@ -1,5 +1,5 @@
 """Ranks on other hosts, started from this one over ssh (issue 51, part 3; not wired into
-``run`` yet: ``launch_over_ssh`` is the hook the launcher calls for ``--hosts``).
+``run`` yet: ``run_on_hosts`` is the hook the launcher calls for ``--hosts``).
 
 Placement follows mlpstorage's ``generate_mpi_prefix_cmd`` (mlcommons/storage
 mlpstorage/utils.py@caa90c9c7d6a543de815222fff834a846823f922): hosts given as ``host:slots``
@@ -7,11 +7,16 @@ keep their slots (which must hold every rank); plain hosts share the N ranks eve
 first N mod H hosts taking one more. ``--ranks-per-host P`` puts P on each.
 
 The ranks start through the bundled MPICH's Hydra with its ssh launcher (``-launcher ssh``;
-``--ssh-username`` through a one-line ``-launcher-exec`` wrapper). Before that, a preflight
-asks every host over ssh, one sentence per host for what is wrong: unreachable, another
-dliobench version, the data folder missing or its manifest different, too little memory for
-its ranks, its clock more than ``CLOCK_SKEW_S`` off. The probe is a function, so tests may
-inject the answers emulated hosts share (memory, clock).
+``--ssh-username`` through a one-line ``-launcher-exec`` wrapper) and
+``-disable-auto-cleanup``, as ``dliobench nodes`` does: a host lost mid-run leaves the others
+running to their next collective, where the stall watchdog names it and the partial result
+is assembled from every rank's journal (docs/running-at-scale.md, "A node dies").
+
+Before that, a preflight asks every host over ssh, one sentence per host for what is wrong:
+unreachable, another dliobench version, the workload file or the data folder missing or its
+manifest different, too little memory for its ranks, its clock more than ``CLOCK_SKEW_S``
+off. The probe is a function, so tests may inject the answers emulated hosts share (memory,
+clock).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +37,12 @@ from dliobench import __version__
 from dliobench.base.errors import InputError
 
 CLOCK_SKEW_S = 1.0
+PROBES_AT_ONCE = 32
 CTRL_C_GRACE_S = 60.0  # the ranks' time to write the partial result after Ctrl-C
 SSH_TIMEOUT_S = 20
 # what a host answers, one line each: its clock, MemAvailable (KiB), whether it sees the data
-# folder (1/0), the sha256 of the folder's manifest ("-" if none), its dliobench version
+# folder (1/0), the sha256 of the folder's manifest ("-" if none), its dliobench version, and
+# which of the other paths it was asked about (the workload file) it does not see
 PROBE = """import hashlib, os, sys, time
 import dliobench
 folder, manifest = sys.argv[1], os.path.join(sys.argv[1], sys.argv[2])
@@ -43,6 +51,7 @@ print(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemAvail
 print(int(os.path.isdir(folder)))
 print(hashlib.sha256(open(manifest, "rb").read()).hexdigest() if os.path.exists(manifest) else "-")
 print(dliobench.__version__)
+print("\\0".join(p for p in sys.argv[3:] if not os.path.exists(p)))
 """
 
 
@@ -77,15 +86,16 @@ class Answer:
     manifest_sha: str = "-"
     version: str = ""
     error: str = ""
+    missing: tuple[str, ...] = ()
 
 
-def ssh_probe(user: str | None, folder: str, manifest: str,
+def ssh_probe(user: str | None, folder: str, manifest: str, paths: tuple[str, ...] = (),
               python: str = sys.executable) -> Callable[[str], Answer]:
     """The real probe: one ssh per host running ``PROBE`` with ``python`` (this one's path:
     every host has dliobench at the same path)."""
     def probe(host: str) -> Answer:
         target = f"{user}@{host}" if user else host
-        cmd = shlex.join([python, "-c", PROBE, folder, manifest])
+        cmd = shlex.join([python, "-c", PROBE, folder, manifest, *paths])
         try:
             done = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o",
                                    f"ConnectTimeout={SSH_TIMEOUT_S}", target, cmd],
@@ -96,25 +106,33 @@ def ssh_probe(user: str | None, folder: str, manifest: str,
         if done.returncode != 0 or len(lines) < 5:
             return Answer(error=" ".join(done.stderr.split()) or f"exit {done.returncode}")
         return Answer(float(lines[0]), int(lines[1]) * 1024, lines[2] == "1", lines[3],
-                      lines[4].strip())
+                      lines[4].strip(), missing=tuple(p for p in lines[5].split("\0") if p))
     return probe
 
 
 def preflight(placement: list[tuple[str, int]], probe: Callable[[str], Answer], folder: str,
               manifest: Path | None, bytes_per_rank: int) -> list[str]:
-    """One sentence per host that cannot take its ranks (empty: all can)."""
+    """One sentence per host that cannot take its ranks (empty: all can); the hosts are
+    asked ``PROBES_AT_ONCE`` at a time."""
     want_sha = hashlib.sha256(manifest.read_bytes()).hexdigest() \
         if manifest is not None and manifest.exists() else "-"
-    problems = []
-    for host, ranks in placement:
+    def timed(host: str) -> tuple[Answer, float]:  # its answer and this host's clock then
         asked = time.time()
-        a = probe(host)
-        now = (asked + time.time()) / 2
+        answer = probe(host)
+        return answer, (asked + time.time()) / 2
+
+    with ThreadPoolExecutor(max_workers=min(PROBES_AT_ONCE, len(placement))) as pool:
+        answers = list(pool.map(timed, [host for host, _ in placement]))
+    problems = []
+    for (host, ranks), (a, now) in zip(placement, answers, strict=True):
         if a.error:
             problems.append(f"{host}: unreachable over ssh ({a.error})")
         elif a.version != __version__:
             problems.append(f"{host}: runs dliobench {a.version or 'none'}, this host "
                             f"{__version__}; install the same version there")
+        elif a.missing:
+            problems.append(f"{host}: does not see {', '.join(a.missing)}; put it at the same "
+                            "path on every host")
         elif not a.folder_seen:
             problems.append(f"{host}: does not see the data folder {folder}; mount it at the "
                             "same path on every host")
@@ -137,7 +155,8 @@ def mpiexec_over_ssh(mpiexec: str, placement: list[tuple[str, int]], argv: list[
     (``mpi_args``: the user's own mpiexec options, first)."""
     hosts = ",".join(f"{h}:{n}" for h, n in placement)
     wrapper = ["-launcher-exec", launcher_exec] if launcher_exec else []
-    return [mpiexec, *mpi_args, "-launcher", "ssh", *wrapper, "-hosts", hosts, "-n",
+    return [mpiexec, *mpi_args, "-launcher", "ssh", *wrapper, "-disable-auto-cleanup",
+            "-hosts", hosts, "-n",
             str(sum(n for _, n in placement)), sys.executable, "-m", "dliobench", *argv]
 
 
@@ -173,15 +192,16 @@ def launch_over_ssh(mpiexec: str, placement: list[tuple[str, int]], argv: list[s
 def run_on_hosts(hosts: list[str], argv: list[str], *, total: int | None,
                  per_host: int | None, ssh_user: str | None, data_folder: str,
                  manifest: str, bytes_per_rank: int, mpiexec: str,
-                 mpi_args: tuple[str, ...] = ()) -> int:
+                 mpi_args: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> int:
     """The hook ``run --hosts`` calls (outside Slurm: inside an allocation srun places the
     ranks and ``--hosts`` is not needed): place the ranks, ask every host, start them.
 
     ``manifest`` is the manifest's path inside the data folder; ``bytes_per_rank`` the
     memory a rank needs (``dataset/bounds.py``); ``mpi_args`` the launch options Journeys
-    added (``--mpi-params``...), put before mpiexec's own."""
+    added (``--mpi-params``...), put before mpiexec's own; ``paths`` what else every host
+    must see (the workload file, when it is one)."""
     placement = place(hosts, total, per_host)
-    probe = ssh_probe(ssh_user, data_folder, manifest)
+    probe = ssh_probe(ssh_user, data_folder, manifest, paths)
     problems = preflight(placement, probe, data_folder, Path(data_folder) / manifest,
                          bytes_per_rank)
     with tempfile.TemporaryDirectory(prefix="dliobench-hosts-") as folder:

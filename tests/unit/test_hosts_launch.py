@@ -35,6 +35,7 @@ def test_preflight_says_one_sentence_per_host_that_cannot(tmp_path: Path) -> Non
         "ok": good,
         "down": Answer(error="Connection refused"),
         "old": Answer(time.time(), 64 << 30, True, sha, "0.0.1"),
+        "nowork": Answer(time.time(), 64 << 30, True, sha, __version__, missing=("/w.yaml",)),
         "blind": Answer(time.time(), 64 << 30, False, "-", __version__),
         "other": Answer(time.time(), 64 << 30, True, "abc", __version__),
         "small": Answer(time.time(), 1 << 30, True, sha, __version__),
@@ -42,7 +43,8 @@ def test_preflight_says_one_sentence_per_host_that_cannot(tmp_path: Path) -> Non
     }
     placement = [(h, 2) for h in answers]
     got = preflight(placement, lambda h: answers[h], "/data", manifest, 2 << 30)
-    words = ["unreachable", "0.0.1", "does not see", "manifest differs", "GiB available",
+    words = ["unreachable", "0.0.1", "does not see /w.yaml", "does not see the data folder",
+             "manifest differs", "GiB available",
              "clock is -5"]
     assert len(got) == len(words)
     for sentence, word in zip(got, words, strict=True):
