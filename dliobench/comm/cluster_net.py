@@ -64,13 +64,20 @@ class Host:
 def plan_hosts(compute: int, storage: int, link: float | None,
                storage_link: float | None) -> list[Host]:
     """The hosts of a cluster of ``compute`` + ``storage`` hosts, links in MB/s (10^6)."""
-    if compute < 1 or compute > 250 or storage != 1:
-        raise InputError(f"dliobench nodes up takes 1 to 250 compute hosts and 1 storage host, "
-                         f"not --compute {compute} --storage {storage} (GlusterFS takes every "
-                         "127/8 address for its own, so storage hosts there cannot join)")
+    if compute < 1 or compute > 250:
+        raise InputError(f"dliobench nodes up takes 1 to 250 compute hosts, not --compute "
+                         f"{compute}")
+    if storage != 1:
+        raise InputError(f"dliobench nodes up takes 1 storage host, not --storage {storage}: "
+                         "GlusterFS takes every 127/8 address for its own, so a second "
+                         "storage host there cannot join the first")
     for flag, rate in (("--link", link), ("--storage-link", storage_link)):
         if rate is not None and rate <= 0:
             raise InputError(f"{flag} is a rate in MB/s above 0, not {rate:g}")
+    if os.geteuid() != 0:
+        raise InputError("dliobench nodes up needs root: it makes network namespaces, "
+                         "mounts and tc queues (run it as root, or in a container with "
+                         "--privileged)")
 
     def cap(rate: float | None) -> float | None:
         return rate * 1e6 if rate is not None else None
