@@ -24,6 +24,7 @@ from dliobench.comm import cluster_ssh, gluster
 
 DEFAULT_ROOT = "/var/tmp/dliobench-cluster"
 STATE = "cluster.json"
+POINTER = Path("/run/dliobench-cluster-root")  # the live cluster's folder, for `down`
 
 
 def _host_binds(root: Path, host: net.Host) -> list[tuple[Path, str]]:
@@ -42,13 +43,15 @@ def up(compute: int, storage: int, link: float | None = None,
     hosts = net.plan_hosts(compute, storage, link, storage_link)
     folder = Path(root)
     left = net.leftover_namespaces()
-    if left or (folder / STATE).exists():
+    live = _pointed() or str(folder)
+    if left or (Path(live) / STATE).exists():
         raise InputError(f"an emulated cluster is up already ({len(left)} namespaces, "
-                         f"{folder}): run dliobench nodes down first")
+                         f"{live}): run dliobench nodes down first")
     gluster.check_installed()
     try:
         shutil.rmtree(folder, ignore_errors=True)
         (folder / "hosts").mkdir(parents=True)
+        POINTER.write_text(f"{folder.resolve()}\n")
         cluster_ssh.write_ssh_folder(folder / "etc-ssh", hosts)
         net.make_bridge()
         pids: dict[str, int] = {}
@@ -77,12 +80,20 @@ def down(root: str = DEFAULT_ROOT) -> list[str]:
     its processes and mounts, and the cluster's folder. What was removed, in words."""
     names = net.leftover_namespaces()
     net.remove_namespaces(names)
-    folder = Path(root)
     done = [f"{len(names)} namespaces"] if names else []
-    if folder.exists():
+    for folder in sorted(f for f in {root, _pointed()} if f and Path(f).exists()):
         shutil.rmtree(folder, ignore_errors=True)
-        done.append(str(folder))
+        done.append(folder)
+    POINTER.unlink(missing_ok=True)
     return done
+
+
+def _pointed() -> str:
+    """The folder the last ``up`` named ("" if none)."""
+    try:
+        return POINTER.read_text().strip()
+    except OSError:
+        return ""
 
 
 def load(root: str = DEFAULT_ROOT) -> dict[str, Any]:

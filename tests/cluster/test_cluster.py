@@ -187,8 +187,8 @@ def test_down_removes_what_a_killed_up_left(up: dict[str, Any], tmp_path: Path) 
     assert leftover_namespaces()
     pids = [int(p) for ns in leftover_namespaces()
             for p in sh("ip", "netns", "pids", ns, check=False).split()]
-    out = subprocess.run([sys.executable, "-m", "dliobench", "nodes", "down", "--root",
-                          str(root)], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "dliobench", "nodes", "down"], env=env,
+                         capture_output=True, text=True, timeout=60)  # finds --root itself
     assert out.returncode == 0 and out.stdout.startswith("removed ")
     assert leftover_namespaces() == [] and not root.exists()
     alive = [p for p in pids if Path(f"/proc/{p}").exists()
