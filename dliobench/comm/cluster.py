@@ -64,7 +64,7 @@ def up(compute: int, storage: int, link: float | None = None,
         gluster.serve([(h, pids[h.name], folder / "hosts" / h.name) for h in servers])
         for host in hosts:
             if host.role == "compute":
-                gluster.mount(host, pids[host.name], servers[0])
+                gluster.mount(host, pids[host.name], servers)
     except BaseException:
         down(root)
         raise

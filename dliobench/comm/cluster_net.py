@@ -9,6 +9,7 @@ Layout, as checked on this machine kind (issue 51):
 - host H is the namespace ``dlb-H``: ``eth0`` (a veth whose peer, named H, is a port of the
   bridge) holds its address in 127.100.0.0/16, ``route_localnet=1`` lets 127/8 leave ``lo``,
   and ``lo`` keeps only 127.0.0.1/32 (its usual 127.0.0.0/8 would claim every host's address);
+  a second address in 198.18.0.0/15 carries GlusterFS (``DATA_SUBNET``);
 - a host's hostname, ``/dev/shm``, ``/etc/hosts``, ``/etc/ssh`` and daemon folders are its
   own UTS and mount namespaces, held by a sleeper process entered with ``nsenter``: a FUSE
   mount made there stays in the host (``ip netns exec`` would unshare the mount namespace
@@ -36,6 +37,10 @@ PREFIX = "dlb-"  # every namespace the cluster makes, so `down` finds what a kil
 BRIDGE_NS = f"{PREFIX}bridge"
 NETNS_DIR = Path("/run/netns")
 SUBNET = "127.100"  # hosts' addresses: storage-s 127.100.1.(s+1), compute-k 127.100.2.(k+1)
+# GlusterFS's own traffic: glusterd takes every 127/8 address for itself ("Probe on localhost
+# not needed"), so storage hosts could not join one another there; each host also holds an
+# address in the benchmarking range 198.18.0.0/15 (RFC 2544), which GlusterFS uses
+DATA_SUBNET = "198.18"
 READY = "ready"
 SHM_SIZE = "50%"
 TBF_LATENCY = "100ms"  # the queue a capped link holds before it drops
@@ -48,13 +53,14 @@ WIRE_SIZED = ("gso_max_segs", "1")
 
 @dataclass(frozen=True)
 class Host:
-    """One emulated host: its name, role (``compute`` or ``storage``), address and link cap
-    in bytes per second (None: uncapped)."""
+    """One emulated host: its name, role (``compute`` or ``storage``), address, link cap in
+    bytes per second (None: uncapped) and the address its file-system traffic uses."""
 
     name: str
     role: str
     address: str
     link_bytes_per_s: float | None
+    data_address: str = ""
 
     @property
     def netns(self) -> str:
@@ -67,10 +73,9 @@ def plan_hosts(compute: int, storage: int, link: float | None,
     if compute < 1 or compute > 250:
         raise InputError(f"dliobench nodes up takes 1 to 250 compute hosts, not --compute "
                          f"{compute}")
-    if storage != 1:
-        raise InputError(f"dliobench nodes up takes 1 storage host, not --storage {storage}: "
-                         "GlusterFS takes every 127/8 address for its own, so a second "
-                         "storage host there cannot join the first")
+    if storage < 1 or storage > 250:
+        raise InputError(f"dliobench nodes up takes 1 to 250 storage hosts, not --storage "
+                         f"{storage}")
     for flag, rate in (("--link", link), ("--storage-link", storage_link)):
         if rate is not None and rate <= 0:
             raise InputError(f"{flag} is a rate in MB/s above 0, not {rate:g}")
@@ -82,10 +87,10 @@ def plan_hosts(compute: int, storage: int, link: float | None,
     def cap(rate: float | None) -> float | None:
         return rate * 1e6 if rate is not None else None
 
-    return ([Host(f"storage-{s}", "storage", f"{SUBNET}.1.{s + 1}", cap(storage_link))
-             for s in range(storage)] +
-            [Host(f"compute-{k}", "compute", f"{SUBNET}.2.{k + 1}", cap(link))
-             for k in range(compute)])
+    return ([Host(f"storage-{s}", "storage", f"{SUBNET}.1.{s + 1}", cap(storage_link),
+                  f"{DATA_SUBNET}.1.{s + 1}") for s in range(storage)] +
+            [Host(f"compute-{k}", "compute", f"{SUBNET}.2.{k + 1}", cap(link),
+                  f"{DATA_SUBNET}.2.{k + 1}") for k in range(compute)])
 
 
 def sh(*cmd: str, netns: str | None = None, check: bool = True) -> str:
@@ -141,6 +146,7 @@ def make_host_network(host: Host) -> None:
     sh("ip", "addr", "del", "127.0.0.1/8", "dev", "lo", netns=ns, check=False)
     sh("ip", "addr", "add", "127.0.0.1/32", "dev", "lo", netns=ns)
     sh("ip", "addr", "add", f"{host.address}/16", "dev", "eth0", netns=ns)
+    sh("ip", "addr", "add", f"{host.data_address}/16", "dev", "eth0", netns=ns)
     sh("ip", "link", "set", "eth0", *WIRE_SIZED, "up", netns=ns)
     if host.link_bytes_per_s is not None:
         tbf("eth0", host.link_bytes_per_s, ns)

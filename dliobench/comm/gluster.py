@@ -4,8 +4,9 @@ through its own link, at the same path (``MOUNT``).
 
 Debian's glusterfs-server 10.3. Its state (``/var/lib/glusterd``), logs and sockets are
 per host: folders of the host's own mounted over those paths inside it (its sockets are in
-the host's own ``/run``). Bricks on 127/8
-addresses need ``force`` (gluster warns about loopback addresses).
+the host's own ``/run``). GlusterFS talks over the hosts' 198.18.0.0/15 addresses
+(``cluster_net.DATA_SUBNET``: it takes every 127/8 address for its own host); bricks in a
+folder of the root file system need ``force``.
 """
 
 from __future__ import annotations
@@ -69,20 +70,24 @@ def serve(storage: list[tuple[Host, int, Path]]) -> None:
     for _, pid, _ in storage:
         _wait(pid, "", "volume", "list")  # "No volumes present" once it answers
     for host, _, _ in storage[1:]:
-        _gluster(first, "peer", "probe", host.address)
+        _gluster(first, "peer", "probe", host.data_address)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while _gluster(first, "pool", "list").count("Connected") < len(storage):
         if time.monotonic() > deadline:
             raise InputError("the storage hosts' glusterd did not join within "
                              f"{READY_TIMEOUT_S:.0f} s; see their logs")
         time.sleep(0.2)
-    bricks = [f"{host.address}:{folder / 'brick'}" for host, _, folder in storage]
+    bricks = [f"{host.data_address}:{folder / 'brick'}" for host, _, folder in storage]
     _gluster(first, "volume", "create", VOLUME, "transport", "tcp", *bricks, "force")
     _gluster(first, "volume", "start", VOLUME)
 
 
-def mount(host: Host, pid: int, server: Host) -> None:
+def mount(host: Host, pid: int, servers: list[Host]) -> None:
     """Mount the volume at ``MOUNT`` inside the compute host ``host`` (its FUSE client runs
-    there, so its traffic crosses the host's link)."""
+    there, so its traffic crosses the host's link), its volume file from the first server
+    or the others."""
     Path(MOUNT).mkdir(parents=True, exist_ok=True)
-    in_host(pid, "mount", "-t", "glusterfs", f"{server.address}:/{VOLUME}", MOUNT)
+    backups = ":".join(s.data_address for s in servers[1:])
+    options = ["-o", f"backup-volfile-servers={backups}"] if backups else []
+    in_host(pid, "mount", "-t", "glusterfs", *options,
+            f"{servers[0].data_address}:/{VOLUME}", MOUNT)
