@@ -84,10 +84,13 @@ def route_device(address: str) -> str | None:
 
 def server_of(source: str) -> str | None:
     """The server's address in a mount source (``host:/export``, ``host:/volume``,
-    ``ip@tcp:/fs``), or None for a local one."""
-    if source.startswith(LOCAL_SOURCES) or ":" not in source:
+    ``ip@tcp:/fs``, SMB's ``//host/share``), or None for a local one."""
+    if source.startswith("//"):
+        host = source[2:].split("/", 1)[0]
+    elif source.startswith(LOCAL_SOURCES) or ":" not in source:
         return None
-    host = source.split(":", 1)[0].split("@", 1)[0].split(",", 1)[0]
+    else:
+        host = source.split(":", 1)[0].split("@", 1)[0].split(",", 1)[0]
     try:
         return socket.gethostbyname(host)
     except OSError:

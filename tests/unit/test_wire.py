@@ -1,13 +1,20 @@
-"""The wire counters' parsers on real sample files (tests/data/wire/README.md cites them)
-and the per-node verdict's rules (results/node_verdict.py)."""
+"""The wire counters' parsers on real sample files (tests/data/wire/README.md cites them),
+the per-node verdict's rules (results/node_verdict.py) and the per-node figures a result
+takes from its ranks' meters (results/node_wire.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from dliobench.results.measured import RankTrace
 from dliobench.results.node_verdict import NodeFacts, node_verdicts
+from dliobench.results.node_wire import add_wire, wire_total
+from dliobench.results.timeline import Timeline
+from dliobench.results.verdict import Bar
+from dliobench.storage.devreads import DeviceReads
 from dliobench.storage.wire import (
     counter_for,
     parse_llite_stats,
@@ -38,6 +45,8 @@ def test_net_dev_gives_rx_bytes_per_interface() -> None:
 def test_a_local_folder_has_no_wire_counter(tmp_path: Path) -> None:
     assert server_of("/dev/vda") is None and server_of("tmpfs") is None
     assert server_of("127.100.1.1:/dliobench") == "127.100.1.1"
+    assert server_of("//127.0.0.2/share") == "127.0.0.2"
+    assert server_of("10.0.0.5@tcp:/lustre") == "10.0.0.5"
     assert counter_for(str(tmp_path)) is None
 
 
@@ -59,3 +68,24 @@ def test_node_verdict_rules(nodes: list[NodeFacts], want: list[str]) -> None:
     got = node_verdicts(nodes)
     assert [got[n.host]["limit"] for n in nodes] == want
     assert all(got[n.host]["reason"] for n in nodes)
+
+
+def trace(rank: int, host: str, wire: int | None, counter: str = "eth0 rx bytes") -> RankTrace:
+    t = RankTrace(rank, host, Timeline(rank))
+    t.device_reads = DeviceReads(None, "fuse.glusterfs has no block device", 100 + rank, wire,
+                                 counter, 2.0, 40e6, "tc tbf on eth0")
+    return t
+
+
+def test_a_node_s_figures_are_its_ranks_largest_and_the_run_takes_the_wire() -> None:
+    traces = [trace(0, "a", 78_000_000), trace(1, "a", 77_000_000), trace(2, "b", 3_000_000)]
+    nodes: list[dict[str, Any]] = [
+        {"host": "a", "au": 0.5, "cpu_share": 0.2, "host_cpu_busy_share": 0.3},
+        {"host": "b", "au": 1.0, "cpu_share": 0.2, "host_cpu_busy_share": 0.3}]
+    add_wire(nodes, traces, {"a": 75_000_000, "b": 75_000_000}, Bar(0.9, 10.0, None, 0.9))
+    a, b = nodes
+    assert a["wire_bytes"] == 78_000_000 and a["link_use"] == pytest.approx(0.975)
+    assert a["verdict"]["limit"] == "client network"
+    assert b["verdict"]["limit"] == "page cache" and b["wire_share"] == pytest.approx(0.04)
+    assert wire_total(traces) == (81_000_000, "the wire to 2 node(s): eth0 rx bytes")
+    assert wire_total([*traces, trace(3, "c", None)]) is None  # one node without a counter
