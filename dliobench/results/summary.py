@@ -103,7 +103,8 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
                   f"{m['bytes'] / 1e6:,.1f} MB read; first step {_ms(m['first_step_s'])}")
     device = _device_reads(result)
     if device:
-        table.add_row("read from the device", device)
+        wire = str(result["honesty"].get("device_read_counter", "")).startswith("the wire")
+        table.add_row("read over the wire" if wire else "read from the device", device)
     words = read_origin(result).words()
     if words:
         table.add_row("reads from storage", words)
