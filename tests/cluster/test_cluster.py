@@ -28,11 +28,11 @@ REPO = Path(__file__).resolve().parents[2]
 LINK_MBPS = 10.0  # low, so the FUSE client's CPU never sets the pace on a loaded machine
 FILE_BYTES = 4_000_000
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists() or shutil.which("glusterd") is None
     or shutil.which("tc") is None,
     reason="the emulated cluster needs root, iproute2, openssh-server and glusterfs-server "
-    "(`make test` installs the last two as root)")
+    "(`make test` installs the last two as root)")]
 
 READ = """
 import json, os, sys, time
