@@ -99,11 +99,12 @@ def ssh_probe(user: str | None, folder: str, manifest: str, paths: tuple[str, ..
         try:
             done = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o",
                                    f"ConnectTimeout={SSH_TIMEOUT_S}", target, cmd],
-                                  capture_output=True, text=True, timeout=SSH_TIMEOUT_S * 2)
+                                  capture_output=True, text=True, timeout=SSH_TIMEOUT_S * 2,
+                                  stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Answer(error=str(exc))
         lines = done.stdout.split("\n")
-        if done.returncode != 0 or len(lines) < 5:
+        if done.returncode != 0 or len(lines) < 6:
             return Answer(error=" ".join(done.stderr.split()) or f"exit {done.returncode}")
         return Answer(float(lines[0]), int(lines[1]) * 1024, lines[2] == "1", lines[3],
                       lines[4].strip(), missing=tuple(p for p in lines[5].split("\0") if p))
