@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dliobench.storage import wire
+import dliobench.storage.wire as wire
 from dliobench.storage.fsinfo import mount_of
 from dliobench.storage.location import is_url
 
