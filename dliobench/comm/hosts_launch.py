@@ -22,8 +22,8 @@ clock).
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,10 +35,10 @@ from pathlib import Path
 
 from dliobench import __version__
 from dliobench.base.errors import InputError
+from dliobench.comm.local_launch import MpiOptions, supervise
 
 CLOCK_SKEW_S = 1.0
 PROBES_AT_ONCE = 32
-CTRL_C_GRACE_S = 60.0  # the ranks' time to write the partial result after Ctrl-C
 SSH_TIMEOUT_S = 20
 # what a host answers, one line each: its clock, MemAvailable (KiB), whether it sees the data
 # folder (1/0), the sha256 of the folder's manifest ("-" if none), its dliobench version, and
@@ -171,40 +171,35 @@ def ssh_user_wrapper(folder: Path, user: str) -> str:
 
 def launch_over_ssh(mpiexec: str, placement: list[tuple[str, int]], argv: list[str],
                     problems: list[str], launcher_exec: str | None = None,
-                    mpi_args: tuple[str, ...] = ()) -> int:
+                    options: MpiOptions | None = None) -> int:
     """Refuse with every host's sentence, else run the job; mpiexec's status. Ctrl-C (or
-    SIGINT to this process alone) is passed to mpiexec, whose Hydra passes it to every
-    host's ranks: they end as on Ctrl-C at home, rank 0 keeping the partial result."""
+    SIGTERM) is forwarded to mpiexec as a local launch does (``local_launch.supervise``),
+    and Hydra passes it to every host's ranks: they end as on Ctrl-C at home, rank 0
+    keeping the partial result."""
     if problems:
         raise InputError("cannot start on every host: " + "; ".join(problems))
-    proc = subprocess.Popen(mpiexec_over_ssh(mpiexec, placement, argv, launcher_exec, mpi_args))
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            return proc.wait(timeout=CTRL_C_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            return 130
+    options = options or MpiOptions()
+    cmd = mpiexec_over_ssh(mpiexec, placement, argv, launcher_exec, options.params)
+    return supervise(cmd, {**os.environ, **options.env})
 
 
 def run_on_hosts(hosts: list[str], argv: list[str], *, total: int | None,
                  per_host: int | None, ssh_user: str | None, data_folder: str,
                  manifest: str, bytes_per_rank: int, mpiexec: str,
-                 mpi_args: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> int:
+                 options: MpiOptions | None = None, paths: tuple[str, ...] = ()) -> int:
     """The hook ``run --hosts`` calls (outside Slurm: inside an allocation srun places the
     ranks and ``--hosts`` is not needed): place the ranks, ask every host, start them.
 
     ``manifest`` is the manifest's path inside the data folder; ``bytes_per_rank`` the
-    memory a rank needs (``dataset/bounds.py``); ``mpi_args`` the launch options Journeys
-    added (``--mpi-params``...), put before mpiexec's own; ``paths`` what else every host
-    must see (the workload file, when it is one)."""
+    memory a rank needs (``dataset/bounds.py``); ``mpiexec`` Hydra's launcher
+    (``nodes.find_mpiexec``, as ``--mpi-bin`` names it); ``options`` the launch options of
+    mlpstorage (``local_launch.MpiOptions``: ``--mpi-params`` first, ``--mpi-btl``'s
+    environment); ``paths`` what else every host must see (the workload file, when it is
+    one)."""
     placement = place(hosts, total, per_host)
     probe = ssh_probe(ssh_user, data_folder, manifest, paths)
     problems = preflight(placement, probe, data_folder, Path(data_folder) / manifest,
                          bytes_per_rank)
     with tempfile.TemporaryDirectory(prefix="dliobench-hosts-") as folder:
         wrapper = ssh_user_wrapper(Path(folder), ssh_user) if ssh_user else None
-        return launch_over_ssh(mpiexec, placement, argv, problems, wrapper, mpi_args)
+        return launch_over_ssh(mpiexec, placement, argv, problems, wrapper, options)

@@ -124,7 +124,14 @@ def run(ranks: int, argv: Sequence[str], options: MpiOptions | None = None) -> i
     options = options or MpiOptions()
     cmd = command(_ready(options, ranks), ranks, options, argv)
     log.info("starting %d ranks on this host: %s", ranks, shlex.join(cmd))
-    proc = subprocess.Popen(cmd, env={**os.environ, **options.env}, start_new_session=True)
+    return supervise(cmd, {**os.environ, **options.env})
+
+
+def supervise(cmd: list[str], env: dict[str, str]) -> int:
+    """Run a launcher's ``cmd`` in a session of its own, SIGINT and SIGTERM forwarded to it
+    (Hydra passes them to the ranks, here or on other hosts); its exit status (128 + the
+    signal's number when a signal ended it)."""
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
 
     def forward(signum: int, _frame: object) -> None:
         if proc.poll() is None:
