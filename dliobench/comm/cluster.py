@@ -24,6 +24,7 @@ from dliobench.comm import cluster_ssh, gluster
 
 DEFAULT_ROOT = "/var/tmp/dliobench-cluster"
 STATE = "cluster.json"
+MARKER = ".dliobench-cluster"  # in a folder `up` made: the only kind `down` removes
 POINTER = Path("/run/dliobench-cluster-root")  # the live cluster's folder, for `down`
 
 
@@ -48,9 +49,14 @@ def up(compute: int, storage: int, link: float | None = None,
         raise InputError(f"an emulated cluster is up already ({len(left)} namespaces, "
                          f"{live}): run dliobench nodes down first")
     gluster.check_installed()
+    if folder.exists() and any(folder.iterdir()) and not (folder / MARKER).exists():
+        raise InputError(f"--root {folder} holds files of its own; give an empty or new "
+                         "folder for the cluster (its keys, bricks and logs)")
     try:
-        shutil.rmtree(folder, ignore_errors=True)
-        (folder / "hosts").mkdir(parents=True)
+        shutil.rmtree(folder, ignore_errors=True)  # a cluster's folder that down left
+        folder.mkdir(parents=True)
+        (folder / MARKER).touch()  # first: a folder killed before it is still empty
+        (folder / "hosts").mkdir()
         POINTER.write_text(f"{folder.resolve()}\n")
         cluster_ssh.write_ssh_folder(folder / "etc-ssh", hosts)
         net.make_bridge()
@@ -81,7 +87,7 @@ def down(root: str = DEFAULT_ROOT) -> list[str]:
     names = net.leftover_namespaces()
     net.remove_namespaces(names)
     done = [f"{len(names)} namespaces"] if names else []
-    for folder in sorted(f for f in {root, _pointed()} if f and Path(f).exists()):
+    for folder in sorted(f for f in {root, _pointed()} if f and (Path(f) / MARKER).exists()):
         shutil.rmtree(folder, ignore_errors=True)
         done.append(folder)
     POINTER.unlink(missing_ok=True)
