@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from dliobench.base.errors import InputError
 from dliobench.comm import cluster
 from dliobench.comm.cluster_net import BRIDGE_NS, in_host, leftover_namespaces, sh
 from dliobench.results.node_verdict import NodeFacts, node_verdicts
@@ -52,6 +53,16 @@ print(json.dumps({"n": n, "wire": r.wire_bytes, "counter": r.wire_counter,
                   "window": r.wire_window_s, "link": r.link_bytes_per_s,
                   "source": r.link_source}))
 """
+
+
+def test_a_root_folder_with_files_of_its_own_is_refused_and_kept(tmp_path: Path) -> None:
+    if leftover_namespaces():
+        pytest.skip("an emulated cluster is up on this machine already; the tests leave it be")
+    (tmp_path / "mine").write_text("keep me")
+    with pytest.raises(InputError, match="holds files of its own"):
+        cluster.up(1, 1, root=str(tmp_path))
+    cluster.down(str(tmp_path))
+    assert (tmp_path / "mine").read_text() == "keep me"
 
 
 @pytest.fixture(scope="module")
