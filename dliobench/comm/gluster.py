@@ -12,7 +12,10 @@ folder of the root file system need ``force``.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from dliobench.base.errors import InputError
@@ -44,39 +47,37 @@ def check_installed() -> None:
                          "apt-get install glusterfs-server")
 
 
-def _gluster(pid: int, *args: str, check: bool = True) -> str:
-    return in_host(pid, "gluster", "--mode=script", *args, check=check).stdout
+def _gluster(pid: int, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return in_host(pid, "gluster", "--mode=script", *args, check=check)
 
 
-def _wait(pid: int, ok: str, *args: str) -> None:
-    """Until ``gluster ARGS`` succeeds and prints ``ok`` (a daemon or a peer coming up)."""
+def _answers(pid: int) -> bool:
+    """glusterd answers (``volume list`` says "No volumes present" once it does)."""
+    return _gluster(pid, "volume", "list", check=False).returncode == 0
+
+
+def _until(ready: Callable[[], bool], what: str, logs: Path) -> None:
+    """Wait until ``ready()``, or say in one sentence that ``what`` did not happen."""
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while True:
-        done = in_host(pid, "gluster", "--mode=script", *args, check=False)
-        if done.returncode == 0 and ok in done.stdout:
-            return
+    while not ready():
         if time.monotonic() > deadline:
-            raise InputError(f"gluster {' '.join(args)} did not show {ok!r} within "
-                             f"{READY_TIMEOUT_S:.0f} s; see the storage hosts' logs")
+            raise InputError(f"{what} within {READY_TIMEOUT_S:.0f} s; see the storage "
+                             f"hosts' logs ({logs}/storage-*/log)")
         time.sleep(0.2)
 
 
 def serve(storage: list[tuple[Host, int, Path]]) -> None:
     """Start glusterd on each storage host (host, sleeper pid, its folder), join them, and
     create and start the volume of one brick per host (distributed)."""
-    for _, pid, _ in storage:
+    logs = storage[0][2].parent
+    for host, pid, _ in storage:
         in_host(pid, "glusterd", "-p", "/run/gluster/glusterd.pid")
+        _until(partial(_answers, pid), f"glusterd on {host.name} did not answer", logs)
     first = storage[0][1]
-    for _, pid, _ in storage:
-        _wait(pid, "", "volume", "list")  # "No volumes present" once it answers
     for host, _, _ in storage[1:]:
         _gluster(first, "peer", "probe", host.data_address)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while _gluster(first, "pool", "list").count("Connected") < len(storage):
-        if time.monotonic() > deadline:
-            raise InputError("the storage hosts' glusterd did not join within "
-                             f"{READY_TIMEOUT_S:.0f} s; see their logs")
-        time.sleep(0.2)
+    _until(lambda: _gluster(first, "pool", "list").stdout.count("Connected") == len(storage),
+           "the storage hosts' glusterd did not join", logs)
     bricks = [f"{host.data_address}:{folder / 'brick'}" for host, _, folder in storage]
     _gluster(first, "volume", "create", VOLUME, "transport", "tcp", *bricks, "force")
     _gluster(first, "volume", "start", VOLUME)
