@@ -67,6 +67,10 @@ def place(hosts: list[str], total: int | None, per_host: int | None) -> list[tup
         raise InputError("--hosts needs --num-accelerators N (N ranks in all) or "
                          "--ranks-per-host P")
     if any(":" in h for h in hosts):
+        bad = [h for h in hosts if not h.partition(":")[2].isdigit()]
+        if bad:
+            raise InputError(f"--hosts gives slots as host:N for every host or for none, "
+                             f"not {', '.join(bad)}")
         slots = [(h.split(":")[0], int(h.split(":")[1])) for h in hosts]
         if sum(s for _, s in slots) < total:
             raise InputError(f"the hosts' slots ({sum(s for _, s in slots)}) cannot hold "

@@ -21,6 +21,8 @@ def test_placement_follows_mlpstorage() -> None:
     assert place(["a", "b"], None, 2) == [("a", 2), ("b", 2)]
     with pytest.raises(InputError, match="slots"):
         place(["a:1", "b:1"], 3, None)
+    with pytest.raises(InputError, match="host:N for every host or for none, not b"):
+        place(["a:2", "b"], 2, None)
     with pytest.raises(InputError, match="--num-accelerators"):
         place(["a"], None, None)
 
