@@ -44,7 +44,13 @@ def cluster_parser() -> argparse.ArgumentParser:
         f"every compute host mounts at {MOUNT}. Needs root, iproute2, openssh-server and "
         "glusterfs-server.")
     sub = p.add_subparsers(dest="action", required=True)
-    u = sub.add_parser("up", help="bring the cluster up (it lives until `nodes down`)")
+    u = sub.add_parser(
+        "up", help="bring the cluster up (it lives until `nodes down`)",
+        description="Bring up K compute and S storage hosts, each a network namespace with "
+        "its own address (127.100.x.y), link cap, hostname, /dev/shm and sshd; the storage "
+        f"hosts serve a GlusterFS volume every compute host mounts at {MOUNT}. It prints "
+        "the hosts and the mount, and lives until `dliobench nodes down`. Example: "
+        "dliobench nodes up --compute 4 --storage 1 --link 40")
     u.add_argument("--compute", type=int, required=True, help="compute hosts (K)")
     u.add_argument("--storage", type=int, default=1, help="storage hosts (S, default 1)")
     u.add_argument("--link", type=float, metavar="MB/s",
@@ -53,7 +59,10 @@ def cluster_parser() -> argparse.ArgumentParser:
                    help="each storage host's link cap in MB/s (10^6); default none")
     u.add_argument("--root", default=DEFAULT_ROOT,
                    help=f"the cluster's folder: keys, bricks, logs (default {DEFAULT_ROOT})")
-    d = sub.add_parser("down", help="remove the cluster, or what a killed `up` left")
+    d = sub.add_parser("down", help="remove the cluster, or what a killed `up` left",
+                       description="End every process in the cluster's namespaces (sshd, "
+                       "glusterd, the FUSE clients, ranks), delete the namespaces and the "
+                       "cluster's folder: a live cluster or what a killed `up` left.")
     d.add_argument("--root", default=DEFAULT_ROOT, help=f"default {DEFAULT_ROOT}")
     return p
 
