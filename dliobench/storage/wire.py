@@ -6,8 +6,10 @@ The counter is chosen per data folder, the file system's own where it has one:
 - NFS: ``serverreadbytes`` of the mount in ``/proc/self/mountstats`` (the ``bytes:`` line's
   fifth figure: READ payloads the server sent, never page-cache hits);
 - Lustre: ``read_bytes`` of ``llite.*.stats`` (the sum, seventh field), summed over the
-  client's llite instances. It counts what applications asked of the client, cache hits
-  included (as collectd's llite plugin notes), so on Lustre the figure overstates the wire;
+  client's llite instances. It counts what applications asked of the client's llite layer
+  ("count is based on argument to read()", TACC/tacc_stats
+  llite.c@b4626bedd138963c53f902ecff7d0fc995024390), page-cache hits included, so on Lustre
+  the figure overstates the wire;
 - anything else on the network (GlusterFS's FUSE client, CephFS, Weka...): the bytes received
   on the interfaces that route to the mount's server, from ``/proc/net/dev`` (per network
   namespace; sysfs shows the root namespace's), or InfiniBand ports' ``port_rcv_data`` x 4
