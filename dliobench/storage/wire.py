@@ -4,7 +4,9 @@ rate of the link they crossed (docs/running-at-scale.md, "What crossed the wire"
 The counter is chosen per data folder, the file system's own where it has one:
 
 - NFS: ``serverreadbytes`` of the mount in ``/proc/self/mountstats`` (the ``bytes:`` line's
-  fifth figure: READ payloads the server sent, never page-cache hits);
+  fifth figure, "client read N bytes via NFS READ" in nfs-utils' mountstats,
+  jtlayton/nfs-utils tools/mountstats/mountstats.py@17a1fcb26b4f919442a6caa71bb6ca6661af0ce6:
+  what the server sent, never page-cache hits);
 - Lustre: ``read_bytes`` of ``llite.*.stats`` (the sum, seventh field), summed over the
   client's llite instances. It counts what applications asked of the client's llite layer
   ("count is based on argument to read()", TACC/tacc_stats
