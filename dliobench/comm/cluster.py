@@ -12,6 +12,7 @@ FUSE clients, ranks), which takes the hosts' mounts with them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from dataclasses import asdict
@@ -91,6 +92,8 @@ def down(root: str = DEFAULT_ROOT) -> list[str]:
         shutil.rmtree(folder, ignore_errors=True)
         done.append(folder)
     POINTER.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # the mount point up made, if nothing else is there
+        Path(gluster.MOUNT).rmdir()
     return done
 
 
