@@ -87,6 +87,11 @@ def _started_here_or_set(args: argparse.Namespace, cfg: Config,
     from dliobench.comm.local_launch import start_or_join
 
     typed = getattr(args, "typed_argv", sys.argv[1:])
+    from dliobench.cli.hosts import asked_of, start_on_hosts, wanted
+
+    across = asked_of(args)
+    if across is not None and wanted(across):
+        return start_on_hosts(cfg, across, typed)
     started = start_or_join(getattr(args, "ranks", None), typed, None, "--ranks")
     if started is not None:
         return started

@@ -31,7 +31,7 @@ log = logging.getLogger("dliobench")
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 def _refuse(args: argparse.Namespace) -> None:
     """A ConfigError for the first flag given that means nothing here (one sentence)."""
-    given = [d for d in ("ssh_username", "dlio_bin_path", "config_file", "verify_lockfile",
+    given = [d for d in ("dlio_bin_path", "config_file", "verify_lockfile",
                          "timeseries") if getattr(args, d, None)]
     given += ["exec_type"] if getattr(args, "exec_type", "mpi") == "docker" else []
     if getattr(args, "loops", 1) < 1:
@@ -39,22 +39,32 @@ def _refuse(args: argparse.Namespace) -> None:
     sentence = mlps.refusal(given)
     if sentence:
         raise ConfigError(sentence)
-    remote = mlps.remote_hosts(getattr(args, "hosts", None))
-    if remote and launched_ranks() == 1:
-        raise ConfigError(f"--hosts names other hosts ({', '.join(remote)}) and dliobench "
-                          "opens no ssh sessions: start the ranks there with `mpiexec -hosts "
-                          f"{','.join(remote)} -n N dliobench ...` or srun, in the same folder "
-                          "on every host")
+    if getattr(args, "ssh_username", None) and not mlps.remote_hosts(getattr(args, "hosts",
+                                                                          None)):
+        raise ConfigError("--ssh-username logs in to the hosts --hosts names, and it names "
+                          "no other host; name them (--hosts h1 h2) or leave the flag out")
 
 
-def _launch(args: argparse.Namespace, asked: int | None, flag: str) -> int | None:
+def _launch(args: argparse.Namespace, asked: int | None, flag: str,
+            ns: argparse.Namespace) -> int | None:
     """Start ``asked`` ranks on this host when no launcher did (their exit status), or
-    None to go on as this rank (``--what-if``: nothing runs, nothing is started)."""
+    None to go on as this rank (``--what-if``: nothing runs, nothing is started). With
+    ``--hosts`` naming other hosts and no launcher, ``ns`` carries the launch across them
+    (``cli.hosts``: started by ``run`` once the configuration is resolved)."""
     if args.what_if:
         return None
     options = MpiOptions.parse(args.mpi_bin, args.mpi_params, args.mpi_btl,
                                args.allow_run_as_root, args.oversubscribe)
-    return start_or_join(asked, getattr(args, "typed_argv", sys.argv[1:]), options, flag)
+    typed = getattr(args, "typed_argv", sys.argv[1:])
+    if mlps.remote_hosts(getattr(args, "hosts", None)):
+        from dliobench.cli.hosts import HostsAsked, host_names, wanted
+
+        across = HostsAsked(host_names(args.hosts), total=asked, ssh_user=args.ssh_username,
+                            options=options)
+        if wanted(across):
+            ns.hosts_asked, ns.typed_argv = across, typed
+            return None
+    return start_or_join(asked, typed, options, flag)
 
 
 def _ours(args: argparse.Namespace, workload: str, overrides: list[str],
@@ -125,7 +135,7 @@ def training_run(commands: Commands, args: argparse.Namespace) -> int:
         args.checkpoint_folder, args.model))] if args.checkpoint_folder else []
     ns = _ours(args, args.model, [*_data(args), *folder, *_results(args)],
                repeat=args.loops - 1 or None)
-    started = _launch(args, args.num_accelerators, "--num-accelerators")
+    started = _launch(args, args.num_accelerators, "--num-accelerators", ns)
     if started is not None:
         return started
     _memory_note(args)
@@ -169,7 +179,7 @@ def checkpointing_run(commands: Commands, args: argparse.Namespace) -> int:
         from dliobench.run.checkpoint.split import refuse_missing
 
         refuse_missing(ns.workload, args.num_processes or launched_ranks())
-    started = _launch(args, args.num_processes, "--num-processes")
+    started = _launch(args, args.num_processes, "--num-processes", ns)
     if started is not None:
         return started
     _memory_note(args)
@@ -244,8 +254,7 @@ def _table() -> str:
     lines += [f"  {words}: {ours}" for words, ours in mlps.ACCEPTED]
     lines.append("Refused, exit 2:")
     lines += [f"  {r.flags}: {r.instead}" for r in mlps.REFUSED]
-    lines.append("  --hosts naming other hosts outside a launcher: start the ranks with "
-                 "mpiexec -hosts or srun")
+    lines.append("  --ssh-username without --hosts naming other hosts: name the hosts")
     return "\n".join(lines)
 
 

@@ -50,7 +50,15 @@ def _add_run_parser(sub: SubParsers, commands: Commands) -> None:
                    "rules score: a warm-up and 5 runs, or one checkpoint invocation")
     p.add_argument("--ranks", type=positive(int, 1e6), metavar="N",
                    help="with no launcher around: start N ranks on this host with the mpi "
-                   "extra's mpiexec (under a launcher: must be the job's size)")
+                   "extra's mpiexec (under a launcher: must be the job's size); with --hosts, "
+                   "N ranks in all, placed as mlpstorage places them")
+    p.add_argument("--hosts", metavar="H1,H2,...", action="append",
+                   help="with no launcher around: start the ranks on these hosts over ssh "
+                   "(Hydra's ssh launcher), each asked first whether it can take them; "
+                   "give --ranks N or --ranks-per-host P (docs/running-at-scale.md)")
+    p.add_argument("--ranks-per-host", type=positive(int, 1e6), metavar="P",
+                   help="with --hosts: P ranks on every host")
+    p.add_argument("--ssh-username", metavar="USER", help="with --hosts: log in as USER")
     add_launcher_arg(p)
     trace_parser.add_trace_io_arg(p)
     p.set_defaults(func=commands["run"])

@@ -77,8 +77,6 @@ class Refused:
 REFUSED = (
     Refused("--exec-type docker", "exec_type", "dliobench runs where it is started; run it "
             "inside your container"),
-    Refused("--ssh-username", "ssh_username", "dliobench opens no ssh sessions; start ranks "
-            "on other hosts with mpiexec -hosts or srun"),
     Refused("--dlio-bin-path", "dlio_bin_path", "dliobench is its own benchmark and runs no "
             "DLIO binary; leave the flag out"),
     Refused("--config-file", "config_file", "put the keys in a workload YAML file and run it "

@@ -107,11 +107,13 @@ def _before_training(config: Config, warnings: list[str], asked: Asked,
     reads = preflight.reads_from_storage(config)
     crowded = preflight.oversubscribed(config, world.local_size)
     said = [*reads.warnings, *([crowded] if crowded else [])]
-    for sentence in said:
+    for sentence in reads.warnings:
         log.warning("%s", sentence)
     if reads.said and world.is_root:
         asked.say(reads.said)
     preflight.confirm_generation(reads.config, asked.yes, world)
+    if crowded:  # after every refusal above: a refused run is one sentence
+        log.warning("%s", crowded)
     return reads.config, [*warnings, *said]
 
 

@@ -180,6 +180,31 @@ def test_two_hosts_over_ssh_and_ctrl_c_on_the_launcher_ends_them_keeping_the_res
     assert ranks_left(up) == []
 
 
+def test_mlpstorage_hosts_flag_starts_the_ranks_over_ssh_from_one_host(
+        up: dict[str, Any], tmp_path: Path) -> None:
+    """mlpstorage's `training run --hosts h1 h2 --num-accelerators 2`, typed on compute-0 with
+    no launcher around: dliobench asks both hosts over ssh, starts a rank on each with Hydra's
+    ssh launcher, and the job writes one result holding both hosts (cli.hosts)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MPIR_CVAR_CH4_NETMOD": "ofi",
+           "FI_PROVIDER": "tcp"}
+    c0 = pid_of(up, "compute-0")
+    run = [*small_run(tmp_path)[:-3], "train.epochs=1", "train.computation_time=0.001"]
+    in_host(c0, sys.executable, "-m", "dliobench", "generate", "unet3d", *run[:-2],
+            "--no-progress", env={"PYTHONPATH": str(REPO)})
+    params = [p for p in run if "=" in p]
+    done = subprocess.run(["nsenter", "-t", str(c0), "-n", "-u", "-m", sys.executable, "-m",
+                           "dliobench", "training", "run", "--model", "unet3d",
+                           "--hosts", "compute-0", "compute-1", "--num-accelerators", "2",
+                           "--results-dir", str(tmp_path / "results"), "--param", *params],
+                          env=env, capture_output=True, text=True,
+                          timeout=180, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(next((tmp_path / "results").rglob("result.json")).read_text())
+    assert result["status"] == "complete" and result["ranks_count"] == 2
+    assert {r["host"] for r in result["ranks"]} == {"compute-0", "compute-1"}
+    assert ranks_left(up) == []
+
+
 def test_down_removes_what_a_killed_up_left(up: dict[str, Any], tmp_path: Path) -> None:
     cluster.down(up["root"])  # the module's cluster first: one cluster at a time
     assert leftover_namespaces() == []

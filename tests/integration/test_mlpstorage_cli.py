@@ -99,7 +99,8 @@ def test_checkpointing_quick_start_runs_into_mlpstorage_layout(tmp_path: Path) -
 
 @pytest.mark.parametrize(("argv", "says"), [
     (["--ssh-username", "me"], "ssh"),
-    (["--hosts", "10.1.2.3", "10.1.2.4"], "mpiexec -hosts 10.1.2.3,10.1.2.4"),
+    # other hosts are asked over ssh first (issue Cluster): one sentence per host that fails
+    (["--hosts", "no-such-host.invalid", "--num-accelerators", "1"], "no-such-host.invalid"),
     (["--exec-type", "docker"], "container"),
     (["--frobnicate"], "--frobnicate"),
 ])
