@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from dliobench.config.checkpoint_keys import CheckpointConfig, ModelConfig
 from dliobench.config.keys import COMPRESSIONS, DATATYPES, PARQUET_DTYPES, SHUFFLE_MODES, key
 from dliobench.config.kvcache_keys import KVCacheConfig
+from dliobench.config.vectordb_keys import VectorDBConfig
 from dliobench.config.names import DECODER_NAMES
 from dliobench.config.names import FORMAT_NAMES as FORMATS  # the registries' names
 from dliobench.config.names import LOADER_NAMES as LOADERS
@@ -245,6 +246,8 @@ class WorkflowConfig:
                          "unlink rates over the dataset's files (the result's `metadata`)")
     kvcache: bool = key(False, "bool", "run the KV-cache benchmark (see kvcache.*) instead of "
                         "training (`dliobench kvcache` sets it)")
+    vectordb: bool = key(False, "bool", "run the vector-database benchmark (see vectordb.*) "
+                         "instead of training (`dliobench vectordb run` sets it)")
 
     @property
     def checkpoint_only(self) -> bool:
@@ -294,6 +297,7 @@ class Config:
     storage: StorageConfig = StorageConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
     kvcache: KVCacheConfig = KVCacheConfig()
+    vectordb: VectorDBConfig = VectorDBConfig()
     accelerators: dict[str, AcceleratorProfile] = field(default_factory=dict)
     source: str = ""
     given: tuple[str, ...] = ()  # keys the command line set: an existing dataset honours them
@@ -320,4 +324,5 @@ SECTIONS: dict[str, type] = {
     "storage": StorageConfig,
     "checkpoint": CheckpointConfig,
     "kvcache": KVCacheConfig,
+    "vectordb": VectorDBConfig,
 }
