@@ -129,15 +129,28 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
 def cmd_kvcache(args: argparse.Namespace) -> int:
     """The KV-cache benchmark: upstream's options as ``kvcache.*`` overrides of the workload
     (workloads/kvcache.yaml unless one is named), run as ``run`` runs one."""
-    from dliobench.results.console import show_run
-    from dliobench.run.commands import run_benchmark
-
     ended = _kvcache_door(args)
     if ended is not None:
         return ended
+    return _run_one(args)
+
+
+def _run_one(args: argparse.Namespace) -> int:
+    """One run of the benchmark the arguments' configuration asks for, its summary shown."""
+    from dliobench.results.console import show_run
+    from dliobench.run.commands import run_benchmark
+
     cfg, warnings = _load(args)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, False, False)
+
+
+def cmd_vectordb(args: argparse.Namespace) -> int:
+    """The vector-database benchmark's verbs: upstream's flags as ``vectordb.*`` overrides
+    (``cli/vectordb.py``); ``run`` runs as ``run`` runs one."""
+    from dliobench.cli import vectordb
+
+    return vectordb.command(_load, _run_one)(args)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -261,7 +274,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "kvcache": cmd_kvcache, "report": cmd_report, "recover": cmd_recover,
+    "run": cmd_run, "kvcache": cmd_kvcache, "vectordb": cmd_vectordb, "report": cmd_report, "recover": cmd_recover,
     "generate": cmd_generate,
     "datasize": cmd_datasize, "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
     "ceiling": cmd_ceiling,

@@ -9,6 +9,7 @@ import dliobench.cli.kvcache_args as kvcache_args
 import dliobench.cli.mlpstorage as front_door
 import dliobench.cli.report_parser as reading
 import dliobench.cli.trace_parser as trace_parser
+import dliobench.cli.vectordb_args as vectordb_args
 from dliobench import __version__
 from dliobench.cli.args import (
     add_launcher_arg,
@@ -166,7 +167,7 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_run_parser, kvcache_args.add_parser, reading.add_report_parser,
+    for add in (_add_run_parser, kvcache_args.add_parser, vectordb_args.add_parser, reading.add_report_parser,
                 reading.add_recover_parser, reading.add_check_parser, _add_generate_parser,
                 _add_datasize_parser,
                 reading.add_sweep_parser, _add_show_config_parser, _add_keys_parser,

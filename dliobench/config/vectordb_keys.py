@@ -12,15 +12,16 @@ from dataclasses import dataclass
 from dliobench.config.keys import key
 
 # mlpstorage_py/config.py@be69aeb5: VDB_INDEX_TYPES, VDB_INDEX_TYPES_CLOSED, VDB_BENCHMARK_MODES
-INDEX_TYPES = ("DISKANN", "HNSW", "AISAQ", "IVF_FLAT", "IVF_SQ8", "FLAT")
-INDEX_TYPES_CLOSED = ("DISKANN", "HNSW", "AISAQ")
+# (upstream spells them in capitals; choices are case-insensitive and kept in lower case)
+INDEX_TYPES = ("diskann", "hnsw", "aisaq", "ivf_flat", "ivf_sq8", "flat")
+INDEX_TYPES_CLOSED = ("diskann", "hnsw", "aisaq")
 MODES = ("timed", "query_count")  # upstream's sweep mode is issue 53's
 ENGINES = ("diskann", "milvus")  # milvus: issue 53
 # clustered is ours (upstream issue #625: uniform vectors make recall meaningless); uniform
 # and normal are upstream's (config.py@be69aeb5 DISTRIBUTIONS; zipfian is refused); npy: the
 # user's own vectors (vectordb.vectors_file)
 DISTRIBUTIONS = ("clustered", "uniform", "normal", "npy")
-METRICS = ("COSINE", "L2")
+METRICS = ("cosine", "l2")
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class VectorDBConfig:
     dimension: int = key(1536, "int", "dimensions of each vector", minimum=2, maximum=32768)
     num_shards: int = key(1, "int", "upstream's shards (Milvus spreads inserts over them); "
                           "the diskann engine builds one index and records it", minimum=1)
-    vector_dtype: str = key("FLOAT_VECTOR", "choice", "element type (float32)",
-                            choices=("FLOAT_VECTOR",))
+    vector_dtype: str = key("float_vector", "choice", "element type (FLOAT_VECTOR: float32)",
+                            choices=("float_vector",))
     scale: float = key(1.0, "float", "ours: num_vectors is multiplied by this (a 1M preset "
                        "at scale 0.01 is 10,000 vectors)", minimum=1e-9, maximum=1e6)
     distribution: str = key("clustered", "choice", "vectors: clustered (ours, a seeded "
@@ -56,9 +57,9 @@ class VectorDBConfig:
     vectors_file: str = key("", "path", "a .npy file of float vectors (N x dimension) to "
                             "index instead of generated ones (distribution npy)")
     seed: int = key(42, "int", "ours: seed of the vectors and of the queries", minimum=0)
-    index_type: str = key("DISKANN", "choice", "index type (upstream's choices; the diskann "
+    index_type: str = key("diskann", "choice", "index type (upstream's choices; the diskann "
                           "engine builds DISKANN)", choices=INDEX_TYPES)
-    metric_type: str = key("COSINE", "choice", "distance (vectors are normalized, so COSINE "
+    metric_type: str = key("cosine", "choice", "distance (vectors are normalized, so COSINE "
                            "ranks as L2 on them)", choices=METRICS)
     max_degree: int = key(64, "int", "graph degree R of the index", minimum=1, maximum=512)
     search_list_size: int = key(200, "int", "build's candidate list L", minimum=1,

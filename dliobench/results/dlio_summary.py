@@ -187,6 +187,10 @@ def dlio_summary(result: dict[str, Any]) -> dict[str, Any]:
     file instead (``results.kv_summary``)."""
     if result.get("kvcache") is not None:
         return kv_summary(result)
+    if result.get("vectordb") is not None:  # upstream's statistics.json fields, then ours
+        from dliobench.vectordb.figures import summary_json
+
+        return summary_json(result)
     config = result["config"]
     metric: dict[str, Any] = {}
     if config["workflow"].get("checkpoint"):

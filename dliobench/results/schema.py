@@ -18,7 +18,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from dliobench.results.schema_checkpoint import Checkpoint
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 13  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 14  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
@@ -31,6 +31,7 @@ SCHEMA_MINOR = 13  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv count
 # 1.12: nodes[].host_cpu_busy_share (the host's CPUs over the counted windows) and the
 # verdict's host_cpu_busy_* and client_ceiling_unused (the client rules, docs/results.md)
 # 1.13: nodes[] wire_*, link_*, verdict: what crossed the wire per node, its link, its limit
+# 1.14: vectordb (a vector-database run: QPS, latency, recall@k, reads per query, verdict)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -329,6 +330,7 @@ class RunResult(_Required, total=False):
     ranks_ended: list[RankEnding]  # 1.6
     run_set: RunSetPlace  # 1.7
     kvcache: dict[str, Any]  # 1.9: a KV-cache run (results/kv_section.py)
+    vectordb: dict[str, Any]  # 1.14: a vector-database run (vectordb/figures.py)
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

@@ -58,6 +58,11 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
 
         print_kvcache_summary(result, run_dir, console)
         return
+    if "vectordb" in result:
+        from dliobench.vectordb.console import print_vectordb_summary
+
+        print_vectordb_summary(result, run_dir, console)
+        return
     if (result.get("checkpoint") or {}).get("workflow") == "checkpoint-only":
         from dliobench.results.ckpt_console import print_checkpoint_summary
 

@@ -56,6 +56,11 @@ def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.
 
         return on_every_rank(world, comm, lambda: session.RunOutcome(*kv_session.run(
             config, world, comm, warnings, session.save)), config.train.stall_timeout_s)
+    if config.workflow.vectordb:
+        from dliobench.vectordb import session as vdb_session
+
+        return on_every_rank(world, comm, lambda: session.RunOutcome(*vdb_session.run(
+            config, world, comm, warnings, session.save)), config.train.stall_timeout_s)
     if config.workflow.checkpoint_only:
         from dliobench.run.checkpoint import run as ckpt_run
         from dliobench.run.checkpoint import session as ckpt_session

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 SECTOR = 4096
 FLOAT = 4
 # vectordbbench.py@be69aeb5 datasize(): index overhead over the raw vector bytes
-UPSTREAM_OVERHEAD = {"DISKANN": 1.3, "HNSW": 1.5, "AISAQ": 0.15, "IVF_FLAT": 1.05,
-                     "IVF_SQ8": 0.40, "FLAT": 1.0}
+UPSTREAM_OVERHEAD = {"diskann": 1.3, "hnsw": 1.5, "aisaq": 0.15, "ivf_flat": 1.05,
+                     "ivf_sq8": 0.40, "flat": 1.0}
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def raw_bytes(vectors: int, dimension: int) -> int:
 
 def upstream_estimate(vectors: int, dimension: int, index_type: str, shards: int) -> int:
     """Upstream's datasize total (its overhead table; unknown types as DISKANN)."""
-    return int(raw_bytes(vectors, dimension) * UPSTREAM_OVERHEAD.get(index_type, 1.3) * shards)
+    return int(raw_bytes(vectors, dimension) * UPSTREAM_OVERHEAD.get(index_type.lower(), 1.3) * shards)
 
 
 def disk_index_bytes(shape: Shape) -> int:

@@ -43,7 +43,7 @@ class DiskANN:
     in memory)."""
 
     name = "diskann"
-    index_types = ("DISKANN",)
+    index_types = ("diskann",)
     deviations = ("DiskANN reads its index itself (O_DIRECT, POSIX), outside the storage "
                   "seam: its reads are counted by the device and by DiskANN, not by the seam",
                   "the diskann engine builds one index for all vectors; num_shards is "

@@ -1,0 +1,60 @@
+"""The console summary of a vector-database run: the index, QPS, latency percentiles,
+recall@k against the floor (an invalid run said in red), reads per query three ways, and
+what limited the queries. The same figures as the result's ``vectordb`` section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dliobench.base.units import size_text
+from dliobench.results.schema import RunResult
+
+
+def _num(value: float | None, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:,.2f}{unit}"
+
+
+def reads_line(reads: dict[str, Any]) -> str:
+    """Reads per query: the index's own count, the device's, and the device bytes."""
+    nbytes = reads.get("device_bytes")
+    return (f"index {_num(reads.get('index'))}, device {_num(reads.get('device'))}, "
+            f"{'n/a' if nbytes is None else size_text(int(nbytes))} from the device "
+            f"({reads.get('device_counter') or 'uncounted'})")
+
+
+def print_vectordb_summary(result: RunResult, run_dir: str,
+                           console: Console | None = None) -> None:
+    """Show the index and load, QPS, latencies, recall, reads per query and the verdict."""
+    console = console or Console()
+    v: dict[str, Any] = result["vectordb"]  # type: ignore[typeddict-item]
+    index = v.get("index", {})
+    vec = index.get("vectors", {})
+    table = Table(title=f"dliobench {result['workload']} vector database — run "
+                  f"{result['run_id']}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    mix = (f", {vec.get('clusters')} clusters, spread {vec.get('spread')}"
+           if vec.get("distribution") == "clustered" else "")
+    table.add_row("index", f"{v.get('engine')} {str(v.get('index_type')).upper()}: {vec.get('count', 0):,} "
+                  f"x {vec.get('dimension')} {vec.get('distribution')}{mix}, "
+                  f"{size_text(int(index.get('bytes', 0)))}")
+    table.add_row("load", f"{v.get('clients')} client(s) ({v.get('ranks')} rank(s) x "
+                  f"{v.get('query_threads')} thread(s)), batch {v.get('batch_size')}, "
+                  f"search list {v.get('search_list')}, beam width {v.get('beam_width')}")
+    lat = v["latency_ms"]
+    table.add_row("throughput", f"{v['qps']:,.1f} queries/s ({v['queries']:,} in "
+                  f"{v['window_s']:.2f} s)")
+    table.add_row("latency", f"p50 {_num(lat.get('p50'), ' ms')}, p95 "
+                  f"{_num(lat.get('p95'), ' ms')}, p99 {_num(lat.get('p99'), ' ms')}, p99.9 "
+                  f"{_num(lat.get('p99.9'), ' ms')}")
+    style = "green" if v["valid"] else "red"
+    table.add_row(f"recall@{v['k']}", f"[{style}]{v['recall']:.4f}[/] (floor "
+                  f"{v['min_recall']})" + ("" if v["valid"] else
+                                           f" [red]INVALID: {v['invalid_reason']}[/]"))
+    table.add_row("reads/query", reads_line(v["reads_per_query"]))
+    table.add_row("limited by", f"{v['verdict']['limiter']}: {v['verdict']['reason']}")
+    console.print(table)
+    console.print(f"results: {run_dir}/result.json", soft_wrap=True, highlight=False)

@@ -1,0 +1,107 @@
+"""The timed window of a vector-database run on one rank: ``vectordb.query_threads`` clients
+(threads) each send search calls of ``batch_size`` queries, cycling through the seeded query
+set from their own offset, until the runtime is over (timed) or their share of
+``vectordb.queries`` is sent (query_count). Recall hits are counted against the ground truth
+after each call's clock stops.
+
+Reads per query, three ways: the engine's own count (DiskANN's I/Os), the reads completed by
+the index's block device (``/sys/dev/block/M:m/stat``, field 1: every process of the host, so
+exact only on a quiet host) and the bytes this process had from the block layer
+(``/proc/self/io`` read_bytes: ``storage.devreads``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from dliobench.config.vectordb_keys import VectorDBConfig
+from dliobench.storage.devreads import DeviceMeter
+from dliobench.vectordb.engines.base import Searcher
+from dliobench.vectordb.figures import RankFigures
+from dliobench.vectordb.manifest import Index
+from dliobench.vectordb.truth import hits
+
+
+def block_stat(folder: Path) -> Path | None:
+    """The stat file of the block device holding ``folder`` (None: not a block device)."""
+    dev = os.stat(folder).st_dev
+    path = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat")
+    return path if os.major(dev) and path.exists() else None
+
+
+def reads_completed(stat: Path | None) -> int | None:
+    """Reads the device completed since boot (field 1 of its stat file)."""
+    return None if stat is None else int(stat.read_text().split()[0])
+
+
+def share(total: int, clients: int, client: int) -> int:
+    """Client ``client``'s part of ``total`` queries over ``clients``."""
+    return total // clients + (1 if client < total % clients else 0)
+
+
+def _client(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: RankFigures,
+            client: int, clients: int, until: float, budget: int | None) -> None:
+    nq, sent, at = len(index.queries), 0, client % len(index.queries)
+    while (budget is None and time.perf_counter() < until) or \
+            (budget is not None and sent < budget):
+        size = cfg.batch_size if budget is None else min(cfg.batch_size, budget - sent)
+        rows = [(at + i) % nq for i in range(size)]
+        batch = index.queries[rows]
+        start = time.time()
+        found = searcher.search(batch, cfg.k)
+        end = time.time()
+        figures.add(start, end, size, hits(found.ids, index.truth.ids[rows], cfg.k),
+                    found.reads_per_query)
+        sent += size
+        at = (at + size * clients) % nq
+
+
+def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: RankFigures,
+               rank: int, ranks: int) -> None:
+    """The timed window on this rank: its clients' searches, timed and counted into
+    ``figures`` (the device counters read around the window)."""
+    threads = cfg.query_threads
+    clients = ranks * threads
+    stat = block_stat(index.folder)
+    meter = DeviceMeter(str(index.folder))
+    figures.device_counter = (f"reads: {stat} field 1, host-wide; bytes: /proc/<pid>/io "
+                              f"read_bytes" if stat else "reads uncounted; bytes: "
+                              + meter.counter)
+    before, cpu0 = reads_completed(stat), os.times()
+    meter.open()
+    started = time.perf_counter()
+    until = started + cfg.runtime
+    workers = [threading.Thread(
+        target=_client, name=f"vectordb-client-{t}",
+        args=(searcher, index, cfg, figures, rank * threads + t, clients, until,
+              share(cfg.queries, clients, rank * threads + t)
+              if cfg.mode == "query_count" else None)) for t in range(threads)]
+    errors: list[BaseException] = []
+    for w in workers:
+        w.run = _catching(w.run, errors)  # type: ignore[method-assign]
+        w.start()
+    for w in workers:
+        w.join()
+    figures.elapsed_s = time.perf_counter() - started
+    meter.close()
+    cpu1 = os.times()
+    figures.cpu_s = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    figures.user_s = cpu1.user - cpu0.user
+    figures.cpu_cores = float(len(os.sched_getaffinity(0)))
+    after = reads_completed(stat)
+    figures.device_reads = None if before is None or after is None else after - before
+    figures.device_read_bytes = meter.result().nbytes
+    if errors:
+        raise errors[0]
+
+
+def _catching(run: object, errors: list[BaseException]) -> object:
+    def wrapped() -> None:
+        try:
+            run()  # type: ignore[operator]
+        except BaseException as exc:  # handed to the rank's thread, raised there
+            errors.append(exc)
+    return wrapped
