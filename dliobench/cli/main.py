@@ -274,7 +274,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "kvcache": cmd_kvcache, "vectordb": cmd_vectordb, "report": cmd_report, "recover": cmd_recover,
+    "run": cmd_run, "kvcache": cmd_kvcache, "vectordb": cmd_vectordb, "report": cmd_report,
+    "recover": cmd_recover,
     "generate": cmd_generate,
     "datasize": cmd_datasize, "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
     "ceiling": cmd_ceiling,

@@ -167,7 +167,8 @@ def build(commands: Commands) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_run_parser, kvcache_args.add_parser, vectordb_args.add_parser, reading.add_report_parser,
+    for add in (_add_run_parser, kvcache_args.add_parser, vectordb_args.add_parser,
+                reading.add_report_parser,
                 reading.add_recover_parser, reading.add_check_parser, _add_generate_parser,
                 _add_datasize_parser,
                 reading.add_sweep_parser, _add_show_config_parser, _add_keys_parser,

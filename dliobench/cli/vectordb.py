@@ -44,8 +44,13 @@ def _launched() -> int:
 def datasize(cfg: Config) -> int:
     """Print the bytes of the index ``cfg`` names: upstream's estimate and our files."""
     from dliobench.vectordb.manifest import vector_count
-    from dliobench.vectordb.sizes import Shape, engine_files, pq_bytes_for, raw_bytes, \
-        upstream_estimate
+    from dliobench.vectordb.sizes import (
+        Shape,
+        engine_files,
+        pq_bytes_for,
+        raw_bytes,
+        upstream_estimate,
+    )
 
     v = cfg.vectordb
     count = vector_count(v)

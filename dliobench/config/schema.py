@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from dliobench.config.checkpoint_keys import CheckpointConfig, ModelConfig
 from dliobench.config.keys import COMPRESSIONS, DATATYPES, PARQUET_DTYPES, SHUFFLE_MODES, key
 from dliobench.config.kvcache_keys import KVCacheConfig
-from dliobench.config.vectordb_keys import VectorDBConfig
 from dliobench.config.names import DECODER_NAMES
 from dliobench.config.names import FORMAT_NAMES as FORMATS  # the registries' names
 from dliobench.config.names import LOADER_NAMES as LOADERS
 from dliobench.config.storage_keys import StorageConfig
+from dliobench.config.vectordb_keys import VectorDBConfig
 
 __all__ = ["COMPRESSIONS", "DATATYPES", "FORMATS", "LOADERS", "PARQUET_DTYPES", "SECTIONS",
            "SHUFFLE_MODES", "AcceleratorProfile", "CheckpointConfig", "Config", "DatasetConfig",

@@ -106,7 +106,7 @@ def _build_into(tmp: Path, cfg: VectorDBConfig, draw: vectors.Draw) -> dict[str,
 
 
 def _failed(exc: BaseException, tmp: Path) -> DlioBenchError:
-    full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "No space left" in str(exc)
+    full = (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left" in str(exc)
     if full:
         return DlioBenchError(f"the storage under {tmp.parent} filled up while building the "
                               "index; nothing was left behind: free space there (`dliobench "

@@ -29,7 +29,7 @@ def print_vectordb_summary(result: RunResult, run_dir: str,
                            console: Console | None = None) -> None:
     """Show the index and load, QPS, latencies, recall, reads per query and the verdict."""
     console = console or Console()
-    v: dict[str, Any] = result["vectordb"]  # type: ignore[typeddict-item]
+    v: dict[str, Any] = result["vectordb"]
     index = v.get("index", {})
     vec = index.get("vectors", {})
     table = Table(title=f"dliobench {result['workload']} vector database — run "
@@ -38,7 +38,8 @@ def print_vectordb_summary(result: RunResult, run_dir: str,
     table.add_column()
     mix = (f", {vec.get('clusters')} clusters, spread {vec.get('spread')}"
            if vec.get("distribution") == "clustered" else "")
-    table.add_row("index", f"{v.get('engine')} {str(v.get('index_type')).upper()}: {vec.get('count', 0):,} "
+    kind = str(v.get("index_type")).upper()
+    table.add_row("index", f"{v.get('engine')} {kind}: {vec.get('count', 0):,} "
                   f"x {vec.get('dimension')} {vec.get('distribution')}{mix}, "
                   f"{size_text(int(index.get('bytes', 0)))}")
     table.add_row("load", f"{v.get('clients')} client(s) ({v.get('ranks')} rank(s) x "

@@ -44,6 +44,7 @@ class RankFigures:
     device_reads: int | None = None  # reads completed by the index's block device
     device_read_bytes: int | None = None  # the rank process's bytes from the block layer
     device_counter: str = ""
+    recorded_latency_ms: dict[str, float] = field(default_factory=dict)  # a recovered rank's
     lock: threading.Lock | None = field(default=None, repr=False, compare=False)
 
     def add(self, start: float, end: float, queries: int, hits: int,
@@ -65,7 +66,8 @@ class RankFigures:
     def to_record(self) -> dict[str, Any]:
         """The figures as a journal record (latencies as percentiles: a killed run's result
         is rebuilt from them)."""
-        out = {k: v for k, v in self.__dict__.items() if k not in ("lock", "latencies_s")}
+        out = {k: v for k, v in self.__dict__.items()
+               if k not in ("lock", "latencies_s", "recorded_latency_ms")}
         out["latency_ms"] = _percentiles(self.latencies_s)
         out["engine_reads"] = None if np.isnan(self.engine_reads) else self.engine_reads
         return out
@@ -76,11 +78,7 @@ class RankFigures:
         fields = {k: v for k, v in record.items() if k != "latency_ms"}
         fields["engine_reads"] = np.nan if fields.get("engine_reads") is None \
             else fields["engine_reads"]
-        out = cls(**fields)
-        out.latencies_s = []
-        out.lock = None
-        setattr(out, "recorded_latency_ms", record.get("latency_ms") or {})
-        return out
+        return cls(**fields, recorded_latency_ms=record.get("latency_ms") or {})
 
 
 def _percentiles(latencies_s: list[float]) -> dict[str, float]:
@@ -98,7 +96,7 @@ def _latency(ranks: list[RankFigures]) -> tuple[dict[str, float], str]:
     samples = [x for r in ranks for x in r.latencies_s]
     if samples:
         return _percentiles(samples), "every query"
-    recorded = [getattr(r, "recorded_latency_ms", {}) for r in ranks]
+    recorded = [r.recorded_latency_ms for r in ranks]
     merged = {key: max(d[key] for d in recorded if key in d)
               for key in {k for d in recorded for k in d}}
     return merged, "the worst rank's percentiles (recovered from the journals)"
@@ -140,8 +138,12 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float) 
     dev_bytes = [r.device_read_bytes for r in ranks]
     # one host's block counter, read by each rank: the largest is the host's (ranks on one
     # host see the same device; a run over hosts adds its hosts'). ours: see docs/vectordb.md
-    device_pq = None if not queries or None in dev_reads else max(dev_reads) / queries  # type: ignore[type-var]
-    bytes_pq = None if not queries or None in dev_bytes else sum(dev_bytes) / queries  # type: ignore[arg-type]
+    known_reads = [d for d in dev_reads if d is not None]
+    known_bytes = [d for d in dev_bytes if d is not None]
+    device_pq = max(known_reads) / queries if queries and len(known_reads) == len(ranks) \
+        else None
+    bytes_pq = sum(known_bytes) / queries if queries and len(known_bytes) == len(ranks) \
+        else None
     cpu_s, elapsed = sum(r.cpu_s for r in ranks), max((r.elapsed_s for r in ranks), default=0)
     cores = sum(r.cpu_cores for r in ranks) or 1.0
     cpu_share = cpu_s / (elapsed * cores) if elapsed else 0.0

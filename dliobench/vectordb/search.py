@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from dliobench.config.vectordb_keys import VectorDBConfig
 from dliobench.storage.devreads import DeviceMeter
@@ -74,14 +75,13 @@ def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: R
     meter.open()
     started = time.perf_counter()
     until = started + cfg.runtime
+    errors: list[BaseException] = []
     workers = [threading.Thread(
-        target=_client, name=f"vectordb-client-{t}",
-        args=(searcher, index, cfg, figures, rank * threads + t, clients, until,
+        target=_catching, name=f"vectordb-client-{t}",
+        args=(errors, searcher, index, cfg, figures, rank * threads + t, clients, until,
               share(cfg.queries, clients, rank * threads + t)
               if cfg.mode == "query_count" else None)) for t in range(threads)]
-    errors: list[BaseException] = []
     for w in workers:
-        w.run = _catching(w.run, errors)  # type: ignore[method-assign]
         w.start()
     for w in workers:
         w.join()
@@ -98,10 +98,9 @@ def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: R
         raise errors[0]
 
 
-def _catching(run: object, errors: list[BaseException]) -> object:
-    def wrapped() -> None:
-        try:
-            run()  # type: ignore[operator]
-        except BaseException as exc:  # handed to the rank's thread, raised there
-            errors.append(exc)
-    return wrapped
+def _catching(errors: list[BaseException], *args: Any) -> None:
+    """A client whose failure is kept for the rank's thread to raise."""
+    try:
+        _client(*args)
+    except BaseException as exc:
+        errors.append(exc)

@@ -44,7 +44,8 @@ def raw_bytes(vectors: int, dimension: int) -> int:
 
 def upstream_estimate(vectors: int, dimension: int, index_type: str, shards: int) -> int:
     """Upstream's datasize total (its overhead table; unknown types as DISKANN)."""
-    return int(raw_bytes(vectors, dimension) * UPSTREAM_OVERHEAD.get(index_type.lower(), 1.3) * shards)
+    overhead = UPSTREAM_OVERHEAD.get(index_type.lower(), 1.3)
+    return int(raw_bytes(vectors, dimension) * overhead * shards)
 
 
 def disk_index_bytes(shape: Shape) -> int:

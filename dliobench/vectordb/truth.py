@@ -82,4 +82,4 @@ def check(truth: Truth, queries: Floats, vectors: Floats, k: int, where: str) ->
 
 def hits(found: Ids, truth: Ids, k: int) -> int:
     """How many of the rows' true k were found (recall's numerator)."""
-    return sum(len(np.intersect1d(f[:k], t[:k])) for f, t in zip(found, truth))
+    return sum(len(np.intersect1d(f[:k], t[:k])) for f, t in zip(found, truth, strict=True))

@@ -87,7 +87,7 @@ def user_vectors(path: str, dimension: int) -> Vectors:
         raise InputError(f"vectordb.vectors_file {path} has {data.shape[1]} dimensions, "
                          f"vectordb.dimension is {dimension}; set vectordb.dimension="
                          f"{data.shape[1]}")
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def chunks(draw: Draw) -> Iterator[Vectors]:

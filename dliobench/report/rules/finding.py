@@ -20,10 +20,16 @@ GUIDELINES_MD = "Submission_guidelines.md"
 EDITIONS_YAML = "editions.yaml"
 TRAINING_SUBMISSION_PY = "submission_checkers/training.py"
 KV_README = "kv_cache_benchmark/README.md"
+VDB_CONFIG = "mlpstorage_py/config.py"
+VDB_CHECKER = "run_checkers/vectordb.py"
 DOCUMENTS = {
     KV_README: "mlcommons/storage kv_cache_benchmark/README.md"
                "@0e06e6b6af736853cb846c653711661a0c97549f",
     RULES_MD: "mlcommons/storage Rules.md@0366ccfc9fc629dde3379a8022cb4c4ff8285b53",
+    VDB_CONFIG: "mlcommons/storage mlpstorage_py/config.py"
+                "@be69aeb5dccb701ae207b27820b7ae7c7bcf80b1",
+    VDB_CHECKER: "mlcommons/storage mlpstorage_py/rules/run_checkers/vectordb.py"
+                 "@0868711a4f3a1daf938673c05406fc6577297c45",
     GUIDELINES_MD: "mlcommons/storage Submission_guidelines.md"
                    "@caa90c9c7d6a543de815222fff834a846823f922",
     EDITIONS_YAML: "mlcommons/storage mlpstorage_py/rules/editions.yaml"

@@ -3,7 +3,7 @@
 Each check is a small function returning one ``Finding``. Per-run checks see one run; set
 checks see the runs of one benchmark setup (workload, accelerator, ranks, hosts) together.
 A family (training; checkpointing in ``rules/checkpointing.py``; kvcache in
-``rules/kvcache.py``) is one module and one
+``rules/kvcache.py``; vectordb in ``rules/vectordb.py``) is one module and one
 entry in each table below, plus its case in ``family``.
 """
 
@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dliobench.base.errors import InputError
-from dliobench.report.rules import checkpointing, ckpt_set, division, kvcache, runset, training
+from dliobench.report.rules import (
+    checkpointing,
+    ckpt_set,
+    division,
+    kvcache,
+    runset,
+    training,
+    vectordb,
+)
 from dliobench.report.rules.finding import Finding
 from dliobench.report.rules.subject import load
 from dliobench.report.runs import Run, find_run_dirs
@@ -34,6 +42,8 @@ RUN_CHECKS: dict[str, list[RunCheck]] = {
                       checkpointing.check_reads_from_storage, training.check_provenance],
     "kvcache": [training.check_complete, kvcache.check_option, kvcache.check_length,
                 kvcache.check_reads_from_storage, training.check_provenance],
+    "vectordb": [training.check_complete, vectordb.check_index_type, vectordb.check_runtime,
+                 vectordb.check_recall, training.check_provenance],
 }
 SET_CHECKS: dict[str, list[SetCheck]] = {
     "training": [runset.check_run_count, runset.check_warmup, runset.check_run_spread,
@@ -41,6 +51,7 @@ SET_CHECKS: dict[str, list[SetCheck]] = {
     "checkpointing": [ckpt_set.check_counts, ckpt_set.check_split_gap,
                       ckpt_set.check_consecutive],
     "kvcache": [kvcache.check_trials, runset.check_consecutive],
+    "vectordb": [vectordb.check_runs, runset.check_consecutive],
 }
 
 
@@ -49,6 +60,8 @@ def family(run: Run) -> str:
     training's."""
     if kvcache.is_kvcache(run):
         return "kvcache"
+    if vectordb.is_vectordb(run):
+        return "vectordb"
     return "checkpointing" if checkpointing.is_checkpointing(run) else "training"
 
 
@@ -59,9 +72,9 @@ def load_runs(folders: Iterable[Path]) -> list[Run]:
 
 def defined_by_rules(run: Run) -> bool:
     """Whether MLPerf Storage's rules define the run's workload: a v3.0 training workload, a
-    Table 2 checkpoint model, or the KV cache."""
+    Table 2 checkpoint model, the KV cache or the vector database."""
     kind = family(run)
-    if kind == "kvcache":
+    if kind in ("kvcache", "vectordb"):
         return True
     known = checkpointing.TABLE_RANKS if kind == "checkpointing" else division.SUBMITTABLE
     return run.workload in known

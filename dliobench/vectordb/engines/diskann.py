@@ -43,11 +43,12 @@ class DiskANN:
     in memory)."""
 
     name = "diskann"
-    index_types = ("diskann",)
-    deviations = ("DiskANN reads its index itself (O_DIRECT, POSIX), outside the storage "
-                  "seam: its reads are counted by the device and by DiskANN, not by the seam",
-                  "the diskann engine builds one index for all vectors; num_shards is "
-                  "recorded, not split")
+    index_types: tuple[str, ...] = ("diskann",)
+    deviations: tuple[str, ...] = (
+        "DiskANN reads its index itself (O_DIRECT, POSIX), outside the storage seam: its "
+        "reads are counted by the device and by DiskANN, not by the seam",
+        "the diskann engine builds one index for all vectors; num_shards is recorded, not "
+        "split")
 
     def build(self, vectors_file: Path, count: int, folder: Path, cfg: VectorDBConfig,
               log: Path) -> dict[str, Any]:
