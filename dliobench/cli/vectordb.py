@@ -43,8 +43,8 @@ def _launched() -> int:
 
 def datasize(cfg: Config) -> int:
     """Print the bytes of the index ``cfg`` names: upstream's estimate and our files."""
-    from dliobench.vectordb.manifest import vector_count
-    from dliobench.vectordb.sizes import (
+    from dliobench.run.vectordb.manifest import vector_count
+    from dliobench.run.vectordb.sizes import (
         Shape,
         engine_files,
         pq_bytes_for,
@@ -73,7 +73,7 @@ def datasize(cfg: Config) -> int:
 
 def datagen(cfg: Config) -> int:
     """Build the index (unless it is there), print what it took."""
-    from dliobench.vectordb.build import datagen as build
+    from dliobench.run.vectordb.build import datagen as build
 
     done = build(cfg.vectordb)
     doc = done.doc

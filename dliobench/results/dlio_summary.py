@@ -188,7 +188,7 @@ def dlio_summary(result: dict[str, Any]) -> dict[str, Any]:
     if result.get("kvcache") is not None:
         return kv_summary(result)
     if result.get("vectordb") is not None:  # upstream's statistics.json fields, then ours
-        from dliobench.vectordb.figures import summary_json
+        from dliobench.results.vdb_figures import summary_json
 
         return summary_json(result)
     config = result["config"]

@@ -138,7 +138,7 @@ def assemble(run_dir: Path) -> tuple[RunResult, list[Any]]:
     if config.workflow.kvcache:  # its figures are in records of its own
         result = add_section(result, run_dir, header["facts"])
     if config.workflow.vectordb:
-        from dliobench.vectordb.recovered import add_section as add_vdb
+        from dliobench.results.vdb_recover import add_section as add_vdb
 
         result = add_vdb(result, run_dir, header["facts"], config.vectordb.min_recall)
     return result, [t.timeline for t in traces]

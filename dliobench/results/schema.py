@@ -330,7 +330,7 @@ class RunResult(_Required, total=False):
     ranks_ended: list[RankEnding]  # 1.6
     run_set: RunSetPlace  # 1.7
     kvcache: dict[str, Any]  # 1.9: a KV-cache run (results/kv_section.py)
-    vectordb: dict[str, Any]  # 1.14: a vector-database run (vectordb/figures.py)
+    vectordb: dict[str, Any]  # 1.14: a vector-database run (results/vdb_figures.py)
 
 
 def parse_version(value: object) -> tuple[int, int] | None:

@@ -59,7 +59,7 @@ def print_summary(result: RunResult, run_dir: str, console: Console | None = Non
         print_kvcache_summary(result, run_dir, console)
         return
     if "vectordb" in result:
-        from dliobench.vectordb.console import print_vectordb_summary
+        from dliobench.results.vdb_console import print_vectordb_summary
 
         print_vectordb_summary(result, run_dir, console)
         return

@@ -57,7 +57,7 @@ def run_benchmark(config: Config, warnings: list[str], asked: Asked) -> session.
         return on_every_rank(world, comm, lambda: session.RunOutcome(*kv_session.run(
             config, world, comm, warnings, session.save)), config.train.stall_timeout_s)
     if config.workflow.vectordb:
-        from dliobench.vectordb import session as vdb_session
+        from dliobench.run.vectordb import session as vdb_session
 
         return on_every_rank(world, comm, lambda: session.RunOutcome(*vdb_session.run(
             config, world, comm, warnings, session.save)), config.train.stall_timeout_s)

@@ -22,8 +22,8 @@ import numpy.typing as npt
 
 from dliobench.base.errors import InputError, MissingExtraError
 from dliobench.config.vectordb_keys import VectorDBConfig
-from dliobench.vectordb.engines.base import Found, captured
-from dliobench.vectordb.sizes import pq_bytes_for
+from dliobench.run.vectordb.engines.base import Found, captured
+from dliobench.run.vectordb.sizes import pq_bytes_for
 
 PREFIX = "ann"  # the index files' prefix: ann_disk.index, ann_pq_*.bin, ann_metadata.bin
 INDEX = "index"  # the index's folder inside the index folder

@@ -1,5 +1,5 @@
 """A vector-database run's figures, read by the result, ``summary.json``, the console and
-``recover`` (this module sits in the results layer: it imports nothing of the run).
+``recover`` (results layer: nothing of the run is imported).
 
 Each rank keeps a ``RankFigures``: its queries, recall hits, per-query latencies (a search
 call's time over its batch, as upstream's ``simple_bench.py``@1d513297

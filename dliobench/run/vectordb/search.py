@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from dliobench.config.vectordb_keys import VectorDBConfig
+from dliobench.results.vdb_figures import RankFigures
+from dliobench.run.vectordb.engines.base import Searcher
+from dliobench.run.vectordb.manifest import Index
+from dliobench.run.vectordb.truth import hits
 from dliobench.storage.devreads import DeviceMeter
-from dliobench.vectordb.engines.base import Searcher
-from dliobench.vectordb.figures import RankFigures
-from dliobench.vectordb.manifest import Index
-from dliobench.vectordb.truth import hits
 
 
 def block_stat(folder: Path) -> Path | None:

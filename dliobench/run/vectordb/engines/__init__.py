@@ -5,13 +5,13 @@ another ``Engine`` in ``ENGINES``."""
 from __future__ import annotations
 
 from dliobench.base.errors import ConfigError
-from dliobench.vectordb.engines.base import Engine
+from dliobench.run.vectordb.engines.base import Engine
 
 
 def engine_for(name: str) -> Engine:
     """The engine ``vectordb.engine`` names (one sentence for one not built yet)."""
     if name == "diskann":
-        from dliobench.vectordb.engines.diskann import DiskANN
+        from dliobench.run.vectordb.engines.diskann import DiskANN
 
         return DiskANN()
     raise ConfigError(f"vectordb.engine {name} (a server at --host/--port) is not built yet; "

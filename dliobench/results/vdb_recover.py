@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dliobench.results.journal import FOLDER, decode
-from dliobench.vectordb.figures import RECORD, RankFigures, section
+from dliobench.results.vdb_figures import RECORD, RankFigures, section
 
 
 def last_figures(path: Path) -> RankFigures | None:

@@ -23,9 +23,9 @@ import numpy as np
 
 from dliobench.base.errors import ConfigError, DlioBenchError, InputError
 from dliobench.config.vectordb_keys import VectorDBConfig
+from dliobench.run.vectordb import manifest, truth, vectors
+from dliobench.run.vectordb.engines import engine_for
 from dliobench.storage.location import is_url
-from dliobench.vectordb import manifest, truth, vectors
-from dliobench.vectordb.engines import engine_for
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def _build_into(tmp: Path, cfg: VectorDBConfig, draw: vectors.Draw) -> dict[str,
            "num_shards": cfg.num_shards, "params": params, "files": files,
            "truth": {"ids": manifest.TRUTH_IDS, "distances": manifest.TRUTH_D,
                      "sha256": manifest.sha256(tmp / manifest.TRUTH_IDS),
-                     "method": "exact brute force, chunked (vectordb/truth.py)"},
+                     "method": "exact brute force, chunked (run/vectordb/truth.py)"},
            "build": {"vectors_s": round(vectors_s, 3), "index_s": round(build_s, 3),
                      "truth_s": round(truth_s, 3), "bytes": sum(files.values()),
                      "device_write_bytes": _written_bytes() - device0},

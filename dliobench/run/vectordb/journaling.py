@@ -19,7 +19,7 @@ from dliobench.results.journal import EVERY_S, FOLDER, HEADER, Journal, journal_
 from dliobench.results.measured import RankTrace
 from dliobench.results.recover import write_header
 from dliobench.results.timeline import Timeline
-from dliobench.vectordb.figures import RECORD, RankFigures
+from dliobench.results.vdb_figures import RECORD, RankFigures
 
 log = logging.getLogger(__name__)
 

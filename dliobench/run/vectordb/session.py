@@ -21,13 +21,13 @@ from dliobench.results.assemble import build_result
 from dliobench.results.files import open_run_folder, write_partial_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
+from dliobench.results.vdb_figures import RankFigures, section
 from dliobench.run.facts import run_facts
+from dliobench.run.vectordb import journaling, manifest
+from dliobench.run.vectordb.build import refuse_url
+from dliobench.run.vectordb.engines import engine_for
+from dliobench.run.vectordb.search import run_window
 from dliobench.storage import backend_for
-from dliobench.vectordb import journaling, manifest
-from dliobench.vectordb.build import refuse_url
-from dliobench.vectordb.engines import engine_for
-from dliobench.vectordb.figures import RankFigures, section
-from dliobench.vectordb.search import run_window
 
 ENGINE_LOG = "engine.log"
 

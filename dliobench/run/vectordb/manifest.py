@@ -18,8 +18,8 @@ import numpy as np
 
 from dliobench.base.errors import InputError
 from dliobench.config.vectordb_keys import VectorDBConfig
-from dliobench.vectordb import truth as truth_mod
-from dliobench.vectordb import vectors
+from dliobench.run.vectordb import truth as truth_mod
+from dliobench.run.vectordb import vectors
 
 NAME = "manifest.json"
 FORMAT = "dliobench-vectordb-index"
