@@ -6,6 +6,7 @@ import contextlib
 import functools
 import gc
 import json
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -236,3 +237,21 @@ def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     return s3_server
+
+
+@pytest.fixture(scope="session")
+def vdb_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny DiskANN index built once per session (tests/vdb_index.py says its shape);
+    the folder holding it is returned (vectordb.index_dir)."""
+    pytest.importorskip("diskannpy", reason="the vectordb extra (diskannpy-rust)")
+    os.environ.setdefault("RUST_LOG", "warn")  # DiskANN's per-query log lines, off
+    from dliobench.config.load import load
+    from dliobench.run.vectordb.build import datagen
+    from tests.vdb_index import SMALL
+
+    root = tmp_path_factory.mktemp("vdb")
+    cfg, _ = load(Path(__file__).parents[1] / "workloads" / "vectordb.yaml", [*SMALL, "vectordb.num_vectors=3000", "vectordb.dimension=32",
+                               "vectordb.num_query_vectors=100",
+                               f"vectordb.index_dir={root}"])
+    datagen(cfg.vectordb)
+    return root

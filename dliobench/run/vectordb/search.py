@@ -44,10 +44,11 @@ def share(total: int, clients: int, client: int) -> int:
 
 
 def _client(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: RankFigures,
-            client: int, clients: int, until: float, budget: int | None) -> None:
+            client: int, clients: int, until: float, budget: int | None,
+            stop: threading.Event) -> None:
     nq, sent, at = len(index.queries), 0, client % len(index.queries)
-    while (budget is None and time.perf_counter() < until) or \
-            (budget is not None and sent < budget):
+    while not stop.is_set() and ((budget is None and time.perf_counter() < until) or
+                                 (budget is not None and sent < budget)):
         size = cfg.batch_size if budget is None else min(cfg.batch_size, budget - sent)
         rows = [(at + i) % nq for i in range(size)]
         batch = index.queries[rows]
@@ -76,24 +77,30 @@ def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: R
     started = time.perf_counter()
     until = started + cfg.runtime
     errors: list[BaseException] = []
+    stop = threading.Event()
     workers = [threading.Thread(
         target=_catching, name=f"vectordb-client-{t}",
         args=(errors, searcher, index, cfg, figures, rank * threads + t, clients, until,
               share(cfg.queries, clients, rank * threads + t)
-              if cfg.mode == "query_count" else None)) for t in range(threads)]
+              if cfg.mode == "query_count" else None, stop)) for t in range(threads)]
     for w in workers:
         w.start()
-    for w in workers:
-        w.join()
-    figures.elapsed_s = time.perf_counter() - started
-    meter.close()
-    cpu1 = os.times()
-    figures.cpu_s = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    figures.user_s = cpu1.user - cpu0.user
-    figures.cpu_cores = float(len(os.sched_getaffinity(0)))
-    after = reads_completed(stat)
-    figures.device_reads = None if before is None or after is None else after - before
-    figures.device_read_bytes = meter.result().nbytes
+    try:
+        for w in workers:
+            w.join()
+    finally:  # SIGTERM or Ctrl-C on this thread: the clients end after their call
+        stop.set()
+        for w in workers:
+            w.join()
+        figures.elapsed_s = time.perf_counter() - started
+        meter.close()
+        cpu1 = os.times()
+        figures.cpu_s = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        figures.user_s = cpu1.user - cpu0.user
+        figures.cpu_cores = float(len(os.sched_getaffinity(0)))
+        after = reads_completed(stat)
+        figures.device_reads = None if before is None or after is None else after - before
+        figures.device_read_bytes = meter.result().nbytes
     if errors:
         raise errors[0]
 

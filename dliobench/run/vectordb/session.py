@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dliobench.base.errors import DlioBenchError
+from dliobench.base.errors import ConfigError, DlioBenchError
 from dliobench.comm.world import Comm, World
 from dliobench.config.schema import Config
 from dliobench.results.assemble import build_result
@@ -72,6 +72,9 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     others Nones. ``save`` commits the result files (``run.session.save``)."""
     v = config.vectordb
     refuse_url(v)
+    if v.mode == "query_count" and not v.queries:
+        raise ConfigError("vectordb.mode query_count needs a query count: give --queries N "
+                          "(or run timed with --runtime S)")
     engine = engine_for(v.engine)
     index = manifest.load(v)
     run_id, run_dir = open_run_folder(config, world, comm)
