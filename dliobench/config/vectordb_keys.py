@@ -122,6 +122,8 @@ def overrides_from(values: dict[str, object]) -> list[str]:
     """``vectordb.KEY=VALUE`` overrides for the flags given (argparse's namespace as a dict,
     a flag not given being None or False), after the workflow keys of a vector-database run."""
     out = ["workflow.vectordb=true", "workflow.train=false", "workflow.generate_data=false"]
+    if values.get("vdb_host") and not values.get("vdb_engine"):  # a server is named
+        out.append("vectordb.engine=milvus")
     for _flag, name, kind in UPSTREAM_FLAGS:
         value = values.get(f"vdb_{name}")
         if value is None or (kind == "flag" and not value):

@@ -1,0 +1,102 @@
+"""``dliobench vectordb`` with upstream's verbs and flag names (mlcommons/storage
+``mlpstorage_py/cli/vectordb_args.py``@041cfcf3) on the diskann engine: datasize's bytes,
+datagen's build (DiskANN's own output kept in the index's build.log, not on the console),
+a timed run with upstream's run flags, a server named by --host refused in one sentence, and
+SIGTERM (a partial result) and SIGKILL (``recover``) in the middle of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import last_result
+from tests.vdb_index import keys
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "dliobench", *argv], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env or dict(os.environ))
+
+
+def test_datasize_prints_bytes(run_cli: Callable[..., int],
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("vectordb", "datasize", "--dimension", "1536", "--num-vectors", "10000000",
+                   "--index-type", "DISKANN", "--num-shards", "10") == 0
+    out = capsys.readouterr().out
+    assert "798,720,000,000 bytes" in out and "disk_index" in out
+
+
+def test_datagen_keeps_diskanns_output_in_the_build_log(tmp_path: Path) -> None:
+    pytest.importorskip("diskannpy")
+    env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
+    proc = _cli("vectordb", "datagen", "vectordb.max_degree=16", "vectordb.search_list_size=32",
+                "--num-vectors", "1000", "--dimension", "16", "--num-query-vectors", "20",
+                "--distribution", "uniform", "--num-shards", "1", "--vector-dtype",
+                "FLOAT_VECTOR", "--force", "--index-dir", str(tmp_path / "idx"),
+                "--results-dir", str(tmp_path / "r"), env=env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    folder = next((tmp_path / "idx").iterdir())
+    doc = json.loads((folder / "manifest.json").read_text())
+    assert doc["vectors"]["distribution"] == "uniform" and doc["build"]["bytes"] > 0
+    assert "INFO" in (folder / "build.log").read_text() and "INFO" not in out
+    assert "built diskann DISKANN of 1,000 x 16 uniform vectors" in " ".join(out.split())
+
+
+def test_a_timed_run_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
+                                              run_cli: Callable[..., int]) -> None:
+    assert run_cli("vectordb", "run", *keys(vdb_index), "--num-query-processes", "2",
+                   "--batch-size", "2", "--runtime", "1", "--report-count", "10",
+                   "--benchmark-mode", "timed", "--search-limit", "10",
+                   "--results-dir", str(workdir / "r")) == 0
+    v = last_result(workdir / "r")["vectordb"]
+    assert v["mode"] == "timed" and v["clients"] == 2 and v["batch_size"] == 2
+    assert v["queries"] % 2 == 0 and 0.9 < v["window_s"] < 10 and v["valid"]
+
+
+def test_a_server_named_by_host_is_refused_in_one_sentence(
+        run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("vectordb", "run", "--host", "127.0.0.1", "--port", "19530", "--config",
+                   "default", "--num-query-processes", "2", "--runtime", "60") == 2
+    assert "vectordb.engine milvus" in capsys.readouterr().err
+
+
+def _started(results: Path, timeout_s: float = 60) -> Path:
+    """The run folder once a rank journaled figures (its first second of queries)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for journal in results.glob("*/journal/rank-*.jsonl"):
+            if '"vectordb"' in journal.read_text():
+                return journal.parents[1]
+        time.sleep(0.1)
+    raise AssertionError("the run journaled nothing")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_mid_run_loses_nothing_measured(sig: signal.Signals, vdb_index: Path,
+                                                 tmp_path: Path,
+                                                 run_cli: Callable[..., int]) -> None:
+    proc = _cli("vectordb", "run", *keys(vdb_index), "--runtime", "60",
+                "--results-dir", str(tmp_path / "r"))
+    run_dir = _started(tmp_path / "r")
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    if sig == signal.SIGTERM:  # the window ends, what was measured is a partial result
+        assert proc.returncode == 143
+    else:  # nothing ran after the kill: the journals are recovered
+        assert proc.returncode == -signal.SIGKILL and not (run_dir / "result.json").exists()
+        assert run_cli("recover", str(run_dir)) == 0
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "partial" and result["vectordb"]["queries"] > 0
+    assert result["vectordb"]["recall"] > 0.9 and result["vectordb"]["latency_ms"]["p99"] > 0
