@@ -250,8 +250,8 @@ def vdb_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.vdb_index import SMALL
 
     root = tmp_path_factory.mktemp("vdb")
-    cfg, _ = load(Path(__file__).parents[1] / "workloads" / "vectordb.yaml", [*SMALL, "vectordb.num_vectors=3000", "vectordb.dimension=32",
-                               "vectordb.num_query_vectors=100",
-                               f"vectordb.index_dir={root}"])
+    workload = Path(__file__).parents[1] / "workloads" / "vectordb.yaml"
+    cfg, _ = load(workload, [*SMALL, "vectordb.num_vectors=3000", "vectordb.dimension=32",
+                             "vectordb.num_query_vectors=100", f"vectordb.index_dir={root}"])
     datagen(cfg.vectordb)
     return root

@@ -1,6 +1,5 @@
-"""A tiny DiskANN index built once per test session (the ``vdb_index`` fixture in
-tests/conftest.py's neighbour tests/unit/test_vectordb.py and the integration tests): 3,000
-clustered vectors of 32 dimensions, 100 queries, k 10."""
+"""The keys of the tiny DiskANN index the ``vdb_index`` fixture (tests/conftest.py) builds
+once per test session: 3,000 clustered vectors of 32 dimensions, 100 queries, k 10."""
 
 from __future__ import annotations
 
