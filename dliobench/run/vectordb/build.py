@@ -127,8 +127,8 @@ def datagen(cfg: VectorDBConfig) -> Built:
         return Built(folder, manifest.load(cfg).doc, False)
     draw = draw_for(cfg)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    _drop_stale(folder)
     tmp = folder.parent / f".building-{folder.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
         doc = _build_into(tmp, cfg, draw)
@@ -143,6 +143,14 @@ def datagen(cfg: VectorDBConfig) -> Built:
             raise
         raise _failed(exc, tmp) from None
     return Built(folder, doc, True)
+
+
+def _drop_stale(folder: Path) -> None:
+    """Remove what killed builds of this index left (their process is gone)."""
+    for left in folder.parent.glob(f".building-{folder.name}-*"):
+        pid = left.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def _replace(tmp: Path, folder: Path) -> None:

@@ -1,0 +1,1 @@
+"""The vector-database benchmark against a read-IOPS cap and the binding's own loop."""
