@@ -9,6 +9,7 @@ output goes to the run's ``engine.log``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import threading
 from pathlib import Path
@@ -97,7 +98,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         _partial(config, world, (run_id, run_dir, started), figures, exc, (extra, known))
         raise
     journal.close("complete")
-    traces, gathered = comm.gather(_trace(world, figures)), comm.gather(figures)
+    traces = comm.gather(_trace(world, figures))
+    gathered = comm.gather(dataclasses.replace(figures, lock=None))  # a lock does not travel
     where, result, problem = None, None, None
     if world.is_root and traces is not None and gathered is not None:
         result = _result(config, (run_id, "complete", started), traces, gathered,
@@ -114,8 +116,6 @@ def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
     extra, facts_ = known
     result: Any = build_result(config, run_id, status, traces, started, _now(), 0, extra,
                                facts_)
-    for r in ranks:
-        r.lock = None  # gathered copies
     result["vectordb"] = section(ranks, facts_["vectordb"], config.vectordb.min_recall)
     return result
 
