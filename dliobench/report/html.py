@@ -23,6 +23,7 @@ from dliobench.report.plots.figure import Plot
 from dliobench.report.plots.kvcache import kvcache_plots
 from dliobench.report.plots.scaling import scaling
 from dliobench.report.plots.timeline import timeline
+from dliobench.report.plots.vectordb import vectordb_plots
 from dliobench.report.plots.waits import wait_cdf
 from dliobench.report.runs import RunSet, load_runs
 from dliobench.report.tables import run_set
@@ -218,7 +219,8 @@ def write_report(paths: Sequence[str | Path], out: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     rs.table.to_csv(out / "runs.csv", index=False)
     figures = [scaling(rs, out), comparison(rs, out), wait_cdf(rs, out),
-               timeline(rs, out, timeline_run), checkpoints(rs, out), *kvcache_plots(rs, out)]
+               timeline(rs, out, timeline_run), checkpoints(rs, out), *kvcache_plots(rs, out),
+               *vectordb_plots(rs, out)]
     page = out / "report.html"
     page.write_text(render(rs, figures, [str(p) for p in paths]), encoding="utf-8")
     return page

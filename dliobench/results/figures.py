@@ -67,9 +67,11 @@ class Figure:
 
 
 def family_of(result: Result) -> str:
-    """``training``, ``checkpoint`` (a checkpoint-only run) or ``kvcache``."""
+    """``training``, ``checkpoint`` (a checkpoint-only run), ``kvcache`` or ``vectordb``."""
     if result.get("kvcache") is not None:
         return "kvcache"
+    if result.get("vectordb") is not None:
+        return "vectordb"
     ckpt = result.get("checkpoint") or {}
     return "checkpoint" if ckpt.get("workflow") == "checkpoint-only" else "training"
 
@@ -275,7 +277,25 @@ KVCACHE: tuple[Figure, ...] = (
 )
 
 KVCACHE = tuple(dataclasses.replace(f, family="kvcache") for f in KVCACHE)
-FIGURES: tuple[Figure, ...] = TRAINING + CHECKPOINT + KVCACHE
+
+
+def _vdb_latency(p: str, upstream: str) -> Figure:
+    """A query latency percentile: result.json's, and upstream's name in summary.json."""
+    return Figure(f"vdb_{p}_ms", f"latency {p}", "ms", _scaled(f"vectordb.latency_ms.{p}", 1),
+                  2, (Output("result.json", f"vectordb.latency_ms.{p}"),
+                      Output("summary.json", upstream)))
+
+
+VECTORDB: tuple[Figure, ...] = tuple(dataclasses.replace(f, family="vectordb") for f in (
+    Figure("vdb_qps", "throughput", "queries/s", _scaled("vectordb.qps", 1), 1,
+           (Output("result.json", "vectordb.qps"), Output("summary.json", "throughput_qps"))),
+    Figure("vdb_recall", "recall@k", "", _scaled("vectordb.recall", 1), 4,
+           (Output("result.json", "vectordb.recall"), Output("summary.json", "recall"))),
+    *(_vdb_latency(p, name) for p, name in (
+        ("p50", "median_latency_ms"), ("p95", "p95_latency_ms"), ("p99", "p99_latency_ms"),
+        ("p999", "p999_latency_ms"))),
+))
+FIGURES: tuple[Figure, ...] = TRAINING + CHECKPOINT + KVCACHE + VECTORDB
 BY_NAME: dict[str, Figure] = {f.name: f for f in FIGURES}
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dliobench.base.units import size_text
+from dliobench.results.figures import text
 from dliobench.results.schema import RunResult
 
 
@@ -45,14 +46,12 @@ def print_vectordb_summary(result: RunResult, run_dir: str,
     table.add_row("load", f"{v.get('clients')} client(s) ({v.get('ranks')} rank(s) x "
                   f"{v.get('query_threads')} thread(s)), batch {v.get('batch_size')}, "
                   f"search list {v.get('search_list')}, beam width {v.get('beam_width')}")
-    lat = v["latency_ms"]
-    table.add_row("throughput", f"{v['qps']:,.1f} queries/s ({v['queries']:,} in "
+    table.add_row("throughput", f"{text('vdb_qps', result)} ({v['queries']:,} in "
                   f"{v['window_s']:.2f} s)")
-    table.add_row("latency", f"p50 {_num(lat.get('p50'), ' ms')}, p95 "
-                  f"{_num(lat.get('p95'), ' ms')}, p99 {_num(lat.get('p99'), ' ms')}, p99.9 "
-                  f"{_num(lat.get('p99.9'), ' ms')}")
+    table.add_row("latency", ", ".join(f"{p} {text(f'vdb_{p}_ms', result)}"
+                                       for p in ("p50", "p95", "p99", "p999")))
     style = "green" if v["valid"] else "red"
-    table.add_row(f"recall@{v['k']}", f"[{style}]{v['recall']:.4f}[/] (floor "
+    table.add_row(f"recall@{v['k']}", f"[{style}]{text('vdb_recall', result).strip()}[/] (floor "
                   f"{v['min_recall']})" + ("" if v["valid"] else
                                            f" [red]INVALID: {v['invalid_reason']}[/]"))
     table.add_row("reads/query", reads_line(v["reads_per_query"]))

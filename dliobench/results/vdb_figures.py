@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dliobench.results.kv_section import CLIENT_BUSY
+from dliobench.storage.latency import LatencyLog
 
 RECORD = "vectordb"  # the kind of a rank's figures record in its journal
 PERCENTILES = (50, 95, 99, 99.9)
@@ -44,7 +45,7 @@ class RankFigures:
     device_reads: int | None = None  # reads completed by the index's block device
     device_read_bytes: int | None = None  # the rank process's bytes from the block layer
     device_counter: str = ""
-    recorded_latency_ms: dict[str, float] = field(default_factory=dict)  # a recovered rank's
+    log: LatencyLog = field(default_factory=LatencyLog)  # the latencies binned (journaled)
     lock: threading.Lock | None = field(default=None, repr=False, compare=False)
 
     def add(self, start: float, end: float, queries: int, hits: int,
@@ -62,44 +63,60 @@ class RankFigures:
             self.engine_reads += (np.nan if reads_per_query is None
                                   else reads_per_query * queries)
             self.latencies_s.extend([per] * queries)
+            for _ in range(queries):
+                self.log.record(per, per)
 
     def to_record(self) -> dict[str, Any]:
-        """The figures as a journal record (latencies as percentiles: a killed run's result
-        is rebuilt from them)."""
-        out = {k: v for k, v in self.__dict__.items()
-               if k not in ("lock", "latencies_s", "recorded_latency_ms")}
-        out["latency_ms"] = _percentiles(self.latencies_s)
+        """The figures as a journal record (latencies binned: a killed run's result is
+        rebuilt from the bins)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("lock", "latencies_s", "log")}
+        out["latency_log"] = self.log.as_ints()
         out["engine_reads"] = None if np.isnan(self.engine_reads) else self.engine_reads
         return out
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RankFigures:
-        """A rank's figures from its journal record (latencies: its percentiles only)."""
-        fields = {k: v for k, v in record.items() if k != "latency_ms"}
+        """A rank's figures from its journal record (latencies: its bins only)."""
+        fields = {k: v for k, v in record.items() if k != "latency_log"}
         fields["engine_reads"] = np.nan if fields.get("engine_reads") is None \
             else fields["engine_reads"]
-        return cls(**fields, recorded_latency_ms=record.get("latency_ms") or {})
+        return cls(**fields, log=LatencyLog.from_ints(record.get("latency_log") or [0, 0, 0, 0, 0]))
+
+
+def _key(percentile: float) -> str:
+    """A percentile's key: p50, p95, p99, p999 (upstream's spelling of 99.9)."""
+    return "p" + f"{percentile:g}".replace(".", "")
 
 
 def _percentiles(latencies_s: list[float]) -> dict[str, float]:
     if not latencies_s:
         return {}
     values = np.asarray(latencies_s) * 1e3
-    out = {f"p{p:g}": float(np.percentile(values, p)) for p in PERCENTILES}
+    out = {_key(p): float(np.percentile(values, p)) for p in PERCENTILES}
     return out | {"mean": float(values.mean()), "min": float(values.min()),
                   "max": float(values.max())}
 
 
-def _latency(ranks: list[RankFigures]) -> tuple[dict[str, float], str]:
-    """Latency figures over every query of every rank; for recovered ranks, the worst
-    rank's percentiles (their samples were not journaled)."""
+def _merged(ranks: list[RankFigures]) -> LatencyLog:
+    log = LatencyLog()
+    for r in ranks:
+        log.merge(r.log)
+    return log
+
+
+def _latency(ranks: list[RankFigures], log: LatencyLog) -> tuple[dict[str, float], str]:
+    """Latency figures over every query of every rank; for recovered ranks (their samples
+    were not journaled) from the ranks' bins (100 a decade: within 2.3 %)."""
     samples = [x for r in ranks for x in r.latencies_s]
     if samples:
         return _percentiles(samples), "every query"
-    recorded = [r.recorded_latency_ms for r in ranks]
-    merged = {key: max(d[key] for d in recorded if key in d)
-              for key in {k for d in recorded for k in d}}
-    return merged, "the worst rank's percentiles (recovered from the journals)"
+    if not log.count:
+        return {}, "no query"
+    bins = log.total_bins()
+    out = {_key(p): 1e3 * float(log.total_percentile(p) or 0) for p in PERCENTILES}
+    return out | {"mean": 1e3 * sum(v * n for v, n in bins) / log.count,
+                  "min": 1e3 * bins[0][0], "max": 1e3 * log.total_max_s}, \
+        "the ranks' journaled bins (recovered)"
 
 
 def verdict(cpu_share: float, gil: float, device_per_query: float | None,
@@ -131,7 +148,8 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float) 
     starts = [r.first_start for r in ranks if r.calls]
     window = (max(r.last_end for r in ranks if r.calls) - min(starts)) if starts else 0.0
     recall = sum(r.hits for r in ranks) / (k * queries) if queries else 0.0
-    latency, over = _latency(ranks)
+    log = _merged(ranks)
+    latency, over = _latency(ranks, log)
     engine = [r.engine_reads for r in ranks]
     engine_pq = None if not queries or any(np.isnan(e) for e in engine) else sum(engine) / queries
     dev_reads = [r.device_reads for r in ranks]
@@ -159,6 +177,7 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float) 
             "no query finished" if not queries else
             f"recall@{k} {recall:.4f} is below vectordb.min_recall {min_recall}"),
         "latency_ms": latency, "latency_over": over,
+        "latency_hist_ms": [[round(v * 1e3, 6), n] for v, n in log.total_bins()],
         "reads_per_query": {"index": engine_pq, "device": device_pq,
                             "device_bytes": bytes_pq,
                             "device_counter": ranks[0].device_counter if ranks else ""},
@@ -178,7 +197,7 @@ def upstream_statistics(section_: dict[str, Any]) -> dict[str, Any]:
             "min_latency_ms": lat.get("min"), "max_latency_ms": lat.get("max"),
             "mean_latency_ms": lat.get("mean"), "median_latency_ms": lat.get("p50"),
             "p95_latency_ms": lat.get("p95"), "p99_latency_ms": lat.get("p99"),
-            "p999_latency_ms": lat.get("p99.9"), "throughput_qps": section_["qps"],
+            "p999_latency_ms": lat.get("p999"), "throughput_qps": section_["qps"],
             "batch_count": section_["search_calls"], "recall": section_["recall"]}
 
 

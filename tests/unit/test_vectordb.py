@@ -14,6 +14,7 @@ import pytest
 
 from dliobench.base.errors import DlioBenchError, InputError
 from dliobench.config.vectordb_keys import VectorDBConfig
+from dliobench.results.figures import VECTORDB
 from dliobench.run.vectordb import manifest, truth, vectors
 from dliobench.run.vectordb.sizes import Shape, disk_index_bytes, upstream_estimate
 from tests.conftest import last_result
@@ -74,10 +75,13 @@ def _run(run_cli, index_dir: Path, *extra: str) -> int:  # type: ignore[no-untyp
 
 
 def test_a_run_reports_recall_an_independent_search_agrees_with(
-        vdb_index: Path, workdir: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+        vdb_index: Path, workdir: Path, run_cli,  # type: ignore[no-untyped-def]
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # no figure wrapped across lines
     assert _run(run_cli, vdb_index, "--queries", "100", "--search-ef", "40",
                 "--results-dir", str(workdir / "r")) == 0
     result = last_result(workdir / "r")
+    console = capsys.readouterr().out
     v = result["vectordb"]
     assert v["queries"] == 100 and v["mode"] == "query_count" and v["valid"]
     assert v["index"]["vectors"]["distribution"] == "clustered"
@@ -94,11 +98,18 @@ def test_a_run_reports_recall_an_independent_search_agrees_with(
         index.queries, 10).ids
     mine = np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact, strict=True)])
     assert v["recall"] == pytest.approx(mine) and mine > 0.9
-    assert v["reads_per_query"]["index"] > 1 and v["latency_ms"]["p99.9"] > 0
+    assert v["reads_per_query"]["index"] > 1 and v["latency_ms"]["p999"] > 0
     assert v["verdict"]["limiter"] in ("storage", "client CPU", "index")
     summary = json.loads((workdir / "r" / result["run_id"] / "summary.json").read_text())
     assert summary["throughput_qps"] == v["qps"] and summary["recall"] == v["recall"]
     assert summary["p99_latency_ms"] == v["latency_ms"]["p99"]
+    for fig in VECTORDB:  # one figure, one value: the console, result.json, summary.json
+        assert fig.text(result).strip() in console, fig.name
+        for out in fig.outputs:
+            doc = result if out.file == "result.json" else summary
+            for part in out.path.split("."):
+                doc = doc[part]
+            assert doc == fig.value(result), fig.name
 
 
 def test_low_recall_makes_the_run_invalid_in_its_result_and_in_check(
