@@ -32,6 +32,15 @@ def save(fig: Figure, out: Path, name: str) -> Path:
     return path
 
 
+def label_axes(fig: Figure, ax: Any, title: str, x: str, y: str) -> None:
+    """Axis labels, a light grid, the legend outside at the right, the title."""
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.grid(alpha=0.3)
+    fig.legend(loc="outside right upper", fontsize=8)
+    ax.set_title(title)
+
+
 def wrap(text: str, width: int = 28) -> str:
     """``text`` broken into lines of at most ``width`` characters (legends, tick labels), at
     spaces only: a ``key=value`` stays whole on a line of its own."""

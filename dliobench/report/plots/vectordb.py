@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from dliobench.report.plots import figure
-from dliobench.report.plots.figure import Plot, wrap
+from dliobench.report.plots.figure import Plot, label_axes, wrap
 from dliobench.report.runs import RunSet
 
 
@@ -30,11 +30,7 @@ def latency_cdf(runs: list[tuple[dict[str, Any], str]], out: Path) -> Plot:
             ax.step(hist[:, 0], np.cumsum(hist[:, 1]) / hist[:, 1].sum(), where="post",
                     label=wrap(label, 45))
     ax.set_xscale("log")
-    ax.set_xlabel("query latency (ms, log scale)")
-    ax.set_ylabel("share of queries")
-    ax.grid(alpha=0.3)
-    fig.legend(loc="outside right upper", fontsize=8)
-    ax.set_title(title)
+    label_axes(fig, ax, title, "query latency (ms, log scale)", "share of queries")
     return Plot("vectordb_latency", title, figure.save(fig, out, "vectordb_latency"),
                 "A query's latency is its search call's time over the call's queries "
                 "(upstream's count); bins of 100 a decade.")
@@ -51,12 +47,8 @@ def recall_qps(runs: list[tuple[dict[str, Any], str]], out: Path) -> Plot:
     floors = {float(v.get("min_recall", 0)) for v, _ in runs}
     for floor in floors:
         ax.axhline(floor, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlabel("queries per second")
-    ax.set_ylabel("recall@k")
     ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    fig.legend(loc="outside right upper", fontsize=8)
-    ax.set_title(title)
+    label_axes(fig, ax, title, "queries per second", "recall@k")
     return Plot("vectordb_recall", title, figure.save(fig, out, "vectordb_recall"),
                 "Hollow: below the run's vectordb.min_recall (invalid); dashed: the floor.")
 
