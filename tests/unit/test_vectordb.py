@@ -182,3 +182,22 @@ def test_a_full_disk_during_the_build_leaves_nothing_that_looks_whole(
 def test_an_object_store_folder_is_refused(run_cli, capsys) -> None:  # type: ignore[no-untyped-def]
     assert run_cli("vectordb", "datagen", "--index-dir", "s3://bucket/idx") == 2
     assert "POSIX reads only" in capsys.readouterr().err
+
+
+def test_the_users_own_vectors_are_indexed(tmp_path: Path) -> None:
+    pytest.importorskip("diskannpy")
+    from dliobench.run.vectordb.build import datagen
+
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "mine.npy", rng.standard_normal((600, 16)).astype(np.float32))
+    cfg = VectorDBConfig(index_dir=str(tmp_path / "idx"), distribution="npy",
+                         vectors_file=str(tmp_path / "mine.npy"), num_vectors=10_000,
+                         dimension=16, num_query_vectors=20, max_degree=16,
+                         search_list_size=32)
+    doc = datagen(cfg).doc
+    assert doc["vectors"]["count"] == 600 and doc["vectors"]["source"].endswith("mine.npy")
+    assert len(manifest.load(cfg).queries) == 20  # a run with the same keys finds it
+    with pytest.raises(InputError, match="has 16 dimensions, vectordb.dimension is 32"):
+        datagen(VectorDBConfig(index_dir=str(tmp_path / "idx"), distribution="npy",
+                               vectors_file=str(tmp_path / "mine.npy"), dimension=32,
+                               force=True))
