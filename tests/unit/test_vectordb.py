@@ -197,7 +197,7 @@ def test_the_users_own_vectors_are_indexed(tmp_path: Path) -> None:
     doc = datagen(cfg).doc
     assert doc["vectors"]["count"] == 600 and doc["vectors"]["source"].endswith("mine.npy")
     assert len(manifest.load(cfg).queries) == 20  # a run with the same keys finds it
-    with pytest.raises(InputError, match="has 16 dimensions, vectordb.dimension is 32"):
+    with pytest.raises(InputError, match=r"has 16 dimensions, vectordb\.dimension is 32"):
         datagen(VectorDBConfig(index_dir=str(tmp_path / "idx"), distribution="npy",
                                vectors_file=str(tmp_path / "mine.npy"), dimension=32,
                                force=True))
