@@ -140,7 +140,9 @@ def assemble(run_dir: Path) -> tuple[RunResult, list[Any]]:
     if config.workflow.vectordb:
         from dliobench.results.vdb_recover import add_section as add_vdb
 
-        result = add_vdb(result, run_dir, header["facts"], config.vectordb.min_recall)
+        busy = config.metric.client_cpu_busy
+        result = add_vdb(result, run_dir, header["facts"], config.vectordb.min_recall,
+                         None if busy == "off" else float(busy))
     return result, [t.timeline for t in traces]
 
 

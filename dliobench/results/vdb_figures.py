@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dliobench.results.hostcpu import HostCpu, busiest, host_busy
 from dliobench.results.kv_section import CLIENT_BUSY
 from dliobench.storage.latency import LatencyLog
 
@@ -31,6 +32,7 @@ class RankFigures:
 
     rank: int
     k: int
+    host: str = ""
     queries: int = 0
     calls: int = 0
     hits: int = 0
@@ -45,6 +47,7 @@ class RankFigures:
     device_reads: int | None = None  # reads completed by the index's block device
     device_read_bytes: int | None = None  # the rank process's bytes from the block layer
     device_counter: str = ""
+    host_cpu: tuple[int, int, tuple[int, ...]] | None = None  # busy, total jiffies, CPUs
     log: LatencyLog = field(default_factory=LatencyLog)  # the latencies binned (journaled)
     lock: threading.Lock | None = field(default=None, repr=False, compare=False)
 
@@ -119,20 +122,24 @@ def _latency(ranks: list[RankFigures], log: LatencyLog) -> tuple[dict[str, float
         "the ranks' journaled bins (recovered)"
 
 
-def verdict(cpu_share: float, gil: float, device_per_query: float | None,
-            engine_per_query: float | None) -> dict[str, Any]:
-    """What limited the queries: the client's CPU (its cores, or one core's worth of
-    interpreter, busy: the KV cache's rule, ``CLIENT_BUSY``); else storage when the device
-    served at least half the reads the index asked for; else the index's own work (its
-    graph walk and distance computations over reads served from memory)."""
-    if cpu_share >= CLIENT_BUSY or gil >= CLIENT_BUSY:
-        return {"limiter": "client CPU", "reason": f"the client used {cpu_share:.0%} of its "
-                f"cores ({gil:.0%} of one core in user mode)"}
+def verdict(host: tuple[str, float] | None, floor: float | None, gil: float,
+            device_per_query: float | None, engine_per_query: float | None) -> dict[str, Any]:
+    """What limited the queries: the client's CPU when a host's CPUs were at least
+    ``metric.client_cpu_busy`` busy over the window (the training verdict's rule,
+    ``results.hostcpu``), or one core's worth of interpreter was (``CLIENT_BUSY``, the KV
+    cache's); else storage when the device served at least half the reads the index asked
+    for; else the index's own work (graph walk and distances over reads served from
+    memory)."""
+    if floor is not None and host is not None and host[1] >= floor:
+        return {"limiter": "client CPU", "reason": f"{host[0]}'s CPUs were {host[1]:.0%} busy "
+                f"over the window (metric.client_cpu_busy {floor:g})"}
+    if gil >= CLIENT_BUSY:
+        return {"limiter": "client CPU", "reason": f"a rank's interpreter used {gil:.0%} of "
+                "one core in user mode"}
     if device_per_query is not None and engine_per_query and \
             device_per_query >= STORAGE_SHARE * engine_per_query:
         return {"limiter": "storage", "reason": f"each query waited on {device_per_query:.1f} "
-                f"device reads of the {engine_per_query:.1f} the index made, with the "
-                f"client's CPU at {cpu_share:.0%}"}
+                f"device reads of the {engine_per_query:.1f} the index made"}
     said = ("the device's reads were not counted" if device_per_query is None else
             f"only {device_per_query:.1f} device reads per query of the index's "
             f"{engine_per_query or 0:.1f}")
@@ -140,9 +147,10 @@ def verdict(cpu_share: float, gil: float, device_per_query: float | None,
             "distances, reads served from memory) set the pace"}
 
 
-def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float) -> dict[str, Any]:
+def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
+            cpu_floor: float | None) -> dict[str, Any]:
     """The result's ``vectordb`` section from the ranks' figures and the run's facts (the
-    index's manifest, parameters, mode)."""
+    index's manifest, parameters, mode); ``cpu_floor``: ``metric.client_cpu_busy``."""
     queries = sum(r.queries for r in ranks)
     k = ranks[0].k if ranks else int(facts.get("k", 10))
     starts = [r.first_start for r in ranks if r.calls]
@@ -166,6 +174,10 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float) 
     cores = sum(r.cpu_cores for r in ranks) or 1.0
     cpu_share = cpu_s / (elapsed * cores) if elapsed else 0.0
     gil = max((r.user_s / r.elapsed_s for r in ranks if r.elapsed_s), default=0.0)
+    hosts = host_busy((r.host, None if r.host_cpu is None else
+                       HostCpu(r.host_cpu[0], r.host_cpu[1], tuple(r.host_cpu[2])))
+                      for r in ranks)
+    top = busiest(hosts)
     valid = queries > 0 and recall >= min_recall
     return {
         **facts,
@@ -181,8 +193,9 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float) 
         "reads_per_query": {"index": engine_pq, "device": device_pq,
                             "device_bytes": bytes_pq,
                             "device_counter": ranks[0].device_counter if ranks else ""},
-        "cpu": {"share_of_cores": cpu_share, "user_of_one_core": gil, "cpu_s": cpu_s},
-        "verdict": verdict(cpu_share, gil, device_pq, engine_pq),
+        "cpu": {"share_of_cores": cpu_share, "user_of_one_core": gil, "cpu_s": cpu_s,
+                "host_cpu_busy_share": hosts},
+        "verdict": verdict(top, cpu_floor, gil, device_pq, engine_pq),
         "per_rank": [{"rank": r.rank, "queries": r.queries, "hits": r.hits,
                       "elapsed_s": r.elapsed_s} for r in ranks],
     }

@@ -23,9 +23,10 @@ def last_figures(path: Path) -> RankFigures | None:
     return None if found is None else RankFigures.from_record(found)
 
 
-def add_section(result: Any, run_dir: Path, facts: dict[str, Any], min_recall: float) -> Any:
+def add_section(result: Any, run_dir: Path, facts: dict[str, Any], min_recall: float,
+                cpu_floor: float | None) -> Any:
     """Put the ``vectordb`` section the journals in ``run_dir`` hold into ``result``."""
     ranks = [f for p in sorted((run_dir / FOLDER).glob("rank-*.jsonl"))
              if (f := last_figures(p)) is not None]
-    result["vectordb"] = section(ranks, facts.get("vectordb") or {}, min_recall)
+    result["vectordb"] = section(ranks, facts.get("vectordb") or {}, min_recall, cpu_floor)
     return result

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dliobench.config.vectordb_keys import VectorDBConfig
+from dliobench.results.hostcpu import CpuMeter
 from dliobench.results.vdb_figures import RankFigures
 from dliobench.run.vectordb.engines.base import Searcher
 from dliobench.run.vectordb.manifest import Index
@@ -72,8 +73,9 @@ def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: R
     figures.device_counter = (f"reads: {stat} field 1, host-wide; bytes: /proc/<pid>/io "
                               f"read_bytes" if stat else "reads uncounted; bytes: "
                               + meter.counter)
-    before, cpu0 = reads_completed(stat), os.times()
+    before, cpu0, host = reads_completed(stat), os.times(), CpuMeter()
     meter.open()
+    host.open()
     started = time.perf_counter()
     until = started + cfg.runtime
     errors: list[BaseException] = []
@@ -94,6 +96,10 @@ def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: R
             w.join()
         figures.elapsed_s = time.perf_counter() - started
         meter.close()
+        host.close()
+        measured = host.result()
+        figures.host_cpu = None if measured is None else (measured.busy, measured.total,
+                                                          measured.cpus)
         cpu1 = os.times()
         figures.cpu_s = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
         figures.user_s = cpu1.user - cpu0.user

@@ -84,7 +84,7 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     extra = {"warnings": warnings, "launcher": world.launcher, "ranks_launched": world.size}
     if world.is_root:
         journaling.header(run_dir, config, (run_id, started), extra, known, world.size)
-    figures = RankFigures(rank=world.rank, k=v.k, lock=threading.Lock())
+    figures = RankFigures(rank=world.rank, k=v.k, host=world.host, lock=threading.Lock())
     journal = journaling.VDBJournal(run_dir, world, figures)
     try:
         searcher = engine.open(index.folder, v, run_dir / ENGINE_LOG)
@@ -116,7 +116,9 @@ def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
     extra, facts_ = known
     result: Any = build_result(config, run_id, status, traces, started, _now(), 0, extra,
                                facts_)
-    result["vectordb"] = section(ranks, facts_["vectordb"], config.vectordb.min_recall)
+    busy = config.metric.client_cpu_busy
+    result["vectordb"] = section(ranks, facts_["vectordb"], config.vectordb.min_recall,
+                                 None if busy == "off" else float(busy))
     return result
 
 
