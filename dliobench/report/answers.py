@@ -167,6 +167,23 @@ def _kvcache(rows: list[_Row]) -> tuple[str, str, list[str]]:
             [f"{top.name}: reads from storage: {top.text('reads_from_storage') or 'no reads'}"])
 
 
+def _vectordb(rows: list[_Row]) -> tuple[str, str, list[str]]:
+    """Sustained, limited by, evidence of a workload's vector-database runs: the figures of
+    the table of figures of its fastest valid run (recall at or above its floor), and each
+    run's verdict."""
+    valid = [r for r in rows if (r.run.result.get("vectordb") or {}).get("valid")] or rows
+    top = max(valid, key=lambda r: figures.figure("vdb_qps").value(r.run.result) or 0)
+    shown = ", ".join(f"{f.label} {f.text(top.run.result).strip()}" for f in figures.VECTORDB)
+    invalid = len(rows) - sum((r.run.result.get("vectordb") or {}).get("valid", False)
+                              for r in rows)
+    more = (f"; the most queries/s of {len(rows)} runs" if len(rows) > 1 else "") + (
+        f"; {invalid} below their recall floor (invalid)" if invalid else "")
+    return (f"{shown} ({top.name}{more})",
+            "; ".join(f"{r.name}: {r.run.result['vectordb']['verdict']['limiter']}: "
+                      f"{r.run.result['vectordb']['verdict']['reason']}" for r in rows),
+            [f"{top.name}: reads from storage: {top.text('reads_from_storage') or 'no reads'}"])
+
+
 def answers(rs: RunSet) -> list[Answer]:
     """Per workload, in the order the runs came: its answer."""
     rows = [_Row(run, row) for run, (_, row) in zip(rs.runs, rs.table.iterrows(), strict=True)]
@@ -174,9 +191,10 @@ def answers(rs: RunSet) -> list[Answer]:
     for workload in dict.fromkeys(str(r.row["workload"]) for r in rows):
         mine = [r for r in rows if str(r.row["workload"]) == workload]
         kv = [r for r in mine if r.run.result.get("kvcache") is not None]
+        vdb = [r for r in mine if r.run.result.get("vectordb") is not None]
         ckpt = [r for r in mine if r not in kv and (r.run.result.get("checkpoint") or {}).get(
             "workflow") == "checkpoint-only"]
-        trained = [r for r in mine if r not in kv and r not in ckpt]
+        trained = [r for r in mine if r not in kv and r not in ckpt and r not in vdb]
         parts = []
         if trained:
             parts.append(_training(trained, find_max([r.run for r in trained])))
@@ -184,6 +202,8 @@ def answers(rs: RunSet) -> list[Answer]:
             parts.append(_checkpoints(ckpt))
         if kv:
             parts.append(_kvcache(kv))
+        if vdb:
+            parts.append(_vectordb(vdb))
         accelerators = sorted({r.run.emulated.label for r in trained})  # training's only
         about = "; ".join(p for p in (", ".join(accelerators), plural(len(mine), "run")) if p)
         out.append(Answer(workload, about, " / ".join(p[0] for p in parts),

@@ -93,8 +93,9 @@ def _storage_words(result: RunResult) -> str:
 
 
 def _no_training(result: RunResult) -> bool:
-    """A checkpoint-only or KV-cache run: no training, so no AU and no AU floor."""
-    return (result.get("kvcache") is not None or
+    """A checkpoint-only, KV-cache or vector-database run: no training, so no AU and no AU
+    floor."""
+    return (result.get("kvcache") is not None or result.get("vectordb") is not None or
             (result.get("checkpoint") or {}).get("workflow") == "checkpoint-only")
 
 

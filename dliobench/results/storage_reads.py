@@ -96,11 +96,24 @@ def _kvcache_origin(kv: dict[str, Any], object_store: bool) -> ReadOrigin:
     return ReadOrigin("not ensured")
 
 
+def _vectordb_origin(v: dict[str, Any], fs_type: str) -> ReadOrigin:
+    """A vector-database run's index reads: DiskANN opens its index with O_DIRECT (a memory
+    file system's O_DIRECT still reads memory)."""
+    if not v.get("queries"):
+        return ReadOrigin("no reads")
+    if fs_type in ("tmpfs", "ramfs"):
+        return ReadOrigin("not ensured")
+    return ReadOrigin("storage", "O_DIRECT, DiskANN's reader")
+
+
 def read_origin(result: RunResult) -> ReadOrigin:
     """Where ``result``'s measured reads came from (the one rule; see the module)."""
     kv = result.get("kvcache")
     if kv is not None:
         return _kvcache_origin(kv, _object_store(result))
+    vdb = result.get("vectordb")
+    if vdb is not None:
+        return _vectordb_origin(vdb, str((result.get("storage") or {}).get("fs_type")))
     ckpt = _checkpoint_only(result)
     if ckpt is not None:
         if not ckpt.get("read"):

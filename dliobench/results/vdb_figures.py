@@ -19,6 +19,7 @@ import numpy as np
 
 from dliobench.results.hostcpu import HostCpu, busiest, host_busy
 from dliobench.results.kv_section import CLIENT_BUSY
+from dliobench.results.storage_reads import read_origin
 from dliobench.storage.latency import LatencyLog
 
 RECORD = "vectordb"  # the kind of a rank's figures record in its journal
@@ -199,6 +200,20 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
         "per_rank": [{"rank": r.rank, "queries": r.queries, "hits": r.hits,
                       "elapsed_s": r.elapsed_s} for r in ranks],
     }
+
+
+def attach(result: Any, ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
+           cpu_floor: float | None) -> Any:
+    """Put the ``vectordb`` section into ``result``, its verdict into the run's, and where
+    its reads came from into ``honesty`` (the run's end, or a killed run's journals)."""
+    result["vectordb"] = section(ranks, facts, min_recall, cpu_floor)
+    said = result["vectordb"]["verdict"]
+    limiter = {"storage": "storage", "client CPU": "client"}
+    result["verdict"] = {**result["verdict"], "meets_floor": None,
+                         "limiter": limiter.get(said["limiter"], "other"),
+                         "reason": said["reason"]}
+    result["honesty"]["page_cache_possible"] = bool(read_origin(result).page_cache_possible)
+    return result
 
 
 def upstream_statistics(section_: dict[str, Any]) -> dict[str, Any]:

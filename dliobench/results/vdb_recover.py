@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dliobench.results.journal import FOLDER, decode
-from dliobench.results.vdb_figures import RECORD, RankFigures, section
+from dliobench.results.vdb_figures import RECORD, RankFigures, attach
 
 
 def last_figures(path: Path) -> RankFigures | None:
@@ -28,5 +28,4 @@ def add_section(result: Any, run_dir: Path, facts: dict[str, Any], min_recall: f
     """Put the ``vectordb`` section the journals in ``run_dir`` hold into ``result``."""
     ranks = [f for p in sorted((run_dir / FOLDER).glob("rank-*.jsonl"))
              if (f := last_figures(p)) is not None]
-    result["vectordb"] = section(ranks, facts.get("vectordb") or {}, min_recall, cpu_floor)
-    return result
+    return attach(result, ranks, facts.get("vectordb") or {}, min_recall, cpu_floor)

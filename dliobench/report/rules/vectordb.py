@@ -21,7 +21,8 @@ from dliobench.report.rules.finding import (
     finding,
 )
 from dliobench.report.rules.runset import complete
-from dliobench.report.rules.subject import Run, setup_text
+from dliobench.report.rules.subject import setup_text
+from dliobench.report.runs import Run
 
 INDEX_RULE = Rule(VDB_CONFIG, "VDB_INDEX_TYPES_CLOSED / VDB_INDEX_TYPES")
 RUNTIME_RULE = Rule(VDB_CHECKER, "VectorDBRunRulesChecker.MIN_RUNTIME_SECONDS")

@@ -22,7 +22,7 @@ from dliobench.results.assemble import build_result
 from dliobench.results.files import open_run_folder, write_partial_result
 from dliobench.results.measured import RankTrace
 from dliobench.results.timeline import Timeline
-from dliobench.results.vdb_figures import RankFigures, section
+from dliobench.results.vdb_figures import RankFigures, attach
 from dliobench.run.facts import run_facts
 from dliobench.run.vectordb import journaling, manifest
 from dliobench.run.vectordb.build import refuse_url
@@ -117,9 +117,8 @@ def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
     result: Any = build_result(config, run_id, status, traces, started, _now(), 0, extra,
                                facts_)
     busy = config.metric.client_cpu_busy
-    result["vectordb"] = section(ranks, facts_["vectordb"], config.vectordb.min_recall,
-                                 None if busy == "off" else float(busy))
-    return result
+    return attach(result, ranks, facts_["vectordb"], config.vectordb.min_recall,
+                  None if busy == "off" else float(busy))
 
 
 def _partial(config: Config, world: World, run: tuple[str, Path, str], figures: RankFigures,
