@@ -91,7 +91,9 @@ class VectorDBConfig:
                           minimum=1, maximum=100000)
     query_threads: int = key(1, "int", "ours: query clients per rank (threads); ranks are "
                              "upstream's --num-query-processes", minimum=1, maximum=4096)
-    report_count: int = key(100, "int", "upstream's --report-count (recorded)", minimum=1)
+    report_count: int = key(100, "int", "a progress line every this many search calls of the "
+                            "first client, at most one a second (upstream's --report-count)",
+                            minimum=1)
     host: str = key("", "str", "the milvus engine's server (upstream's --host)")
     port: int = key(19530, "int", "the milvus engine's port (upstream's --port)", minimum=1,
                     maximum=65535)

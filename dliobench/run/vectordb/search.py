@@ -12,6 +12,7 @@ exact only on a quiet host) and the bytes this process had from the block layer
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -25,6 +26,8 @@ from dliobench.run.vectordb.engines.base import Searcher
 from dliobench.run.vectordb.manifest import Index
 from dliobench.run.vectordb.truth import hits
 from dliobench.storage.devreads import DeviceMeter
+
+log = logging.getLogger("dliobench")
 
 
 def block_stat(folder: Path) -> Path | None:
@@ -47,7 +50,8 @@ def share(total: int, clients: int, client: int) -> int:
 def _client(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: RankFigures,
             client: int, clients: int, until: float, budget: int | None,
             stop: threading.Event) -> None:
-    nq, sent, at = len(index.queries), 0, client % len(index.queries)
+    nq, sent, at, calls = len(index.queries), 0, client % len(index.queries), 0
+    started = said = time.perf_counter()
     while not stop.is_set() and ((budget is None and time.perf_counter() < until) or
                                  (budget is not None and sent < budget)):
         size = cfg.batch_size if budget is None else min(cfg.batch_size, budget - sent)
@@ -60,6 +64,12 @@ def _client(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: Rank
                     found.reads_per_query)
         sent += size
         at = (at + size * clients) % nq
+        calls += 1
+        if client == 0 and calls % cfg.report_count == 0 and time.perf_counter() - said >= 1:
+            said = time.perf_counter()  # upstream's --report-count lines, a second apart
+            log.info("client 0: %d queries in %.1f s; rank %d: %d queries, recall@%d %.4f",
+                     sent, time.perf_counter() - started, figures.rank, figures.queries,
+                     cfg.k, figures.hits / max(1, cfg.k * figures.queries))
 
 
 def run_window(searcher: Searcher, index: Index, cfg: VectorDBConfig, figures: RankFigures,
