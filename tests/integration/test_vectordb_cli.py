@@ -37,14 +37,15 @@ def test_datasize_prints_bytes(run_cli: Callable[..., int],
     assert "798,720,000,000 bytes" in out and "disk_index" in out
 
 
-def test_datagen_keeps_diskanns_output_in_the_build_log(tmp_path: Path) -> None:
+def test_datagen_keeps_diskanns_output_in_the_build_log(
+        tmp_path: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("diskannpy")
     env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
-    proc = _cli("vectordb", "datagen", "vectordb.max_degree=16", "vectordb.search_list_size=32",
-                "--num-vectors", "1000", "--dimension", "16", "--num-query-vectors", "20",
-                "--distribution", "uniform", "--num-shards", "1", "--vector-dtype",
-                "FLOAT_VECTOR", "--force", "--index-dir", str(tmp_path / "idx"),
-                "--results-dir", str(tmp_path / "r"), env=env)
+    argv = ["vectordb", "datagen", "vectordb.max_degree=16", "vectordb.search_list_size=32",
+            "--num-vectors", "1000", "--dimension", "16", "--num-query-vectors", "20",
+            "--distribution", "uniform", "--num-shards", "1", "--vector-dtype", "FLOAT_VECTOR",
+            "--index-dir", str(tmp_path / "idx"), "--results-dir", str(tmp_path / "r")]
+    proc = _cli(*argv, "--force", env=env)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     folder = next((tmp_path / "idx").iterdir())
@@ -52,6 +53,8 @@ def test_datagen_keeps_diskanns_output_in_the_build_log(tmp_path: Path) -> None:
     assert doc["vectors"]["distribution"] == "uniform" and doc["build"]["bytes"] > 0
     assert "INFO" in (folder / "build.log").read_text() and "INFO" not in out
     assert "built diskann DISKANN of 1,000 x 16 uniform vectors" in " ".join(out.split())
+    assert run_cli(*argv) == 0  # again, without --force: kept for the runs to reuse
+    assert "runs reuse it" in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_timed_run_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
