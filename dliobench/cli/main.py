@@ -148,7 +148,7 @@ def _run_one(args: argparse.Namespace) -> int:
 def cmd_vectordb(args: argparse.Namespace) -> int:
     """The vector-database benchmark's verbs: upstream's flags as ``vectordb.*`` overrides
     (``cli/vectordb.py``); ``run`` runs as ``run`` runs one."""
-    from dliobench.cli import vectordb
+    import dliobench.cli.vectordb as vectordb
 
     return vectordb.command(_load, _run_one)(args)
 
