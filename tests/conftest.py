@@ -243,8 +243,8 @@ def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch,
 def vdb_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny DiskANN index built once per session (tests/vdb_index.py says its shape);
     the folder holding it is returned (vectordb.index_dir)."""
-    pytest.importorskip("diskannpy", reason="the vectordb extra (diskannpy-rust)")
-    os.environ.setdefault("RUST_LOG", "warn")  # DiskANN's per-query log lines, off
+    os.environ.setdefault("RUST_LOG", "warn")  # DiskANN's per-query log lines, off (it reads
+    pytest.importorskip("diskannpy", reason="the vectordb extra (diskannpy-rust)")  # it once)
     from dliobench.config.load import load
     from dliobench.run.vectordb.build import datagen
     from tests.vdb_index import SMALL

@@ -161,14 +161,15 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
     latency, over = _latency(ranks, log)
     engine = [r.engine_reads for r in ranks]
     engine_pq = None if not queries or any(np.isnan(e) for e in engine) else sum(engine) / queries
-    dev_reads = [r.device_reads for r in ranks]
-    dev_bytes = [r.device_read_bytes for r in ranks]
-    # one host's block counter, read by each rank: the largest is the host's (ranks on one
-    # host see the same device; a run over hosts adds its hosts'). ours: see docs/vectordb.md
-    known_reads = [d for d in dev_reads if d is not None]
-    known_bytes = [d for d in dev_bytes if d is not None]
-    device_pq = max(known_reads) / queries if queries and len(known_reads) == len(ranks) \
-        else None
+    # the block device's counter is the host's: ranks of one host read the same one (its
+    # largest window counts), hosts add up; the bytes are each rank process's own
+    per_host: dict[str, int] = {}
+    for r in ranks:
+        if r.device_reads is not None:
+            per_host[r.host] = max(per_host.get(r.host, 0), r.device_reads)
+    counted = all(r.device_reads is not None for r in ranks)
+    device_pq = sum(per_host.values()) / queries if queries and counted else None
+    known_bytes = [r.device_read_bytes for r in ranks if r.device_read_bytes is not None]
     bytes_pq = sum(known_bytes) / queries if queries and len(known_bytes) == len(ranks) \
         else None
     cpu_s, elapsed = sum(r.cpu_s for r in ranks), max((r.elapsed_s for r in ranks), default=0)

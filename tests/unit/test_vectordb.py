@@ -201,3 +201,14 @@ def test_the_users_own_vectors_are_indexed(tmp_path: Path) -> None:
         datagen(VectorDBConfig(index_dir=str(tmp_path / "idx"), distribution="npy",
                                vectors_file=str(tmp_path / "mine.npy"), dimension=32,
                                force=True))
+
+
+def test_an_index_diskann_refuses_leaves_no_run_folder(
+        vdb_index: Path, tmp_path: Path, run_cli,  # type: ignore[no-untyped-def]
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = _copy(vdb_index, tmp_path)
+    disk = next(root.glob("*/index/ann_disk.index"))
+    disk.write_bytes(b"\xff" * disk.stat().st_size)
+    assert _run(run_cli, root, "--runtime", "1", "--results-dir", str(tmp_path / "r")) == 2
+    assert "DiskANN cannot open the index" in capsys.readouterr().err
+    assert not list((tmp_path / "r").glob("*"))

@@ -124,9 +124,15 @@ def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
 def _partial(config: Config, world: World, run: tuple[str, Path, str], figures: RankFigures,
              exc: BaseException, known: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """After a rank failed or was stopped: what it measured, as its partial result (its
-    place said in the error's sentence); nothing measured, no result."""
+    place said in the error's sentence); nothing measured, no result and no run folder
+    left (the error's sentence carries what DiskANN said)."""
     run_id, run_dir, started = run
     if not figures.queries:
+        journaling.drop(run_dir, world)
+        if world.is_root:
+            with contextlib.suppress(OSError):
+                (run_dir / ENGINE_LOG).unlink(missing_ok=True)
+                run_dir.rmdir()
         return
     result = _result(config, (run_id, "partial", started),
                      [_trace(world, figures, str(exc) or type(exc).__name__)], [figures],
