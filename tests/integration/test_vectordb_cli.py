@@ -35,6 +35,8 @@ def test_datasize_prints_bytes(run_cli: Callable[..., int],
                    "--index-type", "DISKANN", "--num-shards", "10") == 0
     out = capsys.readouterr().out
     assert "798,720,000,000 bytes" in out and "disk_index" in out
+    assert run_cli("vectordb", "datasize", "--config", "10m", "--scale", "0.001") == 0
+    assert "10,000 x dim=1536" in capsys.readouterr().out  # upstream's 10M, scaled
 
 
 def test_datagen_keeps_diskanns_output_in_the_build_log(
@@ -60,12 +62,12 @@ def test_datagen_keeps_diskanns_output_in_the_build_log(
 def test_a_timed_run_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
                                               run_cli: Callable[..., int]) -> None:
     assert run_cli("vectordb", "run", *keys(vdb_index), "--num-query-processes", "2",
-                   "--batch-size", "2", "--runtime", "1", "--report-count", "10",
+                   "--batch-size", "2", "--runtime", "0.5", "--report-count", "10",
                    "--benchmark-mode", "timed", "--search-limit", "10",
                    "--results-dir", str(workdir / "r")) == 0
     v = last_result(workdir / "r")["vectordb"]
     assert v["mode"] == "timed" and v["clients"] == 2 and v["batch_size"] == 2
-    assert v["queries"] % 2 == 0 and 0.9 < v["window_s"] < 10 and v["valid"]
+    assert v["queries"] % 2 == 0 and 0.4 < v["window_s"] < 10 and v["valid"]
 
 
 def test_a_server_named_by_host_is_refused_in_one_sentence(
