@@ -22,6 +22,7 @@ from typing import Any
 import dliobench.cli.kvcache_args as kvcache_args
 import dliobench.cli.mlpstorage_args as mlpstorage_args
 import dliobench.cli.mlpstorage_later as mlpstorage_later
+import dliobench.cli.vectordb_args as vectordb_args
 from dliobench.base.errors import ConfigError
 from dliobench.comm.local_launch import MpiOptions, launched_ranks, start_or_join
 from dliobench.config import mlpstorage as mlps
@@ -276,3 +277,4 @@ def add_parsers(sub: Any, commands: Commands) -> None:
         _add_validate(target)
         mlpstorage_later.add_parsers(target, target is sub)
     kvcache_args.add_parser(inner, commands)  # `mlpstorage kvcache ...` as `kvcache ...`
+    vectordb_args.add_parser(inner, commands)  # `mlpstorage vectordb ...` as `vectordb ...`

@@ -1,9 +1,7 @@
 """mlpstorage's later subcommands (``mlpstorage_py/cli/{init,config,status,submit,lockfile,
-runs,utility,vectordb}_args.py`` in mlcommons/storage's newest CLI): each runs here, or is
-refused in one sentence saying what to do instead.
-
-``vectordb`` is refused here until dliobench has the VectorDB benchmark: its refusal is the
-one entry ``VECTORDB`` (remove it, and the ``vectordb`` name, when the benchmark lands).
+runs,utility}_args.py`` in mlcommons/storage's newest CLI): each runs here, or is refused in
+one sentence saying what to do instead. (``vectordb`` is dliobench's own subcommand,
+``cli/vectordb_args.py``, also under ``mlpstorage``.)
 """
 
 from __future__ import annotations
@@ -16,9 +14,6 @@ from dliobench import __version__
 from dliobench.base.errors import ConfigError
 
 Commands = Mapping[str, Callable[[argparse.Namespace], int]]
-
-VECTORDB = ("the VectorDB benchmark is not in dliobench yet; run it with mlpstorage's own "
-            "`mlpstorage vectordb ...` (vdb_benchmark/) meanwhile")
 
 REFUSED: dict[str, str] = {
     "init": "mlpstorage init writes mlpstorage's own configuration, and dliobench needs none: "
@@ -40,7 +35,6 @@ REFUSED: dict[str, str] = {
     "history": "mlpstorage history replays its own command history and dliobench keeps "
                "none: every run's result.json records the command line that made it "
                "(provenance), and your shell's history has it",
-    "vectordb": VECTORDB,
 }
 
 
@@ -60,8 +54,7 @@ def add_parsers(sub: Any, top: bool) -> None:
     """The later subcommands (at the top level only those whose name dliobench does not
     use otherwise), each taking whatever follows it."""
     for name in REFUSED:
-        p = sub.add_parser(name, help=f"mlpstorage's {name}: refused, says what to do instead"
-                           if name != "vectordb" else "mlpstorage's vectordb: not yet")
+        p = sub.add_parser(name, help=f"mlpstorage's {name}: refused, says what to do instead")
         p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.set_defaults(func=_refuse(name))
     if not top:

@@ -5,7 +5,6 @@ printed) or ``run`` (as ``run`` runs one)."""
 from __future__ import annotations
 
 import argparse
-import logging
 from collections.abc import Callable
 
 from rich.console import Console
@@ -14,7 +13,6 @@ from dliobench.base.units import size_text
 from dliobench.config.schema import Config
 from dliobench.config.vectordb_keys import PRESETS, overrides_from
 
-log = logging.getLogger("dliobench")
 Loader = Callable[[argparse.Namespace], tuple[Config, list[str]]]
 
 
@@ -23,22 +21,27 @@ def _workload(args: argparse.Namespace) -> list[str]:
     named = args.workload and "=" not in args.workload[0]
     preset = PRESETS.get(args.vdb_config or "", args.vdb_config)
     head = [] if named else [preset or "vectordb"]
-    values = vars(args)
-    ranks = _launched()
-    processes = values.get("vdb_processes")
-    if processes and processes > ranks and "vdb_query_threads" in values \
-            and not values.get("vdb_query_threads"):
-        values["vdb_query_threads"] = -(-processes // ranks)
-        log.info("--num-query-processes %s with %s rank(s): %s query client thread(s) per "
-                 "rank (under `mpiexec -n %s` each process is a rank)", processes, ranks,
-                 values["vdb_query_threads"], processes)
-    return [*head, *args.workload, *overrides_from(values)]
+    return [*head, *args.workload, *overrides_from(vars(args))]
 
 
-def _launched() -> int:
-    from dliobench.cli.mlpstorage import launched_ranks
+def _before_ranks(cfg: Config) -> None:
+    """What refuses a run, said once before any rank starts: an engine not built yet, an
+    object store, a missing or damaged index."""
+    from dliobench.run.vectordb.build import refuse_url
+    from dliobench.run.vectordb.engines import engine_for
+    from dliobench.run.vectordb.manifest import load
 
-    return launched_ranks()
+    engine_for(cfg.vectordb.engine)
+    refuse_url(cfg.vectordb)
+    load(cfg.vectordb)
+
+
+def _ranks(args: argparse.Namespace) -> int | None:
+    """``--num-query-processes N``: N ranks started here when no launcher did (their exit
+    status), else None to go on as this rank of a job of N (one sentence when it is not)."""
+    from dliobench.comm.local_launch import start_or_join
+
+    return start_or_join(args.vdb_processes, args.typed_argv, None, "--num-query-processes")
 
 
 def datasize(cfg: Config) -> int:
@@ -98,7 +101,9 @@ def command(load: Loader, run: Callable[[argparse.Namespace], int]) -> \
     def cmd(args: argparse.Namespace) -> int:
         args.workload = _workload(args)
         if args.vdb_verb == "run":
-            return run(args)
+            _before_ranks(load(args)[0])
+            ended = _ranks(args)
+            return run(args) if ended is None else ended
         cfg, _ = load(args)
         return datasize(cfg) if args.vdb_verb == "datasize" else datagen(cfg)
     return cmd

@@ -56,7 +56,8 @@ def _add_verb(sub: Any, verb: str, command: Callable[[argparse.Namespace], int])
                        help="upstream's generation chunk (ours: 65,536 vectors at a time)")
     if verb == "run":
         p.add_argument("--num-query-processes", dest="vdb_processes", type=int, metavar="N",
-                       help="query processes: ranks under mpiexec, else N client threads")
+                       help="query processes: N ranks, started here under the mpi extra's "
+                       "mpiexec when no launcher did (each rank runs --query-threads clients)")
         p.add_argument("--batch-size", dest="vdb_batch_size", type=int, metavar="N",
                        help="queries per search call (vectordb.batch_size)")
         p.add_argument("--benchmark-mode", "--mode", dest="vdb_mode",

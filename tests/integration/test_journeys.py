@@ -246,8 +246,8 @@ def test_front_door_forms_that_were_refused(here: Path, capsys: pytest.CaptureFi
     assert rc == 0 and config["reader"]["odirect"] is True, err
     assert config["train"]["accelerator"] == "b200"
     for words, says in ((["history", "show"], "result.json"),
-                        (["mlpstorage", "vectordb", "run"], "VectorDB"),
-                        (["closed", "vectordb", "run", "--num-shards", "1"], "VectorDB"),
+                        (["mlpstorage", "vectordb", "run"], "there is no index"),
+                        (["closed", "vectordb", "run", "--num-shards", "1"], "no index"),
                         (["mlpstorage", "submit"], "dliobench check")):
         rc, _, err = dliobench(words, capsys)
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (words, err)

@@ -61,7 +61,7 @@ def test_datagen_keeps_diskanns_output_in_the_build_log(
 
 def test_a_timed_run_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
                                               run_cli: Callable[..., int]) -> None:
-    assert run_cli("vectordb", "run", *keys(vdb_index), "--num-query-processes", "2",
+    assert run_cli("vectordb", "run", *keys(vdb_index), "--query-threads", "2",
                    "--batch-size", "2", "--runtime", "0.5", "--report-count", "10",
                    "--benchmark-mode", "timed", "--search-limit", "10",
                    "--results-dir", str(workdir / "r")) == 0
