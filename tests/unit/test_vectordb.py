@@ -126,6 +126,14 @@ def test_low_recall_makes_the_run_invalid_in_its_result_and_in_check(
     found = {f["check"]: f["status"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert found["recall"] == "fail" and found["runtime"] == "fail"  # 50 queries, not 30 s
     assert found["index type"] == "pass" and found["runs"] == "fail"
+    folder = workdir / "r" / result["run_id"]  # an OPEN index type: IVF_FLAT
+    doc = json.loads((folder / "result.json").read_text())
+    doc["vectordb"]["index_type"] = "ivf_flat"
+    (folder / "result.json").write_text(json.dumps(doc))
+    for division, status in (("closed", "fail"), ("open", "pass")):
+        run_cli("check", "--json", "--division", division, str(folder))
+        found = {f["check"]: f["status"] for f in json.loads(capsys.readouterr().out)["findings"]}
+        assert found["index type"] == status, division
 
 
 def _copy(vdb_index: Path, tmp_path: Path) -> Path:
