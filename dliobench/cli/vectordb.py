@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from dliobench.base.errors import ConfigError
 from dliobench.base.units import size_text
 from dliobench.config.schema import Config
 from dliobench.config.vectordb_keys import PRESETS, overrides_from
@@ -18,6 +19,12 @@ Loader = Callable[[argparse.Namespace], tuple[Config, list[str]]]
 
 def _workload(args: argparse.Namespace) -> list[str]:
     """The workload (``--config``'s preset, a named one, or ``vectordb``) and overrides."""
+    if args.workload[:1] in (["file"], ["object"]):  # upstream's newer shape: a word
+        args.vdb_storage = args.workload.pop(0)
+    if getattr(args, "vdb_storage", None) == "object":
+        raise ConfigError("the diskann engine reads its index with POSIX reads only, so an "
+                          "object store (--object) cannot hold it; give --file and an "
+                          "--index-dir on the storage under test")
     named = args.workload and "=" not in args.workload[0]
     preset = PRESETS.get(args.vdb_config or "", args.vdb_config)
     head = [] if named else [preset or "vectordb"]

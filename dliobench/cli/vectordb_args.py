@@ -68,6 +68,12 @@ def _add_verb(sub: Any, verb: str, command: Callable[[argparse.Namespace], int])
     if verb != "datasize":
         p.add_argument("--results-dir", dest="vdb_results_dir", metavar="DIR",
                        help="root folder of results (output.folder)")
+        # upstream's storage type (common_args.py@dfe7b1f add_storage_type_arguments), as a
+        # flag or, in the newer shape, the word after the verb
+        p.add_argument("--file", dest="vdb_storage", action="store_const", const="file",
+                       help="the index on a file system (the diskann engine's only kind)")
+        p.add_argument("--object", dest="vdb_storage", action="store_const", const="object",
+                       help="an object store: refused (DiskANN reads its index with POSIX)")
     p.set_defaults(func=command, vdb_verb=verb)
 
 

@@ -70,11 +70,13 @@ def test_a_timed_run_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
     assert v["queries"] % 2 == 0 and 0.4 < v["window_s"] < 10 and v["valid"]
 
 
-def test_a_server_named_by_host_is_refused_in_one_sentence(
+def test_a_server_or_an_object_store_is_refused_in_one_sentence(
         run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli("vectordb", "run", "--host", "127.0.0.1", "--port", "19530", "--config",
                    "default", "--num-query-processes", "2", "--runtime", "60") == 2
     assert "vectordb.engine milvus" in capsys.readouterr().err
+    assert run_cli("closed", "vectordb", "run", "object", "--config", "default") == 2
+    assert "POSIX reads only" in capsys.readouterr().err
 
 
 def _started(results: Path, timeout_s: float = 60) -> Path:
