@@ -81,8 +81,9 @@ def _build_into(tmp: Path, cfg: VectorDBConfig, draw: vectors.Draw) -> dict[str,
     build_s = time.perf_counter() - started - vectors_s
     queries = vectors.queries(draw, cfg.num_query_vectors)
     base = vectors.read_file(tmp / manifest.VECTORS)
-    exact = truth.exact(queries, (np.asarray(base[i:i + vectors.CHUNK]) for i in
-                                  range(0, draw.count, vectors.CHUNK)), cfg.k)
+    step = max(1024, truth.DISTANCES // max(1, len(queries)))  # a bounded distance matrix
+    exact = truth.exact(queries, (np.asarray(base[i:i + step]) for i in
+                                  range(0, draw.count, step)), cfg.k)
     truth_s = time.perf_counter() - started - vectors_s - build_s
     np.save(tmp / manifest.QUERIES, queries)
     np.save(tmp / manifest.TRUTH_IDS, exact.ids)

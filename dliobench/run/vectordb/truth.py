@@ -22,6 +22,7 @@ from dliobench.base.errors import InputError
 Ids = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
 SPOT = 8  # queries whose recorded distances are recomputed from the vectors they name
+DISTANCES = 1 << 24  # distances computed at once (64 MiB of float32): queries x vectors
 
 
 @dataclass(frozen=True)
