@@ -55,7 +55,10 @@ class DiskANN:
         """Build the disk index from ``vectors_file`` into ``folder/index``."""
         dap = _binding("info")
         pq = pq_bytes_for(cfg.dimension, cfg.pq_bytes)
-        memory_gb = max(0.5, 3 * count * cfg.dimension * 4 / 1e9)
+        # DiskANN builds in one piece within its budget, else in overlapping partitions: three
+        # times the vectors' bytes, at most half this host's memory (ours)
+        host_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+        memory_gb = max(0.5, min(3 * count * cfg.dimension * 4 / 1e9, host_gb / 2))
         params = {"graph_degree": cfg.max_degree, "complexity": cfg.search_list_size,
                   "pq_chunks": pq, "build_memory_gb": round(memory_gb, 3),
                   "threads": cfg.build_threads, "metric": "l2 on unit vectors",
