@@ -148,7 +148,8 @@ def datagen(cfg: VectorDBConfig) -> Built:
 
 def _drop_stale(folder: Path) -> None:
     """Remove what killed builds of this index left (their process is gone)."""
-    for left in folder.parent.glob(f".building-{folder.name}-*"):
+    for left in [*folder.parent.glob(f".building-{folder.name}-*"),
+                 *folder.parent.glob(f".old-{folder.name}-*")]:
         pid = left.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(left, ignore_errors=True)
