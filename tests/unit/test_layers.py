@@ -76,6 +76,7 @@ LAYERS: dict[str, str] = {
     "dliobench.loaders": "loaders",
     "dliobench.results": "results",
     "dliobench.run": "run",
+    "dliobench.run.vectordb": "run",  # the vector-database type (its figures: results.vdb_*)
     "dliobench.report": "report",
     "dliobench.cli": "cli",
     "dliobench.__main__": "cli",
