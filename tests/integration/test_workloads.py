@@ -26,9 +26,11 @@ def spf_override(name: str) -> list[str]:
 
 
 # the llama3 checkpoint presets run in tests/integration/test_checkpoints.py, the KV-cache
-# ones in tests/integration/test_kvcache.py
+# ones in tests/integration/test_kvcache.py, the vector-database ones (an index built first)
+# in tests/integration/test_vectordb_cli.py
 @pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.yaml")
-                                        if not p.name.startswith(("llama3_", "kvcache"))))
+                                        if not p.name.startswith(("llama3_", "kvcache",
+                                                                  "vectordb"))))
 def test_workload_runs_scaled_down(name: str, workdir: Path, run_cli: Callable[..., int]) -> None:
     code = run_cli("run", str(WORKLOADS / name), f"dataset.data_folder={workdir / 'data'}",
                    *SCALE_DOWN, *spf_override(name))
