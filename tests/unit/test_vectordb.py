@@ -220,3 +220,21 @@ def test_an_index_diskann_refuses_leaves_no_run_folder(
     assert _run(run_cli, root, "--runtime", "1", "--results-dir", str(tmp_path / "r")) == 2
     assert "DiskANN cannot open the index" in capsys.readouterr().err
     assert not list((tmp_path / "r").glob("*"))
+
+
+def test_what_a_killed_build_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    pytest.importorskip("diskannpy")
+    import subprocess
+
+    from dliobench.run.vectordb.build import datagen
+
+    cfg = VectorDBConfig(index_dir=str(tmp_path), num_vectors=500, dimension=8,
+                         num_query_vectors=10, max_degree=8, search_list_size=16)
+    dead = subprocess.Popen(["true"])  # a process that has ended: no build of its is going on
+    dead.wait()
+    name = manifest.folder_of(cfg).name
+    for left in (f".building-{name}-{dead.pid}", f".old-{name}-{dead.pid}"):
+        (tmp_path / left).mkdir()
+        (tmp_path / left / "vectors.bin").write_bytes(b"half")
+    assert datagen(cfg).built
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
