@@ -77,7 +77,7 @@ def _ours(args: argparse.Namespace, tier: Path, threads: int, keys: list[str]) -
     return {"qps": v["qps"], "index_reads_per_query": reads["index"],
             "device_reads_per_query": reads["device"], "recall": v["recall"],
             "p99_ms": v["latency_ms"].get("p99"), "verdict": v["verdict"]["limiter"],
-            "reads_per_s": v["qps"] * (reads["device"] or reads["index"] or 0),
+            "reads_per_s": v["device_reads_per_s"] or v["qps"] * (reads["index"] or 0),
             "folder": v["index"]["folder"]}
 
 

@@ -195,6 +195,9 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
         "reads_per_query": {"index": engine_pq, "device": device_pq,
                             "device_bytes": bytes_pq,
                             "device_counter": ranks[0].device_counter if ranks else ""},
+        # over the span the counter was read around (the clients' start to their end)
+        "device_reads_per_s": sum(per_host.values()) / elapsed if counted and elapsed
+        else None,
         "cpu": {"share_of_cores": cpu_share, "user_of_one_core": gil, "cpu_s": cpu_s,
                 "host_cpu_busy_share": hosts},
         "verdict": verdict(top, cpu_floor, gil, device_pq, engine_pq),
