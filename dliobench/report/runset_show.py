@@ -44,10 +44,11 @@ def _num(value: Any, scale: float = 1.0) -> str:
 
 def table(doc: dict[str, Any]) -> Table:
     """One row per run of the set."""
-    ckpt = doc["family"] == "checkpointing"
+    ckpt, vdb = doc["family"] == "checkpointing", doc["family"] == "vectordb"
     out = Table(title=f"Run set {doc['set_id']} ({doc['finished']} of {doc['planned']} runs, "
                 f"{doc['state']})", title_justify="left")
-    heads = (["writes", "write MB/s", "reads", "read MB/s"] if ckpt else ["AU", "samples/s"])
+    heads = (["writes", "write MB/s", "reads", "read MB/s"] if ckpt else
+             ["queries/s", "recall@k", "valid"] if vdb else ["AU", "samples/s"])
     for head in ["#", "run", "role", "status", *heads]:
         out.add_column(head, no_wrap=head != "run", overflow="fold")
     for r in doc["runs"]:
@@ -55,6 +56,8 @@ def table(doc: dict[str, Any]) -> Table:
         cells = ([_num(r.get("checkpoint_writes")), _num(r.get("checkpoint_write_bytes_per_s"),
                   1e6), _num(r.get("checkpoint_reads")),
                   _num(r.get("checkpoint_read_bytes_per_s"), 1e6)] if ckpt else
+                 [_num(r.get("qps")), f"{r.get('recall') or 0:.4f}",
+                  "yes" if r.get("valid") else "no"] if vdb else
                  [_pct(r.get("au")), _num(r.get("samples_per_s"))])
         out.add_row(str(r["index"] + 1), escape(str(r["run_id"])), role, str(r["status"]),
                     *cells)

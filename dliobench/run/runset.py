@@ -7,7 +7,8 @@ first run; each run its own shuffle seed (§6.6.3: ``train.seed`` plus the run's
 Checkpointing (Rules.md §4.6.3, §4.7.1): 10 writes then 10 reads, in one combined invocation
 or split in two, a write-only invocation (its checkpoints kept) then a read-only one that
 must start within 30 s of the write set's end; the read invocation times that gap from its
-process's start.
+process's start. Vector database (Submission_guidelines.md, Definitions): N runs on one index,
+no warm-up (``dliobench vectordb run --loops N``).
 
 Every rank runs the set in step (each run joins the job as a single run does); rank 0 stamps
 each result.json with its place in the set (``run_set``) and rewrites the set document
@@ -73,6 +74,8 @@ def plan(config: Config, asked: SetAsked) -> tuple[SetPlan, Config]:
     cannot be run."""
     if config.workflow.checkpoint_only:
         return _checkpoint_plan(config, asked)
+    if config.workflow.vectordb:  # 5 runs on one index (Submission_guidelines.md, Definitions)
+        return SetPlan("vectordb", "queries", asked.repeat or RULE_SCORED_RUNS, False), config
     if not config.workflow.train:
         raise ConfigError("workflow.train is false, so a run trains nothing and there is no "
                           "run to repeat; drop --repeat/--run-set or set workflow.train=true")
@@ -202,6 +205,10 @@ class SetDoc:
             if isinstance(ckpt.get(op), dict):
                 row[f"checkpoint_{op}s"] = ckpt[op].get("count")
                 row[f"checkpoint_{op}_bytes_per_s"] = ckpt[op].get("aggregate_bytes_per_s")
+        vdb = result.get("vectordb") or {}
+        if vdb:
+            row.update({"qps": vdb.get("qps"), "recall": vdb.get("recall"),
+                        "valid": vdb.get("valid")})
         self.runs.append(row)
 
     def write(self, state: str, stopped_by: str | None = None) -> Path:

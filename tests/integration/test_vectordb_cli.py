@@ -59,15 +59,18 @@ def test_datagen_keeps_diskanns_output_in_the_build_log(
     assert "runs reuse it" in " ".join(capsys.readouterr().out.split())
 
 
-def test_a_timed_run_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
+def test_timed_runs_with_upstreams_run_flags(vdb_index: Path, workdir: Path,
                                               run_cli: Callable[..., int]) -> None:
     assert run_cli("vectordb", "run", *keys(vdb_index), "--query-threads", "2",
-                   "--batch-size", "2", "--runtime", "0.5", "--report-count", "10",
-                   "--benchmark-mode", "timed", "--search-limit", "10",
+                   "--batch-size", "2", "--runtime", "0.3", "--report-count", "10",
+                   "--benchmark-mode", "timed", "--search-limit", "10", "--loops", "2",
                    "--results-dir", str(workdir / "r")) == 0
     v = last_result(workdir / "r")["vectordb"]
     assert v["mode"] == "timed" and v["clients"] == 2 and v["batch_size"] == 2
-    assert v["queries"] % 2 == 0 and 0.4 < v["window_s"] < 10 and v["valid"]
+    assert v["queries"] % 2 == 0 and 0.2 < v["window_s"] < 10 and v["valid"]
+    (doc,) = [json.loads(p.read_text()) for p in (workdir / "r").glob("runset-*.json")]
+    assert doc["family"] == "vectordb" and doc["finished"] == 2  # --loops: one run set
+    assert all(r["valid"] and r["qps"] > 0 for r in doc["runs"])
 
 
 def test_a_server_or_an_object_store_is_refused_in_one_sentence(
