@@ -136,22 +136,19 @@ def cmd_kvcache(args: argparse.Namespace) -> int:
 
 
 def _run_one(args: argparse.Namespace) -> int:
-    """One run of the benchmark the arguments' configuration asks for, its summary shown
-    (``repeat`` N > 1: a run set of N, as ``run --repeat N``)."""
+    """One run of the benchmark the arguments' configuration asks for, its summary shown."""
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
     cfg, warnings = _load(args)
-    if (getattr(args, "repeat", None) or 1) > 1:
-        args.run_set, args.trace, args.fail_below_floor = False, False, False
+    if (getattr(args, "repeat", None) or 1) > 1:  # `vectordb run --loops N`: a run set
         return _run_set(args, cfg, warnings)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, False, False)
 
 
 def cmd_vectordb(args: argparse.Namespace) -> int:
-    """The vector-database benchmark's verbs: upstream's flags as ``vectordb.*`` overrides
-    (``cli/vectordb.py``); ``run`` runs as ``run`` runs one."""
+    """The vector-database benchmark's verbs, upstream's flags as overrides (cli/vectordb.py)."""
     import dliobench.cli.vectordb as vectordb
 
     return vectordb.command(_load, _run_one)(args)

@@ -63,6 +63,7 @@ def _add_verb(sub: Any, verb: str, command: Callable[[argparse.Namespace], int])
         p.add_argument("--benchmark-mode", "--mode", dest="vdb_mode",
                        choices=("timed", "query_count"), help="timed or query_count "
                        "(vectordb.mode; upstream's sweep is not built yet)")
+        p.set_defaults(run_set=False, trace=False, fail_below_floor=False)  # a set's, as run's
         p.add_argument("--loops", dest="repeat", type=int, metavar="N",
                        help="N runs on the index as one run set (upstream's --loops; the "
                        "rules score 5)")
