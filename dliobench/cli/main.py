@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import dliobench.cli.parser as cli_parser
 from dliobench.base.errors import ConfigError, DlioBenchError, InputError, Terminated
+from dliobench.cli.vectordb import command as vectordb_command
 from dliobench.comm.abort import stop_on_sigterm, terminated_line
 
 if TYPE_CHECKING:
@@ -129,29 +130,20 @@ def _run_set(args: argparse.Namespace, cfg: Config, warnings: list[str]) -> int:
 def cmd_kvcache(args: argparse.Namespace) -> int:
     """The KV-cache benchmark: upstream's options as ``kvcache.*`` overrides of the workload
     (workloads/kvcache.yaml unless one is named), run as ``run`` runs one."""
-    ended = _kvcache_door(args)
-    if ended is not None:
-        return ended
-    return _run_one(args)
-
-
-def _run_one(args: argparse.Namespace) -> int:
-    """One run of the benchmark the arguments' configuration asks for, its summary shown."""
     from dliobench.results.console import show_run
     from dliobench.run.commands import run_benchmark
 
+    ended = _kvcache_door(args)
+    if ended is not None:
+        return ended
     cfg, warnings = _load(args)
-    if (getattr(args, "repeat", None) or 1) > 1:  # `vectordb run --loops N`: a run set
-        return _run_set(args, cfg, warnings)
     done = run_benchmark(cfg, warnings, _asked(args))
     return show_run(done.run_dir, done.result, done.problem, False, False)
 
 
 def cmd_vectordb(args: argparse.Namespace) -> int:
     """The vector-database benchmark's verbs, upstream's flags as overrides (cli/vectordb.py)."""
-    import dliobench.cli.vectordb as vectordb
-
-    return vectordb.command(_load, _run_one)(args)
+    return vectordb_command(_load, _asked, _run_set)(args)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -275,14 +267,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "kvcache": cmd_kvcache, "vectordb": cmd_vectordb, "report": cmd_report,
-    "recover": cmd_recover,
-    "generate": cmd_generate,
+    "run": cmd_run, "kvcache": cmd_kvcache, "report": cmd_report, "recover": cmd_recover,
+    "generate": cmd_generate, "ceiling": cmd_ceiling, "nodes": cmd_nodes,
     "datasize": cmd_datasize, "sweep": cmd_sweep, "show-config": cmd_show, "keys": cmd_keys,
-    "ceiling": cmd_ceiling,
     "check": cmd_check, "metadata": cmd_metadata, "predict": cmd_predict,
-    "nodes": cmd_nodes,
-    "workload": cmd_workload,
+    "workload": cmd_workload, "vectordb": cmd_vectordb,
 }
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-
-from rich.console import Console
+from typing import Any
 
 from dliobench.base.errors import ConfigError
 from dliobench.base.units import size_text
@@ -29,6 +28,19 @@ def _workload(args: argparse.Namespace) -> list[str]:
     preset = PRESETS.get(args.vdb_config or "", args.vdb_config)
     head = [] if named else [preset or "vectordb"]
     return [*head, *args.workload, *overrides_from(vars(args))]
+
+
+def _run(args: argparse.Namespace, load: Loader, asked: Callable[[argparse.Namespace], Any],
+         run_set: Callable[[argparse.Namespace, Config, list[str]], int]) -> int:
+    """One run as ``run`` runs one, or with ``--loops N`` a run set of N (as ``--repeat``)."""
+    from dliobench.results.console import show_run
+    from dliobench.run.commands import run_benchmark
+
+    cfg, warnings = load(args)
+    if (args.repeat or 1) > 1:
+        return run_set(args, cfg, warnings)
+    done = run_benchmark(cfg, warnings, asked(args))
+    return show_run(done.run_dir, done.result, done.problem, False, False)
 
 
 def _before_ranks(cfg: Config) -> None:
@@ -53,6 +65,8 @@ def _ranks(args: argparse.Namespace) -> int | None:
 
 def datasize(cfg: Config) -> int:
     """Print the bytes of the index ``cfg`` names: upstream's estimate and our files."""
+    from rich.console import Console
+
     from dliobench.run.vectordb.manifest import vector_count
     from dliobench.run.vectordb.sizes import (
         Shape,
@@ -83,6 +97,8 @@ def datasize(cfg: Config) -> int:
 
 def datagen(cfg: Config) -> int:
     """Build the index (unless it is there), print what it took."""
+    from rich.console import Console
+
     from dliobench.run.vectordb.build import datagen as build
 
     done = build(cfg.vectordb)
@@ -102,15 +118,17 @@ def datagen(cfg: Config) -> int:
     return 0
 
 
-def command(load: Loader, run: Callable[[argparse.Namespace], int]) -> \
+def command(load: Loader, asked: Callable[[argparse.Namespace], Any],
+            run_set: Callable[[argparse.Namespace, Config, list[str]], int]) -> \
         Callable[[argparse.Namespace], int]:
-    """`dliobench vectordb VERB`'s function, given the CLI's loader and its run command."""
+    """`dliobench vectordb VERB`'s function, given the CLI's loader, its options of a command
+    that runs on every rank, and its run-set command."""
     def cmd(args: argparse.Namespace) -> int:
         args.workload = _workload(args)
         if args.vdb_verb == "run":
             _before_ranks(load(args)[0])
             ended = _ranks(args)
-            return run(args) if ended is None else ended
+            return _run(args, load, asked, run_set) if ended is None else ended
         cfg, _ = load(args)
         return datasize(cfg) if args.vdb_verb == "datasize" else datagen(cfg)
     return cmd
