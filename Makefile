@@ -30,7 +30,7 @@ $(VENV)/.core: pyproject.toml $(EXT) | $(BIN)/python
 	touch $@
 
 $(VENV)/.all: pyproject.toml $(EXT) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet,tensorflow,s3,trace,jpeg,vectordb]' $(TORCH)
+	$(BIN)/pip install -q -e '.[torch,dali,mpi,dev,parquet,tensorflow,s3,trace,jpeg,vectordb,milvus]' $(TORCH)
 	touch $@ $(VENV)/.core
 
 run: $(VENV)/.core

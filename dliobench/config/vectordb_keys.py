@@ -16,7 +16,7 @@ from dliobench.config.keys import key
 INDEX_TYPES = ("diskann", "hnsw", "aisaq", "ivf_flat", "ivf_sq8", "flat")
 INDEX_TYPES_CLOSED = ("diskann", "hnsw", "aisaq")
 MODES = ("timed", "query_count")  # upstream's sweep mode is issue 53's
-ENGINES = ("diskann", "milvus")  # milvus: issue 53
+ENGINES = ("diskann", "milvus")  # milvus: engines/milvus.py
 # clustered is ours (upstream issue #625: uniform vectors make recall meaningless); uniform
 # and normal are upstream's (config.py@be69aeb5 DISTRIBUTIONS; zipfian is refused); npy: the
 # user's own vectors (vectordb.vectors_file)
@@ -31,8 +31,8 @@ class VectorDBConfig:
     DISKANN, max_degree 64, search_list_size 200) unless the help says ours."""
 
     engine: str = key("diskann", "choice", "what serves the queries: diskann (embedded "
-                      "DiskANN reading its index from vectordb.index_dir) or milvus (a server "
-                      "at host:port; not built yet)", choices=ENGINES)
+                      "DiskANN reading its index from vectordb.index_dir) or milvus (a Milvus "
+                      "server at host:port)", choices=ENGINES)
     index_dir: str = key("vectordb", "path", "ours: folder on the storage under test that "
                          "holds the index folders (POSIX only)", nonempty=True)
     collection: str = key("", "str", "name of the index folder under index_dir (upstream's "
@@ -94,9 +94,24 @@ class VectorDBConfig:
     report_count: int = key(100, "int", "a progress line every this many search calls of the "
                             "first client, at most one a second (upstream's --report-count)",
                             minimum=1)
-    host: str = key("", "str", "the milvus engine's server (upstream's --host)")
+    host: str = key("", "str", "the milvus engine's server (upstream's --host; empty: "
+                    "127.0.0.1)")
     port: int = key(19530, "int", "the milvus engine's port (upstream's --port)", minimum=1,
                     maximum=65535)
+    # the milvus engine's load (upstream's load_vdb.py@74cd0c40: --batch-size 10000,
+    # --chunk-size 1000000, --M 16, --ef-construction 200) and its IVF indexes (ours)
+    insert_batch: int = key(10000, "int", "vectors per insert call (upstream's datagen "
+                            "--batch-size)", minimum=1)
+    chunk_size: int = key(1_000_000, "int", "vectors read into memory at a time while loading "
+                          "(upstream's datagen --chunk-size)", minimum=1)
+    m: int = key(16, "int", "HNSW's M (upstream's --M)", minimum=2, maximum=2048)
+    ef_construction: int = key(200, "int", "HNSW's efConstruction (upstream's "
+                               "--ef-construction)", minimum=1, maximum=100000)
+    nlist: int = key(128, "int", "ours: IVF_FLAT/IVF_SQ8 clusters (nlist); a search probes "
+                     "vectordb.search_list of them, at most nlist", minimum=1)
+    server_timeout: float = key(30.0, "seconds", "ours: the milvus engine's wait for one call "
+                                "of the server, and for its index build (x10)", minimum=0.1,
+                                maximum=86400)
     force: bool = key(False, "bool", "datagen: rebuild an index that exists (upstream's "
                       "--force)")
 
@@ -137,6 +152,10 @@ def overrides_from(values: dict[str, object]) -> list[str]:
         out.append(f"vectordb.mode={values['vdb_mode']}")
     if values.get("vdb_batch_size"):
         out.append(f"vectordb.batch_size={values['vdb_batch_size']}")
+    if values.get("vdb_insert_batch"):
+        out.append(f"vectordb.insert_batch={values['vdb_insert_batch']}")
+    if values.get("vdb_chunk"):
+        out.append(f"vectordb.chunk_size={values['vdb_chunk']}")
     if values.get("vdb_results_dir"):
         out.append(f"output.folder={values['vdb_results_dir']}")
     return out

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dliobench.results.hostcpu import HostCpu, busiest, host_busy
+from dliobench.results.vdb_server import server_verdict
 from dliobench.results.kv_section import CLIENT_BUSY
 from dliobench.results.storage_reads import read_origin
 from dliobench.storage.latency import LatencyLog
@@ -200,7 +201,7 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
         else None,
         "cpu": {"share_of_cores": cpu_share, "user_of_one_core": gil, "cpu_s": cpu_s,
                 "host_cpu_busy_share": hosts},
-        "verdict": verdict(top, cpu_floor, gil, device_pq, engine_pq),
+        "verdict": server_verdict(facts, verdict(top, cpu_floor, gil, device_pq, engine_pq)),
         "per_rank": [{"rank": r.rank, "queries": r.queries, "hits": r.hits,
                       "elapsed_s": r.elapsed_s} for r in ranks],
     }

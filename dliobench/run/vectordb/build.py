@@ -90,7 +90,9 @@ def _build_into(tmp: Path, cfg: VectorDBConfig, draw: vectors.Draw) -> dict[str,
     np.save(tmp / manifest.TRUTH_D, exact.distances)
     files = manifest.files_of(tmp)
     doc = {"format": manifest.FORMAT, "version": manifest.VERSION, "engine": engine.name,
-           "index_type": cfg.index_type, "metric_type": cfg.metric_type,
+           # what the engine really built (a server may accept a type it does not build)
+           "index_type": params.get("built_index_type", cfg.index_type),
+           "index_type_asked": cfg.index_type, "metric_type": cfg.metric_type,
            "vectors": manifest.draw_of(cfg) | {"count": draw.count},
            "queries": {"count": len(queries), "seed": cfg.seed}, "k": cfg.k,
            "num_shards": cfg.num_shards, "params": params, "files": files,

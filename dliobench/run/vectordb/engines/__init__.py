@@ -1,6 +1,6 @@
 """The engines that build and search an index, by ``vectordb.engine``: ``diskann`` (embedded
-DiskANN, ``engines/diskann.py``); ``milvus`` (a server: issue 53) plugs in beside it as
-another ``Engine`` in ``ENGINES``."""
+DiskANN, ``engines/diskann.py``); ``milvus`` (a Milvus server through pymilvus,
+``engines/milvus.py``)."""
 
 from __future__ import annotations
 
@@ -14,5 +14,8 @@ def engine_for(name: str) -> Engine:
         from dliobench.run.vectordb.engines.diskann import DiskANN
 
         return DiskANN()
-    raise ConfigError(f"vectordb.engine {name} (a server at --host/--port) is not built yet; "
-                      "leave --host out to run the embedded diskann engine")
+    if name == "milvus":
+        from dliobench.run.vectordb.engines.milvus import Milvus
+
+        return Milvus()
+    raise ConfigError(f"vectordb.engine {name} is not an engine; give diskann or milvus")
