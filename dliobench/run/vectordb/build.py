@@ -124,7 +124,7 @@ def _failed(exc: BaseException, tmp: Path) -> DlioBenchError:
 def datagen(cfg: VectorDBConfig) -> Built:
     """Build the index ``cfg`` names, unless it is there and ``force`` is not asked."""
     refuse_url(cfg)
-    engine_for(cfg.engine)  # an engine not built yet is refused before any work
+    engine_for(cfg.engine).ready(cfg)  # refused before any work: a server not there
     folder = manifest.folder_of(cfg)
     if (folder / manifest.NAME).exists() and not cfg.force:
         return Built(folder, manifest.load(cfg).doc, False)

@@ -45,6 +45,9 @@ class Engine(Protocol):
     index_types: tuple[str, ...]  # what it builds
     deviations: tuple[str, ...]  # how it departs from upstream's, for the result
 
+    def ready(self, cfg: VectorDBConfig) -> None:
+        """Refuse, in one sentence, before any work, what cannot build (a server not there)."""
+
     def build(self, vectors_file: Path, count: int, folder: Path, cfg: VectorDBConfig,
               log: Path) -> dict[str, Any]:
         """Build the index of the vectors in ``vectors_file`` into ``folder`` (which exists);

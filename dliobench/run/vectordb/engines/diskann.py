@@ -50,6 +50,9 @@ class DiskANN:
         "the diskann engine builds one index for all vectors; num_shards is recorded, not "
         "split")
 
+    def ready(self, cfg: VectorDBConfig) -> None:
+        """Nothing to reach: the binding is imported by the build."""
+
     def build(self, vectors_file: Path, count: int, folder: Path, cfg: VectorDBConfig,
               log: Path) -> dict[str, Any]:
         """Build the disk index from ``vectors_file`` into ``folder/index``."""

@@ -41,6 +41,10 @@ class Milvus:
         "the milvus engine's server reads its own storage: this client counts none of its "
         "reads (reads_per_query are the client host's)",)
 
+    def ready(self, cfg: VectorDBConfig) -> None:
+        """The server answers (one sentence when it does not), before any vector is made."""
+        ms.connect(cfg).close()
+
     def build(self, vectors_file: Path, count: int, folder: Path, cfg: VectorDBConfig,
               log: Path) -> dict[str, Any]:
         """Load the vectors of ``vectors_file`` into a new collection and build its index."""
