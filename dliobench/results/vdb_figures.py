@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from dliobench.results.hostcpu import HostCpu, busiest, host_busy
-from dliobench.results.vdb_server import server_verdict
 from dliobench.results.kv_section import CLIENT_BUSY
 from dliobench.results.storage_reads import read_origin
+from dliobench.results.vdb_server import host_cpu_counts, server_verdict
 from dliobench.storage.latency import LatencyLog
 
 RECORD = "vectordb"  # the kind of a rank's figures record in its journal
@@ -201,7 +201,8 @@ def section(ranks: list[RankFigures], facts: dict[str, Any], min_recall: float,
         else None,
         "cpu": {"share_of_cores": cpu_share, "user_of_one_core": gil, "cpu_s": cpu_s,
                 "host_cpu_busy_share": hosts},
-        "verdict": server_verdict(facts, verdict(top, cpu_floor, gil, device_pq, engine_pq)),
+        "verdict": server_verdict(facts, verdict(top if host_cpu_counts(facts) else None,
+                                                 cpu_floor, gil, device_pq, engine_pq)),
         "per_rank": [{"rank": r.rank, "queries": r.queries, "hits": r.hits,
                       "elapsed_s": r.elapsed_s} for r in ranks],
     }
