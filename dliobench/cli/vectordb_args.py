@@ -24,7 +24,7 @@ VERB_FLAGS = {
                                     "--search-limit", "--num-query-vectors"},
 }
 OURS = {"--engine", "--index-dir", "--vectors-file", "--min-recall", "--query-threads",
-        "--scale"}
+        "--scale", "--queries-file", "--truth-file"}
 HELPS = {
     "datasize": "bytes a vector index takes (upstream's estimate and the diskann engine's files)",
     "datagen": "build the vectors, the index and its exact ground truth (once: runs reuse it)",

@@ -54,8 +54,15 @@ class VectorDBConfig:
     spread: float = key(0.35, "float", "ours: each clustered vector is its centre plus "
                         "Gaussian noise of this standard deviation per unit of the centre's "
                         "norm, then normalized", minimum=0, maximum=100)
-    vectors_file: str = key("", "path", "a .npy file of float vectors (N x dimension) to "
-                            "index instead of generated ones (distribution npy)")
+    vectors_file: str = key("", "path", "your vectors to index instead of generated ones "
+                            "(distribution npy): .npy (N x dimension), .fvecs, .bvecs or "
+                            ".parquet (run/vectordb/inputs.py)")
+    vector_column: str = key("", "str", "ours: the parquet files' vector column (empty: the "
+                             "only list column, or vector/emb/embedding)")
+    queries_file: str = key("", "path", "ours: your queries (same formats; its first "
+                            "num_query_vectors rows) instead of draws near your vectors")
+    truth_file: str = key("", "path", "ours: your ground truth (.ivecs or .npy ids, a row per "
+                          "query), checked against ours on a sample of queries")
     seed: int = key(42, "int", "ours: seed of the vectors and of the queries", minimum=0)
     index_type: str = key("diskann", "choice", "index type (upstream's choices; the diskann "
                           "engine builds DISKANN)", choices=INDEX_TYPES)
@@ -128,7 +135,8 @@ UPSTREAM_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--report-count", "report_count", "int"), ("--search-ef", "search_list", "int"),
     ("--search-limit", "k", "int"), ("--num-query-vectors", "num_query_vectors", "int"),
     ("--engine", "engine", "str"), ("--index-dir", "index_dir", "str"),
-    ("--vectors-file", "vectors_file", "str"), ("--min-recall", "min_recall", "float"),
+    ("--vectors-file", "vectors_file", "str"), ("--queries-file", "queries_file", "str"),
+    ("--truth-file", "truth_file", "str"), ("--min-recall", "min_recall", "float"),
     ("--query-threads", "query_threads", "int"), ("--scale", "scale", "float"),
 )
 # upstream's --config names (configs/vectordbbench/*.yaml) and the workloads that carry them

@@ -140,3 +140,30 @@ def test_the_server_killed_mid_run_keeps_what_was_measured(
     result = json.loads(next((workdir / "r").glob("*/result*.json")).read_text())
     assert result["status"] == "partial" and result["vectordb"]["queries"] > 0
     assert np.isfinite(result["vectordb"]["qps"])
+
+
+def test_an_ann_benchmarks_set_with_its_ground_truth(server: Server, workdir: Path,
+                                                     run_cli: Callable[..., int]) -> None:
+    from dliobench.run.vectordb.truth import exact
+    from tests.unit.test_vectordb_inputs import write_vecs
+
+    rng = np.random.default_rng(5)  # SIFT-like: raw uint8-range floats, L2, given truth
+    base = (rng.random((1500, 16)) * 128).astype(np.float32)
+    queries = (rng.random((30, 16)) * 128).astype(np.float32)
+    write_vecs(workdir / "base.fvecs", base)
+    write_vecs(workdir / "query.fvecs", queries)
+    write_vecs(workdir / "gt.ivecs", exact(queries, [base], 20).ids.astype(np.int32))
+    files = ["--distribution", "npy", "--vectors-file", str(workdir / "base.fvecs"),
+             "--queries-file", str(workdir / "query.fvecs"), "--num-vectors", "1500",
+             "--dimension", "16", "--num-query-vectors", "30", "--index-dir",
+             str(workdir / "idx"), "--collection", "sift_like"]
+    assert run_cli("vectordb", "datagen", "vectordb.metric_type=l2", *server.flags, *files,
+                   "--truth-file", str(workdir / "gt.ivecs"), "--index-type", "IVF_FLAT",
+                   "--force") == 0
+    doc = _manifest(workdir / "idx")
+    assert doc["truth"]["given"]["matched"] and doc["vectors"]["raw"]
+    assert doc["index_type"] == "ivf_flat"
+    assert run_cli("vectordb", "run", "vectordb.metric_type=l2", *server.flags, *files,
+                   "--queries", "60", "--search-ef", "128", "--results-dir",
+                   str(workdir / "r")) == 0
+    assert last_result(workdir / "r")["vectordb"]["recall"] >= 0.9

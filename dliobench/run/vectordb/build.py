@@ -23,7 +23,7 @@ import numpy as np
 
 from dliobench.base.errors import ConfigError, DlioBenchError, InputError
 from dliobench.config.vectordb_keys import VectorDBConfig
-from dliobench.run.vectordb import manifest, truth, vectors
+from dliobench.run.vectordb import inputs, manifest, truth, vectors
 from dliobench.run.vectordb.engines import engine_for
 from dliobench.storage.location import is_url
 
@@ -54,9 +54,11 @@ def draw_for(cfg: VectorDBConfig) -> vectors.Draw:
         if not cfg.vectors_file:
             raise ConfigError("vectordb.distribution npy needs vectordb.vectors_file (a .npy "
                               "of N x dimension floats)")
-        count = min(count, len(vectors.user_vectors(cfg.vectors_file, cfg.dimension)))
+        count = min(count, len(vectors.user_vectors(cfg.vectors_file, cfg.dimension,
+                                                    cfg.vector_column)))
     return vectors.Draw(cfg.distribution, count, cfg.dimension, cfg.seed, cfg.clusters,
-                        cfg.spread, cfg.vectors_file)
+                        cfg.spread, cfg.vectors_file, cfg.vector_column, cfg.queries_file,
+                        manifest.raw_vectors(cfg))
 
 
 def _written_bytes() -> int:
@@ -84,6 +86,8 @@ def _build_into(tmp: Path, cfg: VectorDBConfig, draw: vectors.Draw) -> dict[str,
     step = max(1024, truth.DISTANCES // max(1, len(queries)))  # a bounded distance matrix
     exact = truth.exact(queries, (np.asarray(base[i:i + step]) for i in
                                   range(0, draw.count, step)), cfg.k)
+    given = None if not cfg.truth_file else inputs.check_given(
+        cfg.truth_file, exact.ids, exact.distances, queries, base, cfg.k)
     truth_s = time.perf_counter() - started - vectors_s - build_s
     np.save(tmp / manifest.QUERIES, queries)
     np.save(tmp / manifest.TRUTH_IDS, exact.ids)
@@ -98,7 +102,8 @@ def _build_into(tmp: Path, cfg: VectorDBConfig, draw: vectors.Draw) -> dict[str,
            "num_shards": cfg.num_shards, "params": params, "files": files,
            "truth": {"ids": manifest.TRUTH_IDS, "distances": manifest.TRUTH_D,
                      "sha256": manifest.sha256(tmp / manifest.TRUTH_IDS),
-                     "method": "exact brute force, chunked (run/vectordb/truth.py)"},
+                     "method": "exact brute force, chunked (run/vectordb/truth.py)",
+                     "given": given},
            "build": {"vectors_s": round(vectors_s, 3), "index_s": round(build_s, 3),
                      "truth_s": round(truth_s, 3), "bytes": sum(files.values()),
                      "device_write_bytes": _written_bytes() - device0},

@@ -69,7 +69,14 @@ def draw_of(cfg: VectorDBConfig) -> dict[str, Any]:
             "distribution": cfg.distribution, "seed": cfg.seed,
             "clusters": cfg.clusters if cfg.distribution == "clustered" else None,
             "spread": cfg.spread if cfg.distribution in ("clustered", "npy") else None,
-            "source": cfg.vectors_file if cfg.distribution == "npy" else None}
+            "source": cfg.vectors_file if cfg.distribution == "npy" else None,
+            "queries_source": cfg.queries_file or None,
+            "raw": raw_vectors(cfg) or None}
+
+
+def raw_vectors(cfg: VectorDBConfig) -> bool:
+    """The user's vectors are indexed as they are (metric l2), not normalized (cosine)."""
+    return cfg.distribution == "npy" and cfg.metric_type == "l2"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dliobench.base.errors import InputError
+from dliobench.run.vectordb.inputs import read_matrix
 
 CHUNK = 65536  # vectors generated and written at a time
 HEADER = 8  # DiskANN's vector file: uint32 count, uint32 dimension
@@ -42,7 +43,10 @@ class Draw:
     seed: int
     clusters: int = 64
     spread: float = 0.35
-    source: str = ""  # the .npy file of distribution npy
+    source: str = ""  # the user's vector file of distribution npy (run/vectordb/inputs.py)
+    column: str = ""  # its parquet vector column
+    queries_source: str = ""  # the user's queries file, if any
+    raw: bool = False  # the user's vectors kept as they are (metric l2), else normalized
 
 
 def normalize(rows: Vectors) -> Vectors:
@@ -73,14 +77,11 @@ def _rows(draw: Draw, rng: np.random.Generator, count: int, centres: Vectors) ->
     return normalize(rng.standard_normal((count, draw.dimension)).astype(np.float32))
 
 
-def user_vectors(path: str, dimension: int) -> Vectors:
-    """The user's .npy vectors, memory-mapped (one sentence when they cannot be used)."""
-    try:
-        data = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read vectordb.vectors_file {path}: {exc}; give a .npy file "
-                         "of N x dimension floats") from None
-    if data.ndim != 2 or data.shape[0] < 1 or not np.issubdtype(data.dtype, np.floating):
+def user_vectors(path: str, dimension: int, column: str = "") -> Vectors:
+    """The user's vectors (.npy, .fvecs, .bvecs, .parquet: ``inputs``), memory-mapped where
+    the format allows (one sentence when they cannot be used)."""
+    data = read_matrix(path, column)
+    if data.ndim != 2 or data.shape[0] < 1 or not np.issubdtype(data.dtype, np.number):
         raise InputError(f"vectordb.vectors_file {path} holds a {data.dtype} array of shape "
                          f"{data.shape}; give N x dimension floats")
     if data.shape[1] != dimension:
@@ -93,9 +94,10 @@ def user_vectors(path: str, dimension: int) -> Vectors:
 def chunks(draw: Draw) -> Iterator[Vectors]:
     """The vectors, CHUNK rows at a time, the same for the same draw."""
     if draw.distribution == "npy":
-        data = user_vectors(draw.source, draw.dimension)
+        data = user_vectors(draw.source, draw.dimension, draw.column)
         for start in range(0, draw.count, CHUNK):
-            yield normalize(np.asarray(data[start:start + CHUNK], dtype=np.float32))
+            rows = np.asarray(data[start:start + CHUNK], dtype=np.float32)
+            yield rows if draw.raw else normalize(rows)
         return
     centres = _centres(draw) if draw.distribution == "clustered" else np.empty((0, 0), np.float32)
     for number, start in enumerate(range(0, draw.count, CHUNK)):
@@ -106,6 +108,13 @@ def chunks(draw: Draw) -> Iterator[Vectors]:
 def queries(draw: Draw, count: int) -> Vectors:
     """``count`` queries from the vectors' own distribution, drawn apart from them."""
     rng = np.random.default_rng([draw.seed, 2])
+    if draw.queries_source:
+        given = user_vectors(draw.queries_source, draw.dimension, draw.column)
+        if len(given) < count:
+            raise InputError(f"vectordb.queries_file {draw.queries_source} has {len(given)} "
+                             f"queries, vectordb.num_query_vectors asks {count}; ask fewer")
+        rows = np.asarray(given[:count], dtype=np.float32)
+        return rows if draw.raw else normalize(rows)
     if draw.distribution == "npy":
         data = user_vectors(draw.source, draw.dimension)
         picks = np.sort(rng.choice(draw.count, size=count, replace=count > draw.count))
