@@ -26,8 +26,19 @@ import numpy.typing as npt
 from dliobench.base.errors import ConfigError, InputError
 from dliobench.config.vectordb_keys import INDEX_TYPES, VectorDBConfig
 from dliobench.run.vectordb import manifest, vectors
-from dliobench.run.vectordb.engines import milvus_server as ms
 from dliobench.run.vectordb.engines.base import Found
+from dliobench.run.vectordb.engines.milvus_server import (
+    FIELD,
+    address,
+    built_type,
+    call,
+    connect,
+    index_params,
+    keeps_in_memory,
+    pymilvus_module,
+    search_params,
+    wait_built,
+)
 
 REBUILD = "rebuild it with `dliobench vectordb datagen --force` and the same keys"
 
@@ -43,35 +54,35 @@ class Milvus:
 
     def ready(self, cfg: VectorDBConfig) -> None:
         """The server answers (one sentence when it does not), before any vector is made."""
-        ms.connect(cfg).close()
+        connect(cfg).close()
 
     def build(self, vectors_file: Path, count: int, folder: Path, cfg: VectorDBConfig,
               log: Path) -> dict[str, Any]:
         """Load the vectors of ``vectors_file`` into a new collection and build its index."""
-        client, where = ms.connect(cfg), ms.address(cfg)
+        client, where = connect(cfg), address(cfg)
         name = manifest.collection(cfg)
-        version = str(ms.call(where, "say its version", client.get_server_version))
-        if ms.call(where, f"look up collection {name}", client.has_collection, name):
+        version = str(call(where, "say its version", client.get_server_version))
+        if call(where, f"look up collection {name}", client.has_collection, name):
             if not cfg.force:
                 raise ConfigError(f"the collection {name} already exists on the Milvus server "
                                   f"at {where}; --force drops and rebuilds it, or name "
                                   "another --collection")
-            ms.call(where, f"drop collection {name}", client.drop_collection, name)
+            call(where, f"drop collection {name}", client.drop_collection, name)
         _create(client, where, name, cfg)
         times = _load(client, where, name, vectors_file, count, cfg, log)
         started = time.perf_counter()
-        desc = ms.wait_built(client, where, name, count, cfg.server_timeout * 10)
-        ms.call(where, f"load collection {name}", client.load_collection, name)
+        desc = wait_built(client, where, name, count, cfg.server_timeout * 10)
+        call(where, f"load collection {name}", client.load_collection, name)
         times["built_and_loaded_s"] = round(time.perf_counter() - started, 3)
-        built = ms.built_type(version, str(desc.get("index_type", "")))
-        shards = ms.call(where, "describe the collection", client.describe_collection,
+        built = built_type(version, str(desc.get("index_type", "")))
+        shards = call(where, "describe the collection", client.describe_collection,
                          name).get("num_shards")
         with open(log, "a") as out:
             out.write(f"described after the build: {desc}; built: {built}\n")
         return {"server": where, "server_version": version, "collection": name,
                 "index_type_asked": cfg.index_type, "built_index_type": built,
-                "index_params": ms.index_params(cfg), "described_index": desc,
-                "in_memory": ms.keeps_in_memory(version, built), "metric": cfg.metric_type,
+                "index_params": index_params(cfg), "described_index": desc,
+                "in_memory": keeps_in_memory(version, built), "metric": cfg.metric_type,
                 "num_shards_asked": cfg.num_shards, "num_shards_server": shards,
                 "insert_batch": cfg.insert_batch, "chunk_size": cfg.chunk_size, **times,
                 "binding": _version()}
@@ -80,46 +91,46 @@ class Milvus:
         """Check the server's collection against the index's manifest, load it, search it."""
         doc = json.loads((folder / manifest.NAME).read_text())
         built, name = doc["params"], doc["params"]["collection"]
-        client, where = ms.connect(cfg), ms.address(cfg)
-        if not ms.call(where, f"look up collection {name}", client.has_collection, name):
+        client, where = connect(cfg), address(cfg)
+        if not call(where, f"look up collection {name}", client.has_collection, name):
             raise InputError(f"the Milvus server at {where} has no collection {name}, which "
                              f"the index in {folder} was built into; {REBUILD}")
-        desc = ms.call(where, "describe the collection", client.describe_collection, name)
+        desc = call(where, "describe the collection", client.describe_collection, name)
         dim = next((f.get("params", {}).get("dim") for f in desc.get("fields", [])
-                    if f.get("name") == ms.FIELD), None)
+                    if f.get("name") == FIELD), None)
         want = doc["vectors"]["dimension"]
         if dim is None or int(dim) != want:
             raise InputError(f"the collection {name} on the Milvus server at {where} holds "
                              f"vectors of dimension {dim}, the index in {folder} {want}; "
                              f"{REBUILD}")
-        rows = int(ms.call(where, "count the collection", client.get_collection_stats,
+        rows = int(call(where, "count the collection", client.get_collection_stats,
                            name).get("row_count", -1))
         if rows != doc["vectors"]["count"]:
             raise InputError(f"the collection {name} on the Milvus server at {where} holds "
                              f"{rows:,} vectors, the index in {folder} {doc['vectors']['count']:,}"
                              f"; {REBUILD}")
-        ms.call(where, f"load collection {name}", client.load_collection, name)
+        call(where, f"load collection {name}", client.load_collection, name)
         kind = built["built_index_type"]
         with open(log, "a") as out:
             out.write(f"searching {name} at {where} ({built['server_version']}, {kind}) with "
-                      f"{ms.search_params(kind, cfg)}\n")
+                      f"{search_params(kind, cfg)}\n")
         return _Searcher(client, where, name,
                          {"metric_type": cfg.metric_type.upper(),
-                          "params": ms.search_params(kind, cfg)})
+                          "params": search_params(kind, cfg)})
 
 
 def _create(client: Any, where: str, name: str, cfg: VectorDBConfig) -> None:
     """The collection (upstream's schema) and its index, created on the empty collection."""
-    pm = ms._pymilvus()
+    pm = pymilvus_module()
     schema = pm.MilvusClient.create_schema(auto_id=False, description="dliobench vectordb")
     schema.add_field("id", pm.DataType.INT64, is_primary=True)
-    schema.add_field(ms.FIELD, pm.DataType.FLOAT_VECTOR, dim=cfg.dimension)
-    ms.call(where, f"create collection {name}", client.create_collection, name,
+    schema.add_field(FIELD, pm.DataType.FLOAT_VECTOR, dim=cfg.dimension)
+    call(where, f"create collection {name}", client.create_collection, name,
             schema=schema, shards_num=cfg.num_shards)
     index = client.prepare_index_params()
-    index.add_index(field_name=ms.FIELD, index_type=cfg.index_type.upper(),
-                    metric_type=cfg.metric_type.upper(), params=ms.index_params(cfg))
-    ms.call(where, f"create a {cfg.index_type.upper()} index", client.create_index, name,
+    index.add_index(field_name=FIELD, index_type=cfg.index_type.upper(),
+                    metric_type=cfg.metric_type.upper(), params=index_params(cfg))
+    call(where, f"create a {cfg.index_type.upper()} index", client.create_index, name,
             index)
 
 
@@ -132,12 +143,12 @@ def _load(client: Any, where: str, name: str, vectors_file: Path, count: int,
         for at in range(0, count, cfg.chunk_size):
             chunk = np.asarray(base[at:at + cfg.chunk_size], dtype=np.float32)
             for i in range(0, len(chunk), cfg.insert_batch):
-                rows = [{"id": at + i + j, ms.FIELD: v}
+                rows = [{"id": at + i + j, FIELD: v}
                         for j, v in enumerate(chunk[i:i + cfg.insert_batch])]
-                ms.call(where, f"insert into {name}", client.insert, name, rows)
+                call(where, f"insert into {name}", client.insert, name, rows)
             out.write(f"inserted {min(at + cfg.chunk_size, count):,} of {count:,} vectors\n")
         insert_s = time.perf_counter() - started
-        ms.call(where, f"flush {name}", client.flush, name)
+        call(where, f"flush {name}", client.flush, name)
         out.write(f"flushed after {time.perf_counter() - started:.2f} s\n")
     return {"insert_s": round(insert_s, 3),
             "flush_s": round(time.perf_counter() - started - insert_s, 3)}
@@ -160,7 +171,7 @@ class _Searcher:
         self.client, self.where, self.name, self.params = client, where, name, params
 
     def search(self, queries: npt.NDArray[np.float32], k: int) -> Found:
-        got = ms.call(self.where, f"search {self.name}", self.client.search, self.name,
+        got = call(self.where, f"search {self.name}", self.client.search, self.name,
                       data=queries, limit=k, search_params=self.params, output_fields=["id"])
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for row, hits in enumerate(got):

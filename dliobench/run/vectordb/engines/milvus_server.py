@@ -40,7 +40,8 @@ def address(cfg: VectorDBConfig) -> str:
     return f"{cfg.host or '127.0.0.1'}:{cfg.port}"
 
 
-def _pymilvus() -> Any:
+def pymilvus_module() -> Any:
+    """pymilvus, imported (one sentence when the milvus extra is not installed)."""
     try:
         import pymilvus
     except ImportError:
@@ -57,7 +58,7 @@ def _down(where: str) -> DlioBenchError:
 
 def connect(cfg: VectorDBConfig) -> Any:
     """A ``MilvusClient`` of the server ``cfg`` names (one sentence when none answers)."""
-    pm = _pymilvus()
+    pm = pymilvus_module()
     where = address(cfg)
     try:
         return pm.MilvusClient(uri=f"http://{where}", timeout=cfg.server_timeout)
