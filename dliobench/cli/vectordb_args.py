@@ -61,8 +61,9 @@ def _add_verb(sub: Any, verb: str, command: Callable[[argparse.Namespace], int])
         p.add_argument("--batch-size", dest="vdb_batch_size", type=int, metavar="N",
                        help="queries per search call (vectordb.batch_size)")
         p.add_argument("--benchmark-mode", "--mode", dest="vdb_mode",
-                       choices=("timed", "query_count"), help="timed or query_count "
-                       "(vectordb.mode; upstream's sweep is not built yet)")
+                       choices=("timed", "query_count", "sweep"), help="timed, query_count "
+                       "or sweep (vectordb.mode; a sweep's grid: vectordb.sweep_threads x "
+                       "vectordb.sweep_search_list)")
         p.set_defaults(run_set=False, trace=False, fail_below_floor=False)  # a set's, as run's
         p.add_argument("--loops", dest="repeat", type=int, metavar="N",
                        help="N runs on the index as one run set (upstream's --loops; the "

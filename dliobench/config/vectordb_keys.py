@@ -15,7 +15,7 @@ from dliobench.config.keys import key
 # (upstream spells them in capitals; choices are case-insensitive and kept in lower case)
 INDEX_TYPES = ("diskann", "hnsw", "aisaq", "ivf_flat", "ivf_sq8", "flat")
 INDEX_TYPES_CLOSED = ("diskann", "hnsw", "aisaq")
-MODES = ("timed", "query_count")  # upstream's sweep mode is issue 53's
+MODES = ("timed", "query_count", "sweep")  # sweep: run/vectordb/sweep.py
 ENGINES = ("diskann", "milvus")  # milvus: engines/milvus.py
 # clustered is ours (upstream issue #625: uniform vectors make recall meaningless); uniform
 # and normal are upstream's (config.py@be69aeb5 DISTRIBUTIONS; zipfian is refused); npy: the
@@ -87,8 +87,9 @@ class VectorDBConfig:
                                  "ground truth); runs cycle through them", minimum=1)
     min_recall: float = key(0.90, "float", "ours: a run whose recall@k is below this is "
                             "invalid, whatever its QPS", minimum=0, maximum=1)
-    mode: str = key("timed", "choice", "timed (vectordb.runtime) or query_count "
-                    "(vectordb.queries)", choices=MODES)
+    mode: str = key("timed", "choice", "timed (vectordb.runtime), query_count "
+                    "(vectordb.queries) or sweep (a timed window per point of "
+                    "vectordb.sweep_threads x vectordb.sweep_search_list)", choices=MODES)
     runtime: float = key(60.0, "seconds", "length of a timed run (upstream's --runtime, "
                          "default 60 s; the rules ask at least 30 s)", minimum=0.01,
                          maximum=86400)
@@ -119,6 +120,11 @@ class VectorDBConfig:
     server_timeout: float = key(30.0, "seconds", "ours: the milvus engine's wait for one call "
                                 "of the server, and for its index build (x10)", minimum=0.1,
                                 maximum=86400)
+    sweep_threads: str = key("1,2,4", "str", "ours: mode sweep's client threads per rank, "
+                             "one timed window of vectordb.runtime each")
+    sweep_search_list: str = key("", "str", "ours: mode sweep's search lists (DiskANN's L, "
+                                 "HNSW's ef, IVF's nprobe), e.g. 16,32,64 (empty: "
+                                 "vectordb.search_list only)")
     force: bool = key(False, "bool", "datagen: rebuild an index that exists (upstream's "
                       "--force)")
 

@@ -167,3 +167,22 @@ def test_an_ann_benchmarks_set_with_its_ground_truth(server: Server, workdir: Pa
                    "--queries", "60", "--search-ef", "128", "--results-dir",
                    str(workdir / "r")) == 0
     assert last_result(workdir / "r")["vectordb"]["recall"] >= 0.9
+
+
+def test_a_sweep_over_threads_and_ef_and_its_curves(server: Server, workdir: Path,
+                                                    run_cli: Callable[..., int]) -> None:
+    assert _datagen(run_cli, server, workdir / "idx", "--index-type", "HNSW", "--collection",
+                    "swept", "--force") == 0
+    assert run_cli("vectordb", "run", "vectordb.sweep_threads=1,2",
+                   "vectordb.sweep_search_list=10,40", *server.flags, *SHAPE, "--index-dir",
+                   str(workdir / "idx"), "--collection", "swept", "--benchmark-mode", "sweep",
+                   "--runtime", "0.25", "--results-dir", str(workdir / "r")) == 0
+    v = last_result(workdir / "r")["vectordb"]
+    grid = [(p["threads_per_rank"], p["search_list"]) for p in v["sweep"]]
+    assert grid == [(1, 10), (2, 10), (1, 40), (2, 40)]
+    assert all(p["queries"] > 0 and p["p99_ms"] > 0 for p in v["sweep"])
+    assert v["search_list"] == 40 and v["clients"] == 2  # the last point's, as its figures
+    assert v["queries"] == v["sweep"][-1]["queries"]
+    assert run_cli("report", str(workdir / "r"), "-o", str(workdir / "page")) == 0
+    assert (workdir / "page" / "vectordb_concurrency.png").exists()
+    assert (workdir / "page" / "vectordb_recall_curve.png").exists()

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from dliobench.report.plots import figure
 from dliobench.report.plots.figure import Plot, label_axes, wrap
+from dliobench.report.plots.vdb_sweep import sweep_plots
 from dliobench.report.runs import RunSet
 
 
@@ -56,4 +57,5 @@ def recall_qps(runs: list[tuple[dict[str, Any], str]], out: Path) -> Plot:
 def vectordb_plots(rs: RunSet, out: Path) -> list[Plot]:
     """The two vector-database figures, where the report holds a vector-database run."""
     runs = _runs(rs)
-    return [latency_cdf(runs, out), recall_qps(runs, out)] if runs else []
+    return [latency_cdf(runs, out), recall_qps(runs, out), *sweep_plots(runs, out)] \
+        if runs else []

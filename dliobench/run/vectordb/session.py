@@ -28,6 +28,7 @@ from dliobench.run.vectordb import journaling, manifest
 from dliobench.run.vectordb.build import refuse_url
 from dliobench.run.vectordb.engines import engine_for
 from dliobench.run.vectordb.search import run_window
+from dliobench.run.vectordb.sweep import last_point, merger, run_sweep
 from dliobench.storage import backend_for
 
 ENGINE_LOG = "engine.log"
@@ -86,13 +87,18 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         journaling.header(run_dir, config, (run_id, started), extra, known, world.size)
     figures = RankFigures(rank=world.rank, k=v.k, host=world.host, lock=threading.Lock())
     journal = journaling.VDBJournal(run_dir, world, figures)
+    points: list[dict[str, Any]] = []  # a sweep's (run/vectordb/sweep.py)
     try:
-        searcher = engine.open(index.folder, v, run_dir / ENGINE_LOG)
-        try:
-            comm.barrier()
-            run_window(searcher, index, v, figures, world.rank, world.size)
-        finally:
-            searcher.close()
+        if v.mode == "sweep":
+            points = run_sweep(engine, index, v, figures, world, comm, run_dir / ENGINE_LOG,
+                               merger(v.min_recall, _cpu_floor(config)), known["vectordb"])
+        else:
+            searcher = engine.open(index.folder, v, run_dir / ENGINE_LOG)
+            try:
+                comm.barrier()
+                run_window(searcher, index, v, figures, world.rank, world.size)
+            finally:
+                searcher.close()
     except BaseException as exc:
         journal.close("error", str(exc) or type(exc).__name__)
         _partial(config, world, (run_id, run_dir, started), figures, exc, (extra, known))
@@ -102,8 +108,12 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     gathered = comm.gather(dataclasses.replace(figures, lock=None))  # a lock does not travel
     where, result, problem = None, None, None
     if world.is_root and traces is not None and gathered is not None:
+        if points:  # the section's figures are the sweep's last point's
+            known["vectordb"].update(last_point(points))
         result = _result(config, (run_id, "complete", started), traces, gathered,
                          (extra, known))
+        if points:
+            result["vectordb"]["sweep"] = points
         where, problem = save(run_dir, result, [t.timeline for t in traces], config)
     if comm.bcast(where == run_dir):
         journaling.drop(run_dir, world)
@@ -116,9 +126,13 @@ def _result(config: Config, run: tuple[str, str, str], traces: list[RankTrace],
     extra, facts_ = known
     result: Any = build_result(config, run_id, status, traces, started, _now(), 0, extra,
                                facts_)
-    busy = config.metric.client_cpu_busy
     return attach(result, ranks, facts_["vectordb"], config.vectordb.min_recall,
-                  None if busy == "off" else float(busy))
+                  _cpu_floor(config))
+
+
+def _cpu_floor(config: Config) -> float | None:
+    busy = config.metric.client_cpu_busy
+    return None if busy == "off" else float(busy)
 
 
 def _partial(config: Config, world: World, run: tuple[str, Path, str], figures: RankFigures,

@@ -1,0 +1,96 @@
+"""``vectordb.mode sweep`` (upstream's ``--benchmark-mode sweep``, whose ``enhanced_bench.py``
+steps the load; ours is a grid): one timed window of ``vectordb.runtime`` per point of
+``sweep_threads`` (client threads per rank; the ranks are the launch's, upstream's
+``--num-query-processes``) x ``sweep_search_list`` (DiskANN's search list, HNSW's ef,
+IVF's nprobe), every rank at the same point together. Each point's figures are merged over
+the ranks as a run's are (``vdb_figures.section``); the last point's are the run's own
+figures (journaled, and the result's ``vectordb`` section), the points go in its ``sweep``
+list, which ``report`` draws: QPS and p99 against concurrency, recall against QPS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dliobench.base.errors import ConfigError
+from dliobench.comm.world import Comm, World
+from dliobench.config.vectordb_keys import VectorDBConfig
+from dliobench.results.vdb_figures import RankFigures, section
+from dliobench.run.vectordb.engines.base import Engine
+from dliobench.run.vectordb.manifest import Index
+from dliobench.run.vectordb.search import run_window
+
+
+def _numbers(text: str, key: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise ConfigError(f"vectordb.{key} {text!r} is not a list of positive whole numbers; "
+                          "give e.g. 1,2,4")
+    return out
+
+
+def grid(cfg: VectorDBConfig) -> list[tuple[int, int]]:
+    """The points (threads per rank, search list), concurrency inner, in the order run."""
+    threads = _numbers(cfg.sweep_threads, "sweep_threads")
+    lists = _numbers(cfg.sweep_search_list, "sweep_search_list") \
+        if cfg.sweep_search_list else [cfg.search_list]
+    return [(t, s) for s in lists for t in threads]
+
+
+def point_of(merged: dict[str, Any], threads: int, search_list: int) -> dict[str, Any]:
+    """One point's figures, as the report draws them."""
+    lat = merged["latency_ms"]
+    return {"threads_per_rank": threads, "clients": merged["clients"],
+            "search_list": search_list, "qps": merged["qps"], "queries": merged["queries"],
+            "p50_ms": lat.get("p50"), "p95_ms": lat.get("p95"), "p99_ms": lat.get("p99"),
+            "recall": merged["recall"], "valid": merged["valid"],
+            "limiter": merged["verdict"]["limiter"]}
+
+
+def last_point(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's facts of the last point, whose figures are the run's section."""
+    p = points[-1]
+    return {"query_threads": p["threads_per_rank"], "clients": p["clients"],
+            "search_list": p["search_list"]}
+
+
+def run_sweep(engine: Engine, index: Index, cfg: VectorDBConfig, figures: RankFigures,
+              world: World, comm: Comm, log: Path,
+              merge: Callable[[list[RankFigures], dict[str, Any]], dict[str, Any]],
+              facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run every point; the last into ``figures``; rank 0 returns the points (others [])."""
+    points: list[dict[str, Any]] = []
+    todo = grid(cfg)
+    for n, (threads, search_list) in enumerate(todo):
+        at = dataclasses.replace(cfg, query_threads=threads, search_list=search_list,
+                                 mode="timed")
+        mine = figures if n == len(todo) - 1 else RankFigures(
+            rank=world.rank, k=cfg.k, host=world.host, lock=threading.Lock())
+        searcher = engine.open(index.folder, at, log)
+        try:
+            comm.barrier()
+            run_window(searcher, index, at, mine, world.rank, world.size)
+        finally:
+            searcher.close()
+        gathered = comm.gather(dataclasses.replace(mine, lock=None))
+        if gathered is not None:
+            wide = max(search_list, cfg.k)
+            merged = merge(gathered, {**facts, "query_threads": threads,
+                                      "clients": world.size * threads, "search_list": wide})
+            points.append(point_of(merged, threads, wide))
+    return points
+
+
+def merger(min_recall: float, cpu_floor: float | None) -> Callable[
+        [list[RankFigures], dict[str, Any]], dict[str, Any]]:
+    """Merge one point's rank figures as a run's section is merged."""
+    def merge(ranks: list[RankFigures], facts: dict[str, Any]) -> dict[str, Any]:
+        return section(ranks, facts, min_recall, cpu_floor)
+    return merge
