@@ -114,6 +114,10 @@ def datagen(cfg: Config) -> int:
               f"s, index {b['index_s']:.2f} s, ground truth {b['truth_s']:.2f} s; "
               f"{b['bytes']:,} bytes in files, {b['device_write_bytes']:,} bytes written "
               "to the device")
+    if doc.get("index_type_asked", doc["index_type"]) != doc["index_type"]:
+        out.print(f"the server built {doc['index_type'].upper()}, not the "
+                  f"{doc['index_type_asked'].upper()} asked: figures are reported under "
+                  f"{doc['index_type'].upper()}", soft_wrap=True)
     out.print(f"index: {done.folder}", soft_wrap=True)
     return 0
 

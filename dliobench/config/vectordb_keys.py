@@ -106,11 +106,12 @@ class VectorDBConfig:
                     "127.0.0.1)")
     port: int = key(19530, "int", "the milvus engine's port (upstream's --port)", minimum=1,
                     maximum=65535)
-    # the milvus engine's load (upstream's load_vdb.py@74cd0c40: --batch-size 10000,
-    # --chunk-size 1000000, --M 16, --ef-construction 200) and its IVF indexes (ours)
-    insert_batch: int = key(10000, "int", "vectors per insert call (upstream's datagen "
+    # the milvus engine's load: mlpstorage's datagen defaults (vectordb_args.py@041cfcf3:
+    # --batch-size 1000, --chunk-size 10000, passed to load_vdb.py@74cd0c40, whose --M 16 and
+    # --ef-construction 200 are HNSW's) and its IVF indexes (ours)
+    insert_batch: int = key(1000, "int", "vectors per insert call (upstream's datagen "
                             "--batch-size)", minimum=1)
-    chunk_size: int = key(1_000_000, "int", "vectors read into memory at a time while loading "
+    chunk_size: int = key(10_000, "int", "vectors read into memory at a time while loading "
                           "(upstream's datagen --chunk-size)", minimum=1)
     m: int = key(16, "int", "HNSW's M (upstream's --M)", minimum=2, maximum=2048)
     ef_construction: int = key(200, "int", "HNSW's efConstruction (upstream's "

@@ -12,6 +12,7 @@ from rich.table import Table
 from dliobench.base.units import size_text
 from dliobench.results.figures import text
 from dliobench.results.schema import RunResult
+from dliobench.results.vdb_server import server_of
 
 
 def _num(value: float | None, unit: str = "") -> str:
@@ -43,9 +44,16 @@ def print_vectordb_summary(result: RunResult, run_dir: str,
     table.add_row("index", f"{v.get('engine')} {kind}: {vec.get('count', 0):,} "
                   f"x {vec.get('dimension')} {vec.get('distribution')}{mix}, "
                   f"{size_text(int(index.get('bytes', 0)))}")
+    server = server_of(v)
+    if server:
+        table.add_row("server", f"{server.get('server')} ({server.get('server_version')}), "
+                      f"collection {server.get('collection')}: built "
+                      f"{str(server.get('built_index_type')).upper()} (asked "
+                      f"{str(server.get('index_type_asked')).upper()})")
     table.add_row("load", f"{v.get('clients')} client(s) ({v.get('ranks')} rank(s) x "
                   f"{v.get('query_threads')} thread(s)), batch {v.get('batch_size')}, "
-                  f"search list {v.get('search_list')}, beam width {v.get('beam_width')}")
+                  f"search list {v.get('search_list')}"
+                  + ("" if server else f", beam width {v.get('beam_width')}"))
     table.add_row("throughput", f"{text('vdb_qps', result)} ({v['queries']:,} in "
                   f"{v['window_s']:.2f} s)")
     table.add_row("latency", ", ".join(f"{p} {text(f'vdb_{p}_ms', result)}"
