@@ -38,7 +38,10 @@ def concurrency(runs: Runs, out: Path) -> Plot:
         top.plot(xs, [p["qps"] for p in points], "o-", color=f"C{i % 10}", label=wrap(name, 50))
         bottom.plot(xs, [p["p99_ms"] for p in points], "o-", color=f"C{i % 10}")
     top.set_ylabel("queries per second")
-    label_axes(fig, bottom, title, "concurrent clients (ranks x threads)", "p99 latency (ms)")
+    top.grid(alpha=0.3)
+    label_axes(fig, bottom, "", "concurrent clients (ranks x threads)", "p99 latency (ms)")
+    top.set_title(title)
+    bottom.set_xticks(sorted({p["clients"] for v, _ in runs for p in v.get("sweep") or []}))
     return Plot("vectordb_concurrency", title, figure.save(fig, out, "vectordb_concurrency"),
                 "A point per sweep window; a line per run and search list (ef, nprobe).")
 
