@@ -45,14 +45,15 @@ def _run(args: argparse.Namespace, load: Loader, asked: Callable[[argparse.Names
 
 def _before_ranks(cfg: Config) -> None:
     """What refuses a run, said once before any rank starts: an engine not built yet, an
-    object store, a missing or damaged index."""
+    object store, a missing or damaged index, a server that does not answer."""
     from dliobench.run.vectordb.build import refuse_url
     from dliobench.run.vectordb.engines import engine_for
     from dliobench.run.vectordb.manifest import load
 
-    engine_for(cfg.vectordb.engine)
+    engine = engine_for(cfg.vectordb.engine)
     refuse_url(cfg.vectordb)
     load(cfg.vectordb)
+    engine.ready(cfg.vectordb)
 
 
 def _ranks(args: argparse.Namespace) -> int | None:

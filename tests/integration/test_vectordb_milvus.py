@@ -140,6 +140,9 @@ def test_the_server_killed_mid_run_keeps_what_was_measured(
     result = json.loads(next((workdir / "r").glob("*/result*.json")).read_text())
     assert result["status"] == "partial" and result["vectordb"]["queries"] > 0
     assert np.isfinite(result["vectordb"]["qps"])
+    assert run_cli("vectordb", "run", *dying.flags, *SHAPE, "--index-dir",  # down at start
+                   str(workdir / "idx"), "--runtime", "1") != 0
+    assert f"no Milvus server answers at 127.0.0.1:{dying.port}" in capsys.readouterr().err
 
 
 def test_an_ann_benchmarks_set_with_its_ground_truth(server: Server, workdir: Path,

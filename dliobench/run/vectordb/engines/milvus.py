@@ -30,6 +30,7 @@ from dliobench.run.vectordb.engines.base import Found
 from dliobench.run.vectordb.engines.milvus_server import (
     FIELD,
     address,
+    answers,
     built_type,
     call,
     connect,
@@ -54,7 +55,7 @@ class Milvus:
 
     def ready(self, cfg: VectorDBConfig) -> None:
         """The server answers (one sentence when it does not), before any vector is made."""
-        connect(cfg).close()
+        answers(cfg)
 
     def build(self, vectors_file: Path, count: int, folder: Path, cfg: VectorDBConfig,
               log: Path) -> dict[str, Any]:

@@ -66,6 +66,18 @@ def connect(cfg: VectorDBConfig) -> Any:
         raise _down(where) from None
 
 
+def answers(cfg: VectorDBConfig) -> None:
+    """The server answers a call (pymilvus may reuse a cached channel, so connecting alone
+    does not say it); one sentence when it does not."""
+    client = connect(cfg)
+    try:
+        client.get_server_version()
+    except Exception:
+        raise _down(address(cfg)) from None
+    finally:
+        client.close()
+
+
 def call(where: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)``, a server's failure said in one sentence naming ``what``."""
     try:
