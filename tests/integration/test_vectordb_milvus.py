@@ -1,8 +1,9 @@
 """The ``milvus`` engine against a real server: milvus-lite's gRPC server (tests/milvus_lite.py)
-started once for the module, upstream's ``vectordb datagen|run`` command lines (mlcommons/storage
-``mlpstorage_py/cli/vectordb_args.py``@041cfcf3, scaled down), the index read back from the
-server, and the faults: no server at start, the server killed mid-run, a collection that is
-already there (``--force``), a collection of another dimension."""
+started once for the module; upstream's ``vectordb datagen|run`` command lines (mlcommons/storage
+``mlpstorage_py/cli/vectordb_args.py``@041cfcf3, scaled down; the run in the division-first
+form, its two query processes two ranks); the index read back from the server; each input
+format; the sweep and its curves; and the faults: no server at start, the server killed
+mid-run, a collection that is already there (``--force``), one of another dimension."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_upstreams_lines_load_the_server_and_run_on_it(server: Server, workdir: 
     assert described["index_type"] == "HNSW" and described["indexed_rows"] == 2000
     assert doc["index_type"] == "hnsw" and doc["params"]["described_index"] == described
     assert doc["params"]["index_params"] == {"M": 16, "efConstruction": 200}
-    assert run_cli("vectordb", "run", *server.flags, *SHAPE, "--index-dir",
+    assert run_cli("closed", "vectordb", "run", *server.flags, *SHAPE, "--index-dir",
                    str(workdir / "idx"), "--collection", "upstream_lines", "--distribution",
                    "uniform", "--num-query-processes", "2", "--batch-size", "2", "--runtime",
                    "0.5", "--search-ef", "64", "--search-limit", "10", "--results-dir",
