@@ -3,15 +3,16 @@ steps the load; ours is a grid): one timed window of ``vectordb.runtime`` per po
 ``sweep_threads`` (client threads per rank; the ranks are the launch's, upstream's
 ``--num-query-processes``) x ``sweep_search_list`` (DiskANN's search list, HNSW's ef,
 IVF's nprobe), every rank at the same point together. Each point's figures are merged over
-the ranks as a run's are (``vdb_figures.section``); the last point's are the run's own
-figures (journaled, and the result's ``vectordb`` section), the points go in its ``sweep``
-list, which ``report`` draws: QPS and p99 against concurrency, recall against QPS.
+the ranks as a run's are (``vdb_figures.section``). The run's own figures (journaled once a
+second) are the current point's, reset in place between points: the last point's are the
+result's ``vectordb`` section, and a sweep stopped or killed mid-way keeps its current
+point's as its partial result. The points go in the section's ``sweep`` list, which
+``report`` draws: QPS and p99 against concurrency, recall against QPS.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,27 +66,37 @@ def run_sweep(engine: Engine, index: Index, cfg: VectorDBConfig, figures: RankFi
               world: World, comm: Comm, log: Path,
               merge: Callable[[list[RankFigures], dict[str, Any]], dict[str, Any]],
               facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run every point; the last into ``figures``; rank 0 returns the points (others [])."""
+    """Run every point into ``figures`` (reset between points); rank 0 returns the points
+    (others [])."""
     points: list[dict[str, Any]] = []
-    todo = grid(cfg)
-    for n, (threads, search_list) in enumerate(todo):
+    for n, (threads, search_list) in enumerate(grid(cfg)):
         at = dataclasses.replace(cfg, query_threads=threads, search_list=search_list,
                                  mode="timed")
-        mine = figures if n == len(todo) - 1 else RankFigures(
-            rank=world.rank, k=cfg.k, host=world.host, lock=threading.Lock())
+        if n:
+            _reset(figures)
         searcher = engine.open(index.folder, at, log)
         try:
             comm.barrier()
-            run_window(searcher, index, at, mine, world.rank, world.size)
+            run_window(searcher, index, at, figures, world.rank, world.size)
         finally:
             searcher.close()
-        gathered = comm.gather(dataclasses.replace(mine, lock=None))
+        gathered = comm.gather(dataclasses.replace(figures, lock=None))
         if gathered is not None:
             wide = max(search_list, cfg.k)
             merged = merge(gathered, {**facts, "query_threads": threads,
                                       "clients": world.size * threads, "search_list": wide})
             points.append(point_of(merged, threads, wide))
     return points
+
+
+def _reset(figures: RankFigures) -> None:
+    """``figures`` as new (the journal holds this object: it is emptied, not replaced)."""
+    assert figures.lock is not None
+    fresh = RankFigures(rank=figures.rank, k=figures.k, host=figures.host)
+    with figures.lock:
+        for f in dataclasses.fields(RankFigures):
+            if f.name != "lock":
+                setattr(figures, f.name, getattr(fresh, f.name))
 
 
 def merger(min_recall: float, cpu_floor: float | None) -> Callable[
