@@ -28,7 +28,7 @@ from dliobench.run.vectordb import journaling, manifest
 from dliobench.run.vectordb.build import refuse_url
 from dliobench.run.vectordb.engines import engine_for
 from dliobench.run.vectordb.search import run_window
-from dliobench.run.vectordb.sweep import last_point, merger, run_sweep
+from dliobench.run.vectordb.sweep import merger, run_sweep
 from dliobench.storage import backend_for
 
 ENGINE_LOG = "engine.log"
@@ -87,11 +87,10 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
         journaling.header(run_dir, config, (run_id, started), extra, known, world.size)
     figures = RankFigures(rank=world.rank, k=v.k, host=world.host, lock=threading.Lock())
     journal = journaling.VDBJournal(run_dir, world, figures)
-    points: list[dict[str, Any]] = []  # a sweep's (run/vectordb/sweep.py)
     try:
         if v.mode == "sweep":
-            points = run_sweep(engine, index, v, figures, world, comm, run_dir / ENGINE_LOG,
-                               merger(v.min_recall, _cpu_floor(config)), known["vectordb"])
+            run_sweep(engine, index, v, figures, world, comm, run_dir / ENGINE_LOG,
+                      merger(v.min_recall, _cpu_floor(config)), known["vectordb"])
         else:
             searcher = engine.open(index.folder, v, run_dir / ENGINE_LOG)
             try:
@@ -108,12 +107,8 @@ def run(config: Config, world: World, comm: Comm, warnings: list[str],
     gathered = comm.gather(dataclasses.replace(figures, lock=None))  # a lock does not travel
     where, result, problem = None, None, None
     if world.is_root and traces is not None and gathered is not None:
-        if points:  # the section's figures are the sweep's last point's
-            known["vectordb"].update(last_point(points))
         result = _result(config, (run_id, "complete", started), traces, gathered,
                          (extra, known))
-        if points:
-            result["vectordb"]["sweep"] = points
         where, problem = save(run_dir, result, [t.timeline for t in traces], config)
     if comm.bcast(where == run_dir):
         journaling.drop(run_dir, world)

@@ -55,23 +55,18 @@ def point_of(merged: dict[str, Any], threads: int, search_list: int) -> dict[str
             "limiter": merged["verdict"]["limiter"]}
 
 
-def last_point(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's facts of the last point, whose figures are the run's section."""
-    p = points[-1]
-    return {"query_threads": p["threads_per_rank"], "clients": p["clients"],
-            "search_list": p["search_list"]}
-
-
 def run_sweep(engine: Engine, index: Index, cfg: VectorDBConfig, figures: RankFigures,
               world: World, comm: Comm, log: Path,
               merge: Callable[[list[RankFigures], dict[str, Any]], dict[str, Any]],
-              facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run every point into ``figures`` (reset between points); rank 0 returns the points
-    (others [])."""
-    points: list[dict[str, Any]] = []
+              facts: dict[str, Any]) -> None:
+    """Run every point into ``figures`` (reset between points). ``facts`` (the run's, which
+    its section starts from) is kept to the current point's load, and on rank 0 gains each
+    finished point under ``sweep``: a complete or partial result then carries both."""
     for n, (threads, search_list) in enumerate(grid(cfg)):
         at = dataclasses.replace(cfg, query_threads=threads, search_list=search_list,
                                  mode="timed")
+        wide = max(search_list, cfg.k)
+        facts.update(query_threads=threads, clients=world.size * threads, search_list=wide)
         if n:
             _reset(figures)
         searcher = engine.open(index.folder, at, log)
@@ -82,11 +77,8 @@ def run_sweep(engine: Engine, index: Index, cfg: VectorDBConfig, figures: RankFi
             searcher.close()
         gathered = comm.gather(dataclasses.replace(figures, lock=None))
         if gathered is not None:
-            wide = max(search_list, cfg.k)
-            merged = merge(gathered, {**facts, "query_threads": threads,
-                                      "clients": world.size * threads, "search_list": wide})
-            points.append(point_of(merged, threads, wide))
-    return points
+            merged = merge(gathered, {k: v for k, v in facts.items() if k != "sweep"})
+            facts.setdefault("sweep", []).append(point_of(merged, threads, wide))
 
 
 def _reset(figures: RankFigures) -> None:
