@@ -77,7 +77,7 @@ class Milvus:
         times["built_and_loaded_s"] = round(time.perf_counter() - started, 3)
         built = built_type(version, str(desc.get("index_type", "")))
         shards = call(where, "describe the collection", client.describe_collection,
-                         name).get("num_shards")
+                      name).get("num_shards")
         with open(log, "a") as out:
             out.write(f"described after the build: {desc}; built: {built}\n")
         return {"server": where, "server_version": version, "collection": name,
@@ -93,23 +93,7 @@ class Milvus:
         doc = json.loads((folder / manifest.NAME).read_text())
         built, name = doc["params"], doc["params"]["collection"]
         client, where = connect(cfg), address(cfg)
-        if not call(where, f"look up collection {name}", client.has_collection, name):
-            raise InputError(f"the Milvus server at {where} has no collection {name}, which "
-                             f"the index in {folder} was built into; {REBUILD}")
-        desc = call(where, "describe the collection", client.describe_collection, name)
-        dim = next((f.get("params", {}).get("dim") for f in desc.get("fields", [])
-                    if f.get("name") == FIELD), None)
-        want = doc["vectors"]["dimension"]
-        if dim is None or int(dim) != want:
-            raise InputError(f"the collection {name} on the Milvus server at {where} holds "
-                             f"vectors of dimension {dim}, the index in {folder} {want}; "
-                             f"{REBUILD}")
-        rows = int(call(where, "count the collection", client.get_collection_stats,
-                           name).get("row_count", -1))
-        if rows != doc["vectors"]["count"]:
-            raise InputError(f"the collection {name} on the Milvus server at {where} holds "
-                             f"{rows:,} vectors, the index in {folder} {doc['vectors']['count']:,}"
-                             f"; {REBUILD}")
+        _check(client, where, name, doc, folder)
         call(where, f"load collection {name}", client.load_collection, name)
         kind = built["built_index_type"]
         with open(log, "a") as out:
@@ -118,6 +102,33 @@ class Milvus:
         return _Searcher(client, where, name,
                          {"metric_type": cfg.metric_type.upper(),
                           "params": search_params(kind, cfg)})
+
+
+def _check(client: Any, where: str, name: str, doc: dict[str, Any], folder: Path) -> None:
+    """The server's collection is the one the manifest describes (present, dimension, rows,
+    index type): one sentence saying what differs."""
+    if not call(where, f"look up collection {name}", client.has_collection, name):
+        raise InputError(f"the Milvus server at {where} has no collection {name}, which the "
+                         f"index in {folder} was built into; {REBUILD}")
+    desc = call(where, "describe the collection", client.describe_collection, name)
+    dim = next((f.get("params", {}).get("dim") for f in desc.get("fields", [])
+                if f.get("name") == FIELD), None)
+    want = doc["vectors"]["dimension"]
+    if dim is None or int(dim) != want:
+        raise InputError(f"the collection {name} on the Milvus server at {where} holds "
+                         f"vectors of dimension {dim}, the index in {folder} {want}; {REBUILD}")
+    stats = call(where, "count the collection", client.get_collection_stats, name)
+    rows = int(stats.get("row_count", -1))
+    if rows != doc["vectors"]["count"]:
+        raise InputError(f"the collection {name} on the Milvus server at {where} holds "
+                         f"{rows:,} vectors, the index in {folder} "
+                         f"{doc['vectors']['count']:,}; {REBUILD}")
+    now = call(where, "describe the index", client.describe_index, name, FIELD) or {}
+    was = doc["params"]["described_index"].get("index_type")
+    if now.get("index_type") != was:
+        raise InputError(f"the collection {name} on the Milvus server at {where} has a "
+                         f"{now.get('index_type')} index, the index in {folder} was built "
+                         f"{was}; {REBUILD}")
 
 
 def _create(client: Any, where: str, name: str, cfg: VectorDBConfig) -> None:
