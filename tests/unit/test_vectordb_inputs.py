@@ -61,3 +61,11 @@ def test_a_given_ground_truth_is_checked_on_a_sample(tmp_path: Path) -> None:
     wrong = write_vecs(tmp_path / "cos.ivecs", cosine.ids.astype(np.int32))
     with pytest.raises(InputError, match="another metric or of other vectors"):
         check_given(str(wrong), ours.ids, ours.distances, queries, base, 10)
+
+
+def test_parquet_vectors_of_two_lengths_are_one_sentence(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"vector": [[1.0, 2.0], [1.0, 2.0, 3.0]]}), tmp_path / "v.parquet")
+    with pytest.raises(InputError, match="lengths \\[2, 3\\]"):
+        read_matrix(str(tmp_path / "v.parquet"))

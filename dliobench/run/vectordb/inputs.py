@@ -6,7 +6,8 @@ vectors), ``vectordb.queries_file`` and ``vectordb.truth_file``:
   GIST files, http://corpus-texmex.irisa.fr/): each row is a little-endian int32 dimension,
   then that many float32 / uint8 / int32 values (memory-mapped; uint8 rows become floats);
 - ``.parquet``: one vector per row in a list column (``vectordb.vector_column``; empty: the
-  only list column, or one named ``vector``, ``emb`` or ``embedding``).
+  only list column, or one named ``vector``, ``emb`` or ``embedding``), read whole into
+  memory (the other formats are memory-mapped).
 
 A ground truth the user gives (``.ivecs`` as the ANN benchmarks ship it, or ``.npy`` ids) is
 checked against ours on a sample of queries (``check_given``): the distances of the ids it
@@ -50,6 +51,7 @@ def _vecs(path: Path, dtype: Any) -> npt.NDArray[Any]:
 def _parquet(path: Path, column: str) -> npt.NDArray[np.float32]:
     """The vector column of a parquet file, as an N x dim array."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
@@ -61,12 +63,14 @@ def _parquet(path: Path, column: str) -> npt.NDArray[np.float32]:
         raise InputError(f"{path} has no vector column {name or '(of a list type)'} (its list "
                          f"columns: {', '.join(lists) or 'none'}); name it with "
                          "vectordb.vector_column")
-    values = pq.read_table(path, columns=[name]).column(name).to_pylist()
-    lengths = {len(v) for v in values if v is not None}
-    if len(lengths) != 1 or any(v is None for v in values):
+    column_ = pq.read_table(path, columns=[name]).column(name).combine_chunks()
+    lengths = pc.unique(pc.list_value_length(column_)).to_pylist()
+    if column_.null_count or len(lengths) != 1:
         raise InputError(f"{path}'s column {name} holds vectors of lengths "
-                         f"{sorted(lengths)[:5]} or empty rows; give one dimension throughout")
-    return np.asarray(values, dtype=np.float32)
+                         f"{sorted(x for x in lengths if x is not None)[:5]} or empty rows; "
+                         "give one dimension throughout")
+    flat = column_.flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(len(column_), int(lengths[0]))
 
 
 def read_matrix(path: str, column: str = "") -> npt.NDArray[Any]:
