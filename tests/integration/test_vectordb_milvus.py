@@ -190,3 +190,4 @@ def test_a_sweep_over_threads_and_ef_and_its_curves(server: Server, workdir: Pat
     assert run_cli("report", str(workdir / "r"), "-o", str(workdir / "page")) == 0
     assert (workdir / "page" / "vectordb_concurrency.png").exists()
     assert (workdir / "page" / "vectordb_recall_curve.png").exists()
+
