@@ -23,6 +23,7 @@ VERB_FLAGS = {
     "run": DATAGEN - {"--force"} | {"--report-count", "--runtime", "--queries", "--search-ef",
                                     "--search-limit", "--num-query-vectors"},
 }
+SHORT = {"--host": ("-s",), "--port": ("-p",)}  # upstream's short forms (vectordb_args.py)
 OURS = {"--engine", "--index-dir", "--vectors-file", "--min-recall", "--query-threads",
         "--scale", "--queries-file", "--truth-file"}
 HELPS = {
@@ -47,13 +48,15 @@ def _add_verb(sub: Any, verb: str, command: Callable[[argparse.Namespace], int])
         if kind == "flag":
             p.add_argument(flag, dest=f"vdb_{name}", action="store_true", help=text)
         else:
-            p.add_argument(flag, dest=f"vdb_{name}", metavar="N" if kind != "str" else "TEXT",
-                           help=text)
-    if verb == "datagen":  # upstream's insert batching: Milvus's, recorded by our engine
+            p.add_argument(flag, *SHORT.get(flag, ()), dest=f"vdb_{name}",
+                           metavar="N" if kind != "str" else "TEXT", help=text)
+    if verb == "datagen":  # upstream's insert batching: the milvus engine's
         p.add_argument("--batch-size", dest="vdb_insert_batch", type=int, metavar="N",
-                       help="upstream's insert batch (the milvus engine's; diskann: unused)")
+                       help="vectors per insert call (vectordb.insert_batch; the milvus "
+                       "engine's, diskann: unused)")
         p.add_argument("--chunk-size", dest="vdb_chunk", type=int, metavar="N",
-                       help="upstream's generation chunk (ours: 65,536 vectors at a time)")
+                       help="vectors read into memory at a time while loading "
+                       "(vectordb.chunk_size; the milvus engine's, diskann: unused)")
     if verb == "run":
         p.add_argument("--num-query-processes", dest="vdb_processes", type=int, metavar="N",
                        help="query processes: N ranks, started here under the mpi extra's "

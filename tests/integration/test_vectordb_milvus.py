@@ -51,9 +51,11 @@ def _manifest(index_dir: Path) -> dict[str, Any]:
 
 def test_upstreams_lines_load_the_server_and_run_on_it(server: Server, workdir: Path,
                                                        run_cli: Callable[..., int]) -> None:
-    assert _datagen(run_cli, server, workdir / "idx", "--index-type", "HNSW", "--collection",
-                    "upstream_lines", "--num-shards", "1", "--vector-dtype", "FLOAT_VECTOR",
-                    "--distribution", "uniform", "--force") == 0
+    assert run_cli("vectordb", "datagen", "-s", "127.0.0.1", "-p", str(server.port), *SHAPE,
+                   "--index-dir", str(workdir / "idx"), "--batch-size", "500", "--chunk-size",
+                   "1000", "--index-type", "HNSW", "--collection", "upstream_lines",
+                   "--num-shards", "1", "--vector-dtype", "FLOAT_VECTOR", "--distribution",
+                   "uniform", "--force") == 0  # upstream's short -s/-p
     doc = _manifest(workdir / "idx")
     described = _client(server).describe_index("upstream_lines", "vector")  # read back
     assert described["index_type"] == "HNSW" and described["indexed_rows"] == 2000
