@@ -22,7 +22,7 @@ from tests.milvus_lite import Server, free_port, start
 pytest.importorskip("pymilvus", reason="the milvus extra (pymilvus) is not installed")
 pytest.importorskip("milvus_lite", reason="the milvus extra (milvus-lite) is not installed")
 
-SHAPE = ["--num-vectors", "2000", "--dimension", "32", "--num-query-vectors", "50"]
+SHAPE = ["--num-vectors", "1000", "--dimension", "32", "--num-query-vectors", "40"]
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +58,13 @@ def test_upstreams_lines_load_the_server_and_run_on_it(server: Server, workdir: 
                    "uniform", "--force") == 0  # upstream's short -s/-p
     doc = _manifest(workdir / "idx")
     described = _client(server).describe_index("upstream_lines", "vector")  # read back
-    assert described["index_type"] == "HNSW" and described["indexed_rows"] == 2000
+    assert described["index_type"] == "HNSW" and described["indexed_rows"] == 1000
     assert doc["index_type"] == "hnsw" and doc["params"]["described_index"] == described
     assert doc["params"]["index_params"] == {"M": 16, "efConstruction": 200}
     assert run_cli("closed", "vectordb", "run", *server.flags, *SHAPE, "--index-dir",
                    str(workdir / "idx"), "--collection", "upstream_lines", "--distribution",
                    "uniform", "--num-query-processes", "2", "--batch-size", "2", "--runtime",
-                   "0.5", "--search-ef", "64", "--search-limit", "10", "--results-dir",
+                   "0.3", "--search-ef", "64", "--search-limit", "10", "--results-dir",
                    str(workdir / "r")) == 0
     v = last_result(workdir / "r")["vectordb"]
     assert v["engine"] == "milvus" and v["index_type"] == "hnsw" and v["clients"] == 2
@@ -129,7 +129,7 @@ def test_the_server_killed_mid_run_keeps_what_was_measured(
     dying = start(tmp_path / "dying")
     try:
         assert _datagen(run_cli, dying, workdir / "idx", "--index-type", "IVF_FLAT") == 0
-        killer = threading.Timer(1.0, dying.stop)
+        killer = threading.Timer(0.6, dying.stop)
         killer.start()
         code = run_cli("vectordb", "run", *dying.flags, *SHAPE, "--index-dir",
                        str(workdir / "idx"), "--runtime", "30", "--results-dir",
@@ -182,7 +182,7 @@ def test_a_sweep_over_threads_and_ef_and_its_curves(server: Server, workdir: Pat
     assert run_cli("vectordb", "run", "vectordb.sweep_threads=1,2",
                    "vectordb.sweep_search_list=10,40", *server.flags, *SHAPE, "--index-dir",
                    str(workdir / "idx"), "--collection", "swept", "--benchmark-mode", "sweep",
-                   "--runtime", "0.25", "--results-dir", str(workdir / "r")) == 0
+                   "--runtime", "0.15", "--results-dir", str(workdir / "r")) == 0
     v = last_result(workdir / "r")["vectordb"]
     grid = [(p["threads_per_rank"], p["search_list"]) for p in v["sweep"]]
     assert grid == [(1, 10), (2, 10), (1, 40), (2, 40)]
