@@ -136,7 +136,8 @@ def keeps_in_memory(server_version: str, built: str) -> bool:
 
 def wait_built(client: Any, where: str, name: str, rows: int, limit_s: float) -> dict[str, Any]:
     """Poll ``describe_index`` until the server has indexed ``rows`` rows (upstream's
-    ``compact_and_watch.py`` ``monitor_progress`` watches the same); its last answer."""
+    ``load_vdb.py``@74cd0c40 waits the same way, through ``compact_and_watch.py``'s
+    ``monitor_progress``); its last answer."""
     deadline = time.monotonic() + limit_s
     while True:
         desc: dict[str, Any] = call(where, "describe the index", client.describe_index, name,
