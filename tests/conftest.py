@@ -25,6 +25,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+SERIAL_FOLDERS = ("slurm", "cluster")  # a fixed slurmctld port, fixed namespace names
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of ``SERIAL_FOLDERS`` are ``serial``: `make test` runs them alone, after the
+    two-worker pass (pytest-xdist), as it runs the tests marked so one by one."""
+    for item in items:
+        if Path(str(item.fspath)).parent.name in SERIAL_FOLDERS:
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory,
                   monkeypatch: pytest.MonkeyPatch) -> None:

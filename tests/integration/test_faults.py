@@ -212,6 +212,7 @@ def test_one_writer_or_many_readers_per_data_folder(
         assert len(manifest_files(folder)) == files
 
 
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 @pytest.mark.skipif(importlib.util.find_spec("nvidia.dali") is None, reason="no DALI")
 def test_no_dali_worker_outlives_a_killed_run(workdir: Path,
                                               write_workload: Callable[..., Path]) -> None:

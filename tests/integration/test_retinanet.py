@@ -54,6 +54,7 @@ def test_a_later_batch_size_wins_over_the_profile() -> None:
 @pytest.mark.parametrize(("loader", "decode"), [
     ("native", "false"), ("native", "true"), ("pytorch", "false"), ("pytorch", "true"),
     ("dali", "true"), ("dali-native", "true"), ("dali-native", "false")])
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 def test_retinanet_scaled_down_meets_its_floor(loader: str, decode: str, workdir: Path,
                                               run_cli: Callable[..., int]) -> None:
     native = ["reader.dali_native_reader=true"] if loader == "dali-native" else []

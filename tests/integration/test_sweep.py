@@ -156,6 +156,7 @@ def test_workloads_can_be_an_axis() -> None:
     assert {r for r, _ in got} == {1, 2, 4}
 
 
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 @pytest.mark.slow
 def test_the_shipped_layout_comparison_measures_and_labels_each_layout(
         workdir: Path, run_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:

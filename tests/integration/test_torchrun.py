@@ -28,6 +28,7 @@ def torchrun_cmd(ranks: int, *args: str) -> list[str]:
     return [TORCHRUN, "--standalone", f"--nproc-per-node={ranks}", "-m", "dliobench", *args]
 
 
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 @needs_torchrun
 def test_torchrun_ranks_share_the_dataset_and_one_result(
         workdir: Path, write_workload: Callable[..., Path],

@@ -75,6 +75,7 @@ def test_ranks_share_the_dataset_and_one_result(ranks: int, workdir: Path,
     assert len(list((workdir / "data/tiny/train").iterdir())) == 24
 
 
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 def test_failing_rank_names_itself_and_ends_the_job(
         workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     path = write_workload(tiny_workload(dataset={"num_files_train": 8}, train={"epochs": 1}))
@@ -307,6 +308,7 @@ def test_killed_mpi_generation_resumes_only_the_missing_files(
         assert (folder / "train" / name).read_bytes() == (fresh / "train" / name).read_bytes()
 
 
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 def test_sigterm_to_an_mpi_job_writes_a_partial_result(
         workdir: Path, write_workload: Callable[..., Path], aborted_job_cleanup: None) -> None:
     """What Slurm does at a time limit: SIGTERM to every process of the job. The job ends
