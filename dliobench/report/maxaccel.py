@@ -86,7 +86,7 @@ class MaxSearch:
             so_far = f" ({self.best.ranks} sustained before it)" if self.best else ""
             return (f"the probe at {self.error.ranks} {self.kind}accelerator(s) failed, "
                     f"so the search stopped with no storage result{so_far}: {self.error.error}")
-        fail, alone = self.first_failure, _alone_words(self.storage)
+        fail, alone = self.first_failure, _alone_words(self.storage, self.probes)
         if self.best is None or self.best.result is None:
             why = _why(fail) if fail else "no run"
             who = "this client" if self.stopped_by == "client" else "this storage"
@@ -132,8 +132,10 @@ def _alone(outcome: PointOutcome | None) -> dict[str, object] | None:
             "host_cpu_busy_share": _busy(outcome)}
 
 
-def _alone_words(outcome: PointOutcome | None) -> str:
-    """The storage's own rate, as the sentence's last clause ("" when not measured)."""
+def _alone_words(outcome: PointOutcome | None, probes: list[PointOutcome]) -> str:
+    """The storage's own rate, as the sentence's last clause ("" when not measured); a rate
+    below what a probe delivered is said to be a lower bound, with that probe's rate (fewer
+    ranks, to fit the cores, read less than more ranks did: not the storage's limit)."""
     if outcome is None:
         return ""
     if outcome.result is None:
@@ -142,6 +144,14 @@ def _alone_words(outcome: PointOutcome | None) -> str:
     bound = _verdict_figure(outcome, "host_cpu_busy_min")
     lower = ("" if busy is None or bound is None or busy < bound else
              f"; a lower bound: the host's CPUs were {busy:.0%} busy")
+    def rate(point: PointOutcome) -> float:
+        return 0.0 if point.result is None else float(point.result["metrics"]["bytes_per_s"]
+                                                      or 0.0)
+
+    faster = max((p for p in probes if rate(p) > rate(outcome)), key=rate, default=None)
+    if faster is not None and faster.result is not None and not lower:
+        lower = (f"; a lower bound: {faster.ranks} rank(s) with compute delivered "
+                 f"{figures.text('read_MB_per_s', faster.result)}")
     return (f"; the storage alone, compute 0 on {outcome.ranks} rank(s): "
             f"{figures.text('read_MB_per_s', outcome.result)}, "
             f"{figures.text('samples_per_s', outcome.result)}{lower}")

@@ -13,7 +13,7 @@ from dliobench.run import preflight
 
 
 def fake_storage(capacity: int, calls: list[int], limiter: str = "storage",
-                 busy: float = 0.5):  # type: ignore[no-untyped-def]
+                 busy: float = 0.5, alone_bytes: float = 2e9):  # type: ignore[no-untyped-def]
     """A storage that sustains up to ``capacity`` ranks (AU 0.95, else 0.5, judged
     ``limiter``-limited); with compute 0 it reads 2 GB/s with its host ``busy``."""
 
@@ -22,7 +22,7 @@ def fake_storage(capacity: int, calls: list[int], limiter: str = "storage",
         if alone:
             verdict = {"limiter": "not applicable", "reason": "compute 0",
                        "host_cpu_busy_share": busy, "host_cpu_busy_min": 0.9}
-            metrics = {"au": None, "samples_per_s": 500.0 * ranks, "bytes_per_s": 2e9}
+            metrics = {"au": None, "samples_per_s": 500.0 * ranks, "bytes_per_s": alone_bytes}
         else:
             calls.append(ranks)
             au = 0.95 if ranks <= capacity else 0.5
@@ -92,6 +92,19 @@ def test_a_client_that_stops_the_count_is_named(monkeypatch: pytest.MonkeyPatch,
     summary = json.loads((search.folder / "sweep.json").read_text())["search"]
     assert summary["stopped_by"] == "client" and summary["best"] == 2
     assert summary["storage_alone"]["host_cpu_busy_share"] == 0.97
+
+
+def test_a_storage_alone_rate_below_a_probes_is_a_lower_bound(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """Compute 0 on the ranks that fit the cores read less than the probes with compute did
+    (seen here: 1 rank 1,357 MB/s, 5 ranks 1,693 MB/s): not the storage's limit, so the
+    answer says it is a lower bound and names the faster probe's rate."""
+    monkeypatch.setattr(maxaccel, "run_point", fake_storage(2, [], alone_bytes=0.5e9))
+    spec = SweepSpec(name="t", workload=Path("w.yaml"), overrides=[], axes={},
+                     output=tmp_path)
+    text = maxaccel.find_max_accelerators(spec, "h100", 8).sentence("default")
+    assert "compute 0 on" in text and "500.0 MB/s" in text
+    assert "a lower bound: 1 rank(s) with compute delivered 1,000.0 MB/s" in text
 
 
 def test_a_probe_that_errors_ends_the_search_as_an_error(monkeypatch: pytest.MonkeyPatch,
