@@ -173,7 +173,13 @@ def fio_against_us(a: argparse.Namespace) -> dict[str, Any]:
         return {"dliobench_bytes_per_s": ours, "fio_bytes_per_s": None,
                 "note": "fio is not installed (apt-get install fio)"}
     Path("/proc/sys/vm/drop_caches").write_text("3")
-    files = sorted(str(p) for p in Path(f"{MOUNT}/data/train").iterdir())
+    # the volume is mounted in the hosts' mount namespaces: list it from inside compute-0
+    listed = in_host(state, "compute-0", "find", f"{MOUNT}/data/train", "-type", "f",
+                     "-name", "*.npz")
+    files = sorted(listed.stdout.split())
+    if not files:
+        return {"dliobench_bytes_per_s": ours, "fio_bytes_per_s": None,
+                "note": f"no files to read in {MOUNT}/data/train: {listed.stderr.strip()}"}
     out = in_host(state, "compute-0", "fio", "--name=seq", "--rw=read", "--bs=1M",
                   "--ioengine=psync", "--output-format=json", f"--filename={':'.join(files)}")
     fio = json.loads(out.stdout)["jobs"][0]["read"]["bw_bytes"] if out.returncode == 0 else None
@@ -222,8 +228,11 @@ def table(cases: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     recorder = Recorder(__file__)
+    cases: list[dict[str, Any]] = []
     try:
-        cases = [case(a, name) for name in a.cases]
+        for name in a.cases:  # each case's rows as it ends: a later failure keeps them
+            cases.append(case(a, name))
+            print("\n".join(table(cases[-1:])), flush=True)
         fio = fio_against_us(a)
         launch = launch_overhead(a)
     finally:
