@@ -49,6 +49,32 @@ def journal_path(run_dir: Path, rank: int) -> Path:
     return run_dir / FOLDER / f"rank-{rank:05d}.jsonl"
 
 
+def drop(run_dir: Path, rank: int, root: bool) -> None:
+    """Remove ``rank``'s journal once the run's result is committed (rank 0, ``root``: the
+    header too), and the journal folder when it is left empty."""
+    journal_path(run_dir, rank).unlink(missing_ok=True)
+    if root:
+        (run_dir / FOLDER / HEADER).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        (run_dir / FOLDER).rmdir()
+
+
+def last_records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
+    """Each rank's last whole record of ``kind`` (its ``stats``) in the journals of
+    ``run_dir``, in rank order; torn lines are skipped, ranks with none left out."""
+    out = []
+    for path in sorted((run_dir / FOLDER).glob("rank-*.jsonl")):
+        found = None
+        with open(path, "rb") as handle:
+            for line in handle:
+                record = decode(line)
+                if record is not None and record["k"] == kind:
+                    found = record["stats"]
+        if found is not None:
+            out.append(found)
+    return out
+
+
 def encode(record: dict[str, Any]) -> bytes:
     """One record as its line: CRC-32 of the JSON, the JSON, a newline."""
     payload = json.dumps(record, separators=(",", ":"), default=_plain).encode()

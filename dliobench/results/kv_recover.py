@@ -8,26 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dliobench.results.journal import FOLDER, decode
+from dliobench.results.journal import last_records
 from dliobench.results.kv_section import attach
 from dliobench.results.kv_stats import KVStats
 
 RECORD = "kvcache"  # the kind of a rank's figures record
 
 
-def last_stats(path: Path) -> KVStats | None:
-    """The rank's last whole figures record in its journal (torn lines left out)."""
-    found = None
-    with open(path, "rb") as handle:
-        for line in handle:
-            record = decode(line)
-            if record is not None and record["k"] == RECORD:
-                found = record["stats"]
-    return None if found is None else KVStats.from_record(found)
-
-
 def add_section(result: Any, run_dir: Path, facts: dict[str, Any]) -> Any:
     """Put the ``kvcache`` section the journals in ``run_dir`` hold into ``result``."""
-    stats = [s for p in sorted((run_dir / FOLDER).glob("rank-*.jsonl"))
-             if (s := last_stats(p)) is not None]
+    stats = [KVStats.from_record(r) for r in last_records(run_dir, RECORD)]
     return attach(result, stats, facts.get("kvcache") or {})

@@ -27,7 +27,8 @@ from dliobench.results.files import (
     write_result,
 )
 from dliobench.results.journal import FOLDER as JOURNALS
-from dliobench.results.journal import HEADER, ended, journal_path
+from dliobench.results.journal import drop as drop_journal
+from dliobench.results.journal import ended, journal_path
 from dliobench.results.measured import RankTrace
 from dliobench.results.nodes import staging_by_host
 from dliobench.results.recover import RECOVER_HINT, held, recover, write_header
@@ -144,12 +145,9 @@ def measure_ceiling(config: Config, world: World, comm: Comm,
 def _drop_journal(run_dir: Path, world: World) -> None:
     """Remove this rank's journal once the run's result is committed (rank 0: the header
     too), and the folders it leaves empty (a node whose output folder is not rank 0's)."""
-    journal_path(run_dir, world.rank).unlink(missing_ok=True)
-    if world.is_root:
-        (run_dir / JOURNALS / HEADER).unlink(missing_ok=True)
-    for folder in (run_dir / JOURNALS, run_dir):
-        with contextlib.suppress(OSError):
-            folder.rmdir()  # only if empty
+    drop_journal(run_dir, world.rank, world.is_root)
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()  # only if empty
 
 
 def _journal_header(config: Config, world: World, run_id: str, run_dir: Path, started: str,

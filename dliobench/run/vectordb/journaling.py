@@ -6,19 +6,17 @@ record. A rank killed with SIGKILL loses at most its last second."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
 from dliobench.base.errors import DlioBenchError
 from dliobench.comm.world import World
 from dliobench.config.schema import Config
-from dliobench.results.journal import EVERY_S, FOLDER, HEADER, Journal, journal_path
-from dliobench.results.measured import RankTrace
+from dliobench.results.figures_journal import FiguresJournal
+from dliobench.results.journal import EVERY_S
+from dliobench.results.journal import drop as drop_journal
 from dliobench.results.recover import write_header
-from dliobench.results.timeline import Timeline
 from dliobench.results.vdb_figures import RECORD, RankFigures
 
 log = logging.getLogger(__name__)
@@ -33,55 +31,25 @@ def header(run_dir: Path, config: Config, run: tuple[str, str], extra: dict[str,
         log.warning("%s; a run killed before its end cannot be recovered", exc)
 
 
-class VDBJournal:
+class VDBJournal(FiguresJournal):
     """Appends the rank's figures to its journal once a second while they change."""
+
+    kind, what = RECORD, "the vector-database figures"
 
     def __init__(self, run_dir: Path, world: World, figures: RankFigures,
                  every_s: float = EVERY_S) -> None:
-        self.figures, self.journal = figures, None
-        try:
-            self.journal = Journal(journal_path(run_dir, world.rank),
-                                   RankTrace(world.rank, world.host, Timeline(world.rank)),
-                                   every_s)
-        except OSError as exc:
-            log.warning("the vector-database figures cannot be journaled (%s); a run killed "
-                        "before its end cannot be recovered", exc.strerror or exc)
-        self._last = -1
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(every_s,),
-                                        name="vectordb-journal", daemon=True)
-        self._thread.start()
+        self.figures = figures
+        super().__init__(run_dir, world, every_s)
 
-    def _run(self, every_s: float) -> None:
-        while not self._stop.wait(every_s):
-            self.write()
-
-    def write(self) -> None:
-        """Note the figures so far (when they changed) and flush them."""
+    def snapshot(self, last: Any) -> tuple[Any, dict[str, Any]] | None:
         f = self.figures
-        if self.journal is None or f.lock is None:
-            return
+        if f.lock is None:
+            return None
         with f.lock:
-            if f.queries == self._last:
-                return
-            record = f.to_record()
-            self._last = f.queries
-        self.journal.note(RECORD, stats=record)
-        self.journal.flush()
-
-    def close(self, how: str, error: str | None = None) -> None:
-        """The last figures and the end record (``complete`` or ``error``)."""
-        self._stop.set()
-        self._thread.join(timeout=10)
-        if self.journal is not None:
-            self.write()
-            self.journal.close(how, error)
-
+            if f.queries == last:
+                return None
+            return f.queries, {"stats": f.to_record()}
 
 def drop(run_dir: Path, world: World) -> None:
-    """Remove this rank's journal once the result is committed (rank 0: the header too)."""
-    journal_path(run_dir, world.rank).unlink(missing_ok=True)
-    if world.is_root:
-        (run_dir / FOLDER / HEADER).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        (run_dir / FOLDER).rmdir()
+    """Remove this rank's journal once the result is committed (``results.journal.drop``)."""
+    drop_journal(run_dir, world.rank, world.is_root)
