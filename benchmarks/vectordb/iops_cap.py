@@ -16,7 +16,11 @@ What it does:
    ROOT/tier dliobench vectordb run --runtime S --query-threads T`; its QPS, DiskANN's reads
    per query and the device's (`reads_per_query.index`, `.device`); QPS x device reads per
    query over the cap. Enough threads saturate the cap: the product is then within 5 % of it
-   and never above it (the cap is the kernel's: above it would mean reads not counted).
+   and never above what the kernel's throttle admits in the run's span: its read-IOPS cap
+   grants a 100 ms slice's reads at once (Linux block/blk-throttle.c, tg_within_iops_limit:
+   the elapsed time rounded up to the slice, HZ/10), so S seconds read at most
+   cap x (S + 0.1 s). fio on the same tier, for S seconds at the same queue depth (T threads
+   x beam width 4), is printed beside it: the same excess in its own IOPS.
 4. The binding's own loop at the same settings (the same index, T threads each calling
    `StaticDiskIndex.batch_search` on one query at a time for S seconds, nothing else), under
    the same cap; our QPS over its, which should be >= 0.95 (the harness adds nothing).
@@ -37,6 +41,8 @@ from typing import Any
 from benchmarks.harness.machine import REPO
 from benchmarks.harness.records import Recorder
 
+BEAM = 4  # DiskANN's beam width, ours and the own loop's: the reads a query keeps in flight
+SLICE_S = 0.1  # the kernel throttle's slice (HZ/10), whose reads it grants at once
 SLOWDISK = REPO.parent / "shared" / "tools" / "slowdisk.sh"
 # the binding's own loop: T threads, one query per batch_search call, for S seconds
 OWN_LOOP = textwrap.dedent("""
@@ -81,10 +87,21 @@ def _ours(args: argparse.Namespace, tier: Path, threads: int, keys: list[str]) -
             "folder": v["index"]["folder"]}
 
 
+def _fio(args: argparse.Namespace, tier: Path, threads: int, folder: str) -> float:
+    """fio's IOPS on the index's disk file, 4 KiB O_DIRECT random reads at the queue depth
+    our clients keep (threads x beam width), for the same seconds, under the same cap."""
+    disk = next(Path(folder, "index").glob("*disk.index"))
+    out = _sh(str(args.slowdisk), "run", str(tier), "fio", "--name=cap", f"--filename={disk}",
+              "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio",
+              f"--iodepth={threads * BEAM}", f"--runtime={args.runtime:g}", "--time_based",
+              "--readonly", "--output-format=json")
+    return float(json.loads(out)["jobs"][0]["read"]["iops"])
+
+
 def _own(args: argparse.Namespace, tier: Path, threads: int, folder: str) -> float:
     return float(_sh(str(args.slowdisk), "run", str(tier), sys.executable, "-c", OWN_LOOP,
                      folder, str(threads), str(args.runtime), "10", str(args.search_ef),
-                     "4").strip())
+                     str(BEAM)).strip())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     recorder = Recorder(__file__)
     tier = args.root / "tier"
     size_mb = max(512, 4 * args.vectors * args.dim * 4 // 1_000_000)
+    subprocess.run([str(args.slowdisk), "down", str(tier)], check=False,
+                   capture_output=True)  # what a killed run left there
     _sh(str(args.slowdisk), "up", str(tier), str(size_mb), "1000", str(args.iops))
     keys = ["--num-vectors", str(args.vectors), "--dimension", str(args.dim),
             "--index-dir", str(tier)]
@@ -110,13 +129,22 @@ def main(argv: list[str] | None = None) -> int:
         for threads in args.threads:
             ours = _ours(args, tier, threads, keys)
             own = _own(args, tier, threads, ours["folder"])
+            fio = _fio(args, tier, threads, ours["folder"])
             point = {"threads": threads, **ours, "own_loop_qps": own,
                      "ours_over_own": ours["qps"] / own if own else None,
-                     "reads_over_cap": ours["reads_per_s"] / args.iops}
+                     "reads_over_cap": ours["reads_per_s"] / args.iops,
+                     "kernel_bound_over_cap": 1 + SLICE_S / args.runtime,
+                     "own_loop_reads_over_cap": own * (ours["index_reads_per_query"] or 0)
+                     / args.iops,
+                     "fio_iops_over_cap": fio / args.iops}
             results["points"].append(point)
             print(f"T={threads:3d}  ours {ours['qps']:9.1f} q/s  own loop {own:9.1f} q/s  "
                   f"ratio {point['ours_over_own'] or 0:.3f}  reads/s {ours['reads_per_s']:9.1f} "
-                  f"({point['reads_over_cap']:.3f} of the cap)  recall {ours['recall']:.4f}  "
+                  f"({point['reads_over_cap']:.3f} of the cap; the kernel admits "
+                  f"{point['kernel_bound_over_cap']:.3f}, fio read "
+                  f"{point['fio_iops_over_cap']:.3f}, "
+                  f"its own loop {point['own_loop_reads_over_cap']:.3f})"
+                  f"  recall {ours['recall']:.4f}  "
                   f"{ours['verdict']}", flush=True)
     finally:
         subprocess.run([str(args.slowdisk), "down", str(tier)], check=False)
