@@ -9,7 +9,9 @@ Usage (root; openssh-server, glusterfs-server; fio for its row):
 Cases (each on a fresh `dliobench nodes up`):
   (a) compute links capped at --link (40 MB/s), the server uncapped, caches dropped every
       epoch: every rank needs a sample (batch 1) per step-s, 80 MB/s at the defaults, so AU
-      analytic = min(1, link x step-s / bytes per step) = 0.5; every node "client network";
+      analytic = min(1, link x step-s / bytes per step) = 0.5; every node "client network".
+      The link's rate counts frames: at MTU 1500 a full frame carries 0.956 of payload (its
+      IP, TCP and Ethernet headers), so the payload's analytic AU is 0.478, printed beside;
   (b) compute links at --fast-link (400 MB/s), the storage link at --storage-link (80 MB/s)
       shared by the K nodes: AU analytic = min(1, storage-link / K x step-s / bytes per
       step) = 0.25 at the defaults; every node "storage";
@@ -97,6 +99,15 @@ def rx_bytes(state: dict[str, Any], host: str) -> int:
     return int(line.split(":", 1)[1].split()[0])
 
 
+def payload_share(state: dict[str, Any], host: str) -> float:
+    """The share of a full frame on ``host``'s eth0 that is TCP payload: MTU less the IP and
+    TCP headers with timestamps (52 bytes), over MTU plus the Ethernet header (14), which a
+    tbf cap and the interface's counter both count (0.956 at 1500)."""
+    out = in_host(state, host, "ip", "-j", "link", "show", "eth0").stdout
+    mtu = int(json.loads(out or "[{}]")[0].get("mtu", 1500))
+    return (mtu - 52) / (mtu + 14)
+
+
 def overrides(a: argparse.Namespace, evict: bool) -> list[str]:
     return [f"dataset.data_folder={MOUNT}/data", f"dataset.num_files_train={a.files}",
             "dataset.num_samples_per_file=1",
@@ -145,14 +156,17 @@ def case(a: argparse.Namespace, name: str) -> dict[str, Any]:
     bytes_per_step = a.sample_mb * 1e6
     per_node_link = link * 1e6 if name != "b" else a.storage_link * 1e6 / a.compute
     au_analytic = min(1.0, per_node_link * a.step_s / bytes_per_step)
+    payload = payload_share(state, "compute-0")
+    au_payload = min(1.0, per_node_link * payload * a.step_s / bytes_per_step)
     nodes = [{"host": n["host"], "au": n["au"], "wire_bytes": n.get("wire_bytes"),
               "tc_bytes": sent[n["host"]], "rx_bytes": rx[n["host"]],
-              "link_use": n.get("link_use"),
+              "link_use": n.get("link_use"), "link_use_waiting": n.get("link_use_waiting"),
               "wire_share": n.get("wire_share"),
               "limit": (n.get("verdict") or {}).get("limit"),
               "counter": n.get("wire_counter")} for n in result["nodes"]]
     return {"case": name, "link_mb_s": link, "au": result["metrics"]["au"],
-            "au_analytic": au_analytic, "wall_s": wall, "nodes": nodes,
+            "au_analytic": au_analytic, "payload_share": payload,
+            "au_analytic_payload": au_payload, "wall_s": wall, "nodes": nodes,
             "au_spread": max(n["au"] for n in nodes) - min(n["au"] for n in nodes),
             "run_dir": str(run_dir)}
 
@@ -209,18 +223,21 @@ def _f(value: float | None, fmt: str) -> str:
 
 
 def table(cases: list[dict[str, Any]]) -> list[str]:
-    lines = ["| case | node | AU | AU analytic | wire bytes (windows) | rx bytes (run) | tc -s "
-             "bytes (run) | rx/tc | link use | wire share | verdict |",
+    lines = ["| case | node | AU | AU analytic (payload) | wire bytes (windows) | rx bytes (run) "
+             "| tc -s bytes (run) | rx/tc | link use (waiting) | wire share | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in cases:
         for n in c["nodes"]:
             ratio = n["rx_bytes"] / n["tc_bytes"] if n["tc_bytes"] else None
             lines.append(
-                f"| {c['case']} | {n['host']} | {n['au']:.3f} | {c['au_analytic']:.3f} | "
+                f"| {c['case']} | {n['host']} | {n['au']:.3f} | {c['au_analytic']:.3f} "
+                f"({c['au_analytic_payload']:.3f}) | "
                 f"{n['wire_bytes'] or 0:,} | {n['rx_bytes']:,} | {n['tc_bytes']:,} | "
-                f"{_f(ratio, '.3f')} | {_f(n['link_use'], '.2f')} | "
+                f"{_f(ratio, '.3f')} | {_f(n['link_use'], '.2f')} "
+                f"({_f(n.get('link_use_waiting'), '.2f')}) | "
                 f"{_f(n['wire_share'], '.3f')} | {n['limit']} |")
-        lines.append(f"| {c['case']} | all | {c['au']:.3f} | {c['au_analytic']:.3f} | | | | | | | "
+        lines.append(f"| {c['case']} | all | {c['au']:.3f} | {c['au_analytic']:.3f} "
+                     f"({c['au_analytic_payload']:.3f}) | | | | | | | "
                      f"spread {c['au_spread']:.3f} |")
     return lines
 

@@ -65,7 +65,7 @@ def add_wire(nodes: list[dict[str, Any]], traces: list[RankTrace],
         facts.append(NodeFacts(
             n["host"], None if au is None or au_floor is None else au < au_floor,
             delivered.get(n["host"], 0), r.wire_bytes, r.wire_window_s, r.link_bytes_per_s,
-            _saturated(n, bar.cpu_busy), r.wire_counter))
+            _saturated(n, bar.cpu_busy), r.wire_counter, r.wire_wait_bytes, r.wire_wait_s))
         n.update(wire_bytes=r.wire_bytes, wire_counter=r.wire_counter,
                  wire_window_s=r.wire_window_s, link_bytes_per_s=r.link_bytes_per_s,
                  link_source=r.link_source)
@@ -74,6 +74,7 @@ def add_wire(nodes: list[dict[str, Any]], traces: list[RankTrace],
         v = verdicts.get(n["host"])
         if v is not None:
             n.update(wire_share=v["wire_share"], link_use=v["link_use"],
+                     link_use_waiting=v["link_use_waiting"],
                      verdict={"limit": v["limit"], "reason": v["reason"]})
 
 

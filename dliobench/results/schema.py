@@ -18,7 +18,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from dliobench.results.schema_checkpoint import Checkpoint
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 14  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
+SCHEMA_MINOR = 15  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv counted; 1.2: provenance;
 # 1.3: metadata (the metadata phase); 1.4: metrics.requests (object-store request latency);
 # 1.5: honesty.device_read_* and ranks[].device_read_bytes (bytes read from the device);
 # 1.6: ranks_ended (a partial result: where each launched rank's journaled records end, why)
@@ -32,6 +32,7 @@ SCHEMA_MINOR = 14  # 1.1: verdict, time_shares, per-rank cpu, timeline.csv count
 # verdict's host_cpu_busy_* and client_ceiling_unused (the client rules, docs/results.md)
 # 1.13: nodes[] wire_*, link_*, verdict: what crossed the wire per node, its link, its limit
 # 1.14: vectordb (a vector-database run: QPS, latency, recall@k, reads per query, verdict)
+# 1.15: nodes[].link_use_waiting (the link's use while the node's ranks waited)
 SCHEMA_VERSION: int | str = SCHEMA_MAJOR if SCHEMA_MINOR == 0 else f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 
@@ -152,6 +153,7 @@ class NodeMetrics(TypedDict):
     link_bytes_per_s: NotRequired[float | None]
     link_source: NotRequired[str]
     link_use: NotRequired[float | None]
+    link_use_waiting: NotRequired[float | None]  # 1.15: over its ranks' waits
     verdict: NotRequired[NodeVerdict]
 
 

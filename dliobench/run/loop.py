@@ -194,7 +194,9 @@ class _Figures:
                 trace.requests = requests
             else:
                 trace.requests.merge(requests)
-        trace.device_reads = self.meter.result()
+        rows, t0 = trace.timeline.rows, self.t0
+        trace.device_reads = self.meter.result(
+            lambda: ((t0 + r[2], t0 + r[2] + r[3]) for r in rows))  # each step's wait
         trace.host_cpu = self.cpu.result()
         return requests
 

@@ -29,15 +29,20 @@ as NFS or overlay). A memory file system (tmpfs, ramfs) reads from memory by con
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 import dliobench.storage.wire as wire
 from dliobench.storage.fsinfo import mount_of
 from dliobench.storage.location import is_url
 
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
+WIRE_SAMPLE_S = 0.02  # the wire counter's reading interval while a window is open
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,10 @@ class DeviceReads:
     wire_window_s: float = 0.0
     link_bytes_per_s: float | None = None
     link_source: str = ""
+    # of those, what crossed while the rank waited for its batches, and the waits' seconds
+    # (None: the wire was not sampled: no link rate known)
+    wire_wait_bytes: int | None = None
+    wire_wait_s: float = 0.0
 
 
 def counter_for(folder: str) -> tuple[str, str]:
@@ -146,7 +155,12 @@ def tree_read_bytes() -> int:
 
 
 class DeviceMeter:
-    """Device read bytes accumulated over windows (``open``/``close`` pairs) of one rank."""
+    """Device read bytes accumulated over windows (``open``/``close`` pairs) of one rank.
+
+    On a network file system whose link's rate is known it also reads the wire counter
+    every ``WIRE_SAMPLE_S`` while a window is open, so that ``result`` can say what crossed
+    the wire while the rank waited for its batches (the node verdict's "while its ranks
+    waited": results/node_verdict.py)."""
 
     def __init__(self, folder: str) -> None:
         self.kind, self.counter = counter_for(folder)
@@ -157,6 +171,10 @@ class DeviceMeter:
             self.wire.interface else (None, "")
         self.wire_total, self.wire_s = 0, 0.0
         self._wire_opened: tuple[int, float] | None = None
+        self._samples: list[tuple[float, int]] = []  # (perf_counter, wire counter)
+        self._spans: list[tuple[float, float]] = []  # the sampled windows
+        self._sampler: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def open(self) -> None:
         """A window starts."""
@@ -164,6 +182,12 @@ class DeviceMeter:
             self._opened = tree_read_bytes()
         if self.wire is not None:
             self._wire_opened = (self.wire.read(), time.perf_counter())
+            if self.link[0] is not None and self._sampler is None:
+                self._samples.append((self._wire_opened[1], self._wire_opened[0]))
+                self._stop.clear()
+                self._sampler = threading.Thread(target=self._sample, daemon=True,
+                                                 name="dliobench-wire-sampler")
+                self._sampler.start()
 
     def close(self) -> None:
         """A window ends (a close without an open adds nothing)."""
@@ -171,15 +195,45 @@ class DeviceMeter:
             self.total += max(0, tree_read_bytes() - self._opened)
             self._opened = None
         if self.wire is not None and self._wire_opened is not None:
-            self.wire_total += max(0, self.wire.read() - self._wire_opened[0])
-            self.wire_s += time.perf_counter() - self._wire_opened[1]
+            now, count = time.perf_counter(), self.wire.read()
+            self.wire_total += max(0, count - self._wire_opened[0])
+            self.wire_s += now - self._wire_opened[1]
+            if self._sampler is not None:
+                self._stop.set()
+                self._sampler.join()
+                self._sampler = None
+                self._samples.append((now, count))
+                self._spans.append((self._wire_opened[1], now))
             self._wire_opened = None
 
-    def result(self) -> DeviceReads:
+    def _sample(self) -> None:
+        assert self.wire is not None
+        while not self._stop.wait(WIRE_SAMPLE_S):
+            self._samples.append((time.perf_counter(), self.wire.read()))
+
+    def wire_during(self, waits: Iterable[tuple[float, float]]) -> tuple[int, float] | None:
+        """The wire bytes that crossed during ``waits`` (perf_counter spans inside the closed
+        windows; the counter interpolated between its readings) and their seconds; None where
+        the wire was not sampled."""
+        if not self._spans:
+            return None
+        t, c = (np.asarray(v, dtype=float) for v in zip(*self._samples, strict=True))
+        spans = np.asarray(self._spans)
+        w = np.asarray([x for x in waits if x[1] > x[0]], dtype=float).reshape(-1, 2)
+        inside = ((w[:, :1] >= spans[:, 0]) & (w[:, 1:] <= spans[:, 1])).any(axis=1)
+        w = w[inside]
+        crossed = np.interp(w[:, 1], t, c) - np.interp(w[:, 0], t, c)
+        return int(max(0.0, float(crossed.sum()))), float((w[:, 1] - w[:, 0]).sum())
+
+    def result(self, waits: Callable[[], Iterable[tuple[float, float]]] | None = None
+               ) -> DeviceReads:
         """The rank's device bytes over its windows (None when the counter cannot see them)
-        and what crossed the wire to its node meanwhile."""
+        and what crossed the wire to its node meanwhile; with ``waits`` (the rank's waits
+        for its batches, perf_counter spans) also what crossed while it waited."""
         nbytes = {"device": self.total, "memory": 0}.get(self.kind)
         if self.wire is None:
             return DeviceReads(nbytes, self.counter, os.getpid())
+        during = self.wire_during(waits()) if waits is not None and self._spans else None
         return DeviceReads(nbytes, self.counter, os.getpid(), self.wire_total, self.wire.name,
-                           self.wire_s, *self.link)
+                           self.wire_s, *self.link,
+                           *((during[0], during[1]) if during else (None, 0.0)))

@@ -277,3 +277,22 @@ def test_npy_files_dali_cannot_read_are_named_in_one_line(tmp_path: Path, damage
         assert "\n" not in str(caught.value)
     finally:
         loader.close()
+
+
+def test_an_npy_file_gone_during_the_run_is_named_in_one_line(tmp_path: Path) -> None:
+    """DALI 1.5x says it as "File mapping failed: PATH" after "encountered:", with no assert
+    (benchmarks/faults/odd_filesystems.py, "dali own reader: data file deleted during the
+    run", printed DALI's "Current pipeline object is no longer valid." before)."""
+    reader = write_dataset(tmp_path, "npy", 1)
+    spec = ShardSpec(FILES, 1, rank=0, size=1)
+    loader = make(reader, read_threads=2, batch_size=1, native_reader=True, spec=spec)
+    try:
+        with pytest.raises(DlioBenchError, match=r"img_\d\.npy") as caught:
+            for epoch in range(20):
+                for i, _ in enumerate(loader.epoch(rank_samples(spec, epoch + 1))):
+                    if epoch == 1 and i == 0:
+                        for key in reader.keys:
+                            Path(key).unlink()
+        assert "\n" not in str(caught.value) and "no longer valid" not in str(caught.value)
+    finally:
+        loader.close()

@@ -4,6 +4,7 @@ takes from its ranks' meters (results/node_wire.py)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ from dliobench.results.node_verdict import NodeFacts, node_verdicts
 from dliobench.results.node_wire import add_wire, wire_total
 from dliobench.results.timeline import Timeline
 from dliobench.results.verdict import Bar
-from dliobench.storage.devreads import DeviceReads
+from dliobench.storage.devreads import DeviceMeter, DeviceReads
 from dliobench.storage.wire import (
+    WireCounter,
     counter_for,
     parse_llite_stats,
     parse_mountstats,
@@ -51,8 +53,9 @@ def test_a_local_folder_has_no_wire_counter(tmp_path: Path) -> None:
 
 
 def facts(host: str, wire: int | None, *, waited: bool = True, link: float | None = 40e6,
-          cpu: bool = False) -> NodeFacts:
-    return NodeFacts(host, waited, 100_000_000, wire, 2.5, link, cpu, "eth0 rx bytes")
+          cpu: bool = False, waiting: tuple[int, float] = (0, 0.0)) -> NodeFacts:
+    return NodeFacts(host, waited, 100_000_000, wire, 2.5, link, cpu, "eth0 rx bytes",
+                     *waiting)
 
 
 @pytest.mark.parametrize(("nodes", "want"), [
@@ -63,6 +66,11 @@ def facts(host: str, wire: int | None, *, waited: bool = True, link: float | Non
     ([facts("a", 60_000_000, waited=False)], ["none"]),
     ([facts("a", None)], ["unknown"]),
     ([facts("a", 60_000_000, link=None)], ["unknown"]),
+    # partly cached: 80 % over the wire, the link idle while cached batches were read and
+    # full while the ranks waited for the rest
+    ([facts("a", 80_000_000, waiting=(39_000_000, 1.0))], ["client network"]),
+    # the storage holds the link at 87 %, waits or not
+    ([facts("a", 87_000_000, waiting=(34_800_000, 1.0))], ["storage"]),
 ])
 def test_node_verdict_rules(nodes: list[NodeFacts], want: list[str]) -> None:
     got = node_verdicts(nodes)
@@ -89,3 +97,26 @@ def test_a_node_s_figures_are_its_ranks_largest_and_the_run_takes_the_wire() -> 
     assert b["verdict"]["limit"] == "page cache" and b["wire_share"] == pytest.approx(0.04)
     assert wire_total(traces) == (81_000_000, "the wire to 2 node(s): eth0 rx bytes")
     assert wire_total([*traces, trace(3, "c", None)]) is None  # one node without a counter
+
+
+def test_the_wire_is_read_while_the_rank_waits(tmp_path: Path) -> None:
+    """A link that runs full (40 MB/s) only between 0.1 and 0.3 s: a wait over that span saw
+    it full, a wait after it saw it idle."""
+    start = time.perf_counter()
+
+    def counter() -> int:
+        busy = min(max(time.perf_counter() - start - 0.1, 0.0), 0.2)
+        return int(40e6 * busy)
+
+    meter = DeviceMeter(str(tmp_path))
+    meter.wire, meter.link = WireCounter("eth0 rx bytes", "eth0", counter), (40e6, "tc")
+    meter.open()
+    time.sleep(0.45)
+    meter.close()
+    full, idle = (start + 0.12, start + 0.28), (start + 0.32, start + 0.42)
+    crossed, seconds = meter.wire_during([full]) or (0, 0.0)
+    assert seconds == pytest.approx(0.16)
+    assert crossed / seconds / 40e6 == pytest.approx(1, abs=0.15)
+    assert (meter.wire_during([idle]) or (1, 0.0))[0] < 0.05 * 40e6 * 0.1
+    reads = meter.result(lambda: [full, (start + 5, start + 6)])  # the second: no window
+    assert reads.wire_wait_s == pytest.approx(0.16) and reads.wire_wait_bytes

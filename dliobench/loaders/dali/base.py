@@ -53,9 +53,13 @@ def reader_error(exc: RuntimeError) -> DatasetError | None:
     error names no file."""
     text = str(exc)
     found = re.search(r'Assert on ".*?" failed: (.*?)(?:\.+ File: (\S+))?$', text, re.M)
-    if found is None:
-        return None
-    reason, path = found.group(1).strip().rstrip("."), found.group(2)
+    if found is not None:
+        reason, path = found.group(1).strip().rstrip("."), found.group(2)
+    else:  # DALI 1.5x: "encountered:\n\nFile mapping failed: /path\nC++ context: ..."
+        found = re.search(r"^encountered:\s*\n(?:\s*\n)*(.+?): (/\S+)\s*$", text, re.M)
+        if found is None:
+            return None
+        reason, path = found.group(1).strip().rstrip("."), found.group(2)
     if path is None and not re.search(r"file", reason, re.I):
         return None
     said = f"could not read {path}: {reason}" if path else f"failed: {reason}"
