@@ -44,9 +44,12 @@ def _sample_bytes(config: Config) -> int:
 def batches_ahead(config: Config) -> int:
     """Batches a rank's loader may have read beyond the one compute holds: the prefetch
     depth, and one per reader besides where each reader reads a batch whole (parquet with
-    the native loader)."""
+    the native loader; tf.data on every format but TFRecord, whose map reads
+    ``read_threads`` whole batches at once: loaders/tfdata/sources.batch_source)."""
     r = config.reader
-    whole = get_format(config.dataset.format).reads_rows and r.data_loader == "native"
+    fmt = get_format(config.dataset.format)
+    whole = (fmt.reads_rows and r.data_loader == "native") or (
+        r.data_loader == "tensorflow" and fmt.name != "tfrecord")
     return r.prefetch_size + (r.read_threads if whole else 0)
 
 

@@ -197,7 +197,7 @@ def _device_reads(result: RunResult) -> str | None:
 def _print_notes(result: RunResult, console: Console) -> None:
     """What the reader must know to trust the figures: no counted step, deviations from the
     plan, a short window, reads that may have come from memory."""
-    m, cfg = result["metrics"], result["config"]
+    m = result["metrics"]
     if m["steps"] == 0:
         console.print("[yellow]no step was counted: each epoch has no more steps than "
                       "metric.exclude_start_steps + exclude_end_steps; add files or epochs[/]")
@@ -207,10 +207,11 @@ def _print_notes(result: RunResult, console: Console) -> None:
     if honesty["window_too_short"]:
         console.print(
             f"[yellow]note:[/] an epoch counted only {m['min_counted_steps']} step(s) "
-            f"while the loader reads up to {cfg['reader']['prefetch_size']} "
-            f"batch(es) ahead: up to {honesty['readahead_share'] or 0:.0%} of the counted batches "
-            "may have been read before the window opened, inflating samples/s and bytes/s. "
-            "Add files (dataset.num_files_train) or lower metric.exclude_start_steps."
+            "while the loader reads batches ahead: up to "
+            f"{honesty['readahead_share'] or 0:.0%} of the counted batches "
+            "may have been read before the window opened, inflating AU, samples/s and "
+            "bytes/s. Add files (dataset.num_files_train) or lower "
+            "metric.exclude_start_steps."
         )
     origin = honesty.get("data_origin", "")
     if origin and not origin.startswith("synthetic"):
