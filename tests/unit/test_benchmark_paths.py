@@ -138,3 +138,16 @@ def test_no_import_cycle_in_benchmarks() -> None:
     for start in graph:
         if start not in state:
             assert not (cycle := visit(start, [])), " -> ".join(cycle)
+
+
+def test_every_rerun_entry_names_a_script_and_a_section() -> None:
+    """``benchmarks.harness.rerun``'s catalogue: each entry's module is a script here and
+    feeds a section RESULTS.md has."""
+    from benchmarks.harness.rerun import CATALOGUE
+
+    headings = {line[3:].strip() for line in RESULTS.read_text().splitlines()
+                if line.startswith("## ")}
+    assert len({e.name for e in CATALOGUE}) == len(CATALOGUE)
+    for e in CATALOGUE:
+        assert (REPO / Path(*e.argv[0].split("."))).with_suffix(".py").is_file(), e.name
+        assert e.section in headings, e.name

@@ -224,6 +224,7 @@ def test_a_batchs_memory_is_reused_once_its_samples_die(tmp_path: Path,
     assert np.array_equal(again[3], reader.read(3)[0])  # type: ignore[arg-type]
 
 
+@pytest.mark.serial  # timing: alone, not beside another worker (Makefile)
 def test_a_waiting_consumer_reads_files_rather_than_sleep(tmp_path: Path) -> None:
     # a sleep and a wake per batch took ~8 % of the CPU on 64 KiB samples
     reader = _reader(tmp_path, "npy")
