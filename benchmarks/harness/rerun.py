@@ -104,7 +104,7 @@ CATALOGUE = (
     _e("faults", "Fault and bad-input sweeps",
        "benchmarks.faults.faults --json /tmp/rerun-faults.json", 8.0, "root", "mpiexec"),
     _e("peers", "Small samples against DLIO: native loader",
-       "benchmarks.peers.peers --reps 3 --ranks 1 2", 8.0, "dlio"),
+       "benchmarks.peers.peers --reps 3 --ranks 1 2", 13.0, "dlio"),
     _e("generation_dlio", "Generation against DLIO",
        "benchmarks.generation.generation --shape all --reps 3 --np 1 2 --dlio-np 1 2", 10.0,
        "root", "dlio", "mpiexec"),
