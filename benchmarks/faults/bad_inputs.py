@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.faults.case import said_lines
 from benchmarks.harness.records import Recorder
 from dliobench.config.load import FIELDS, INT64_MAX
 
@@ -70,13 +71,7 @@ class Outcome:
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
         if lines and lines[0].startswith("usage:"):
             return [ln for ln in lines if "error:" in ln]
-        out: list[str] = []
-        warned = False
-        for line in lines:
-            warned = line.startswith(("WARNING ", "INFO ")) or (line[0].isspace() and warned)
-            if not warned:
-                out.append(line)
-        return out
+        return said_lines(self.stderr)
 
     def flags(self) -> list[str]:
         """What went wrong: traceback, hang, false-success, code, lines."""

@@ -163,6 +163,18 @@ class Case:
         return self.out
 
 
+def said_lines(stderr: str) -> list[str]:
+    """stderr's lines less the warnings and notes (``WARNING``/``INFO`` and their indented
+    continuation lines): what a command said went wrong."""
+    out: list[str] = []
+    noted = False
+    for line in (ln for ln in stderr.splitlines() if ln.strip()):
+        noted = line.startswith(("WARNING ", "INFO ")) or (line[0].isspace() and noted)
+        if not noted:
+            out.append(line)
+    return out
+
+
 def until(predicate: Callable[[], bool], seconds: float = 60) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

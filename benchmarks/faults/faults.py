@@ -36,6 +36,7 @@ from benchmarks.faults.case import (
     Outcome,
     count,
     recovered,
+    said_lines,
     until,
     watch_processes,
 )
@@ -157,8 +158,9 @@ def signal_run(root: Path, sig: int, loader: str, ranks: int = 0) -> Outcome:
                 result = json.loads(results[0].read_text())
                 if result["status"] != "partial" or not result["metrics"]["steps"]:
                     case.out.problems.append(f"result: {result['status']}")
-        if len(err.splitlines()) > 4 + 2 * ranks:  # MPI: a line per rank, the launcher's
-            case.out.problems.append(f"{len(err.splitlines())} lines on stderr: {err[-300:]}")
+        said = said_lines(err)  # warnings and notes aside
+        if len(said) > 2 + ranks:  # MPI: a line per rank, the launcher's
+            case.out.problems.append(f"{len(said)} lines on stderr: {err[-300:]}")
         if sig == signal.SIGKILL:  # its journals make the partial result (recover)
             recovered(case, reports, set())
         if sig == signal.SIGKILL:  # the next run removes what the killed one left

@@ -102,7 +102,7 @@ CATALOGUE = (
     _e("trace_replay", "Trace replay",
        "benchmarks.trace.trace_replay --root /tmp/rerun-trace", 9.0, "strace"),
     _e("faults", "Fault and bad-input sweeps",
-       "benchmarks.faults.faults --json /tmp/rerun-faults.json", 8.0, "root", "mpiexec"),
+       "benchmarks.faults.faults --json /tmp/rerun-faults.json", 6.5, "root", "mpiexec"),
     _e("peers", "Small samples against DLIO: native loader",
        "benchmarks.peers.peers --reps 3 --ranks 1 2", 13.0, "dlio"),
     _e("generation_dlio", "Generation against DLIO",

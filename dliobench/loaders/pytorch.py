@@ -107,6 +107,26 @@ class EpochBatchSampler(Sampler[np.ndarray]):
         return full + (1 if rest and not self.drop_last else 0)
 
 
+def quiet_worker(_: int) -> None:
+    """A DataLoader worker's start (``worker_init_fn``): when the run is stopped and the
+    parent closes its end, the feeder thread of the worker's result queue meets a broken
+    pipe, and multiprocessing prints that thread's traceback by default
+    (``Queue._on_queue_feeder_error``); in a worker, the pipe's other end gone means the
+    run is ending: say nothing then (the fault sweep's "SIGTERM run pytorch" met it once in
+    about 18 runs)."""
+    import multiprocessing.queues as queues
+
+    queues.Queue._on_queue_feeder_error = staticmethod(_feeder_error)  # type: ignore[attr-defined]
+
+
+def _feeder_error(error: Exception, obj: object) -> None:
+    if isinstance(error, (BrokenPipeError, ConnectionResetError, EOFError)):
+        return
+    import traceback
+
+    traceback.print_exc()
+
+
 def _whole(item: Any) -> Any:
     """A batch read whole needs no collating."""
     return item
@@ -199,7 +219,8 @@ class PyTorchLoader:
         if workers > 0:
             extra = {"prefetch_factor": max(1, math.ceil(prefetch_size / workers)),
                      "persistent_workers": persistent_workers,
-                     "multiprocessing_context": multiprocessing_context}
+                     "multiprocessing_context": multiprocessing_context,
+                     "worker_init_fn": quiet_worker}
         pin = pin_memory and torch.cuda.is_available()
         if pin_memory and not pin:
             log.debug("reader.pin_memory ignored: no CUDA device")

@@ -35,3 +35,27 @@ def test_batches_of_equal_and_mixed_sizes_are_the_samples_read(tmp_path: Path,
             sizes.add(want.size)
     assert sum(b.samples for b in batches) == 6
     assert (len(sizes) > 1) == bool(stdev)
+
+
+FEEDER = """
+import multiprocessing as mp, sys, time
+{start}
+queue = mp.Queue()
+queue._reader.close()  # the parent gone: the feeder thread meets a broken pipe
+queue.put(b"x" * 100)
+time.sleep(0.5)
+"""
+
+
+def test_a_worker_whose_parent_has_gone_says_nothing() -> None:
+    """A stopped run's DataLoader worker: its result queue's feeder thread meets a broken
+    pipe, which multiprocessing prints as a traceback unless the worker started with
+    ``quiet_worker`` (the fault sweep's "SIGTERM run pytorch" met it once in ~18 runs)."""
+    import subprocess
+    import sys
+
+    start = "from dliobench.loaders.pytorch import quiet_worker; quiet_worker(0)"
+    loud, quiet = (subprocess.run([sys.executable, "-c", FEEDER.format(start=s)],
+                                  capture_output=True, text=True, timeout=60, check=True)
+                   for s in ("", start))
+    assert "BrokenPipeError" in loud.stderr and quiet.stderr == ""
