@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     largest = max(mine.check_ranks)
     try:
         tiers.bring_up(a)
-        tiers.sh([*tiers.DLIOBENCH, "generate", "unet3d", *tiers.unet_overrides(a),
-                  "--no-progress"])
+        tiers.sh([*tiers.DLIOBENCH, "generate", "--yes", "unet3d", *tiers.unet_overrides(a),
+                  "--no-progress"])  # --yes: the tier is sized for it, over half its space
         fit = sweep(a, work, "projection-fit", mine.fit_ranks)
         before = predict(a, fit, largest, mine.out / "projection-before.png")
         print(f"after the fit runs: {tiers.machine()}", flush=True)
