@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +172,9 @@ class DeviceMeter:
             self.wire.interface else (None, "")
         self.wire_total, self.wire_s = 0, 0.0
         self._wire_opened: tuple[int, float] | None = None
-        self._samples: list[tuple[float, int]] = []  # (perf_counter, wire counter)
+        # the wire counter's readings and their perf_counter times, as flat arrays (16 bytes
+        # a reading: 50 a second over a 10-hour run is 29 MB, where tuples took 210)
+        self._times, self._counts = array("d"), array("d")
         self._spans: list[tuple[float, float]] = []  # the sampled windows
         self._sampler: threading.Thread | None = None
         self._stop = threading.Event()
@@ -183,7 +186,7 @@ class DeviceMeter:
         if self.wire is not None:
             self._wire_opened = (self.wire.read(), time.perf_counter())
             if self.link[0] is not None and self._sampler is None:
-                self._samples.append((self._wire_opened[1], self._wire_opened[0]))
+                self._sampled(self._wire_opened[1], self._wire_opened[0])
                 self._stop.clear()
                 self._sampler = threading.Thread(target=self._sample, daemon=True,
                                                  name="dliobench-wire-sampler")
@@ -202,14 +205,18 @@ class DeviceMeter:
                 self._stop.set()
                 self._sampler.join()
                 self._sampler = None
-                self._samples.append((now, count))
+                self._sampled(now, count)
                 self._spans.append((self._wire_opened[1], now))
             self._wire_opened = None
 
     def _sample(self) -> None:
         assert self.wire is not None
         while not self._stop.wait(WIRE_SAMPLE_S):
-            self._samples.append((time.perf_counter(), self.wire.read()))
+            self._sampled(time.perf_counter(), self.wire.read())
+
+    def _sampled(self, when: float, count: int) -> None:
+        self._times.append(when)
+        self._counts.append(count)
 
     def wire_during(self, waits: Iterable[tuple[float, float]]) -> tuple[int, float] | None:
         """The wire bytes that crossed during ``waits`` (perf_counter spans inside the closed
@@ -217,7 +224,9 @@ class DeviceMeter:
         the wire was not sampled."""
         if not self._spans:
             return None
-        t, c = (np.asarray(v, dtype=float) for v in zip(*self._samples, strict=True))
+        n = min(len(self._times), len(self._counts))
+        t, c = np.array(self._times[:n]), np.array(self._counts[:n])  # copies: the sampler
+        # may still append, which an array lending its buffer would refuse
         spans = np.asarray(self._spans)
         w = np.asarray([x for x in waits if x[1] > x[0]], dtype=float).reshape(-1, 2)
         inside = ((w[:, :1] >= spans[:, 0]) & (w[:, 1:] <= spans[:, 1])).any(axis=1)
